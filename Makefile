@@ -1,0 +1,71 @@
+# ackwise: run 'make help' for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+P4C ?= p4c-bm2-ss
+BUILD := build
+RESULTS := $(BUILD)/test-results
+
+P4_PROGRAMS := $(wildcard p4src/*.p4)
+P4_JSON := $(patsubst p4src/%.p4,$(BUILD)/%.json,$(P4_PROGRAMS))
+P4_INCLUDES := $(wildcard p4src/include/*.p4)
+PY_SOURCES := $(wildcard control-plane ptf-tests tools topologies hosts experiments integration-tests)
+
+CC ?= cc
+.PHONY: help deps build demo test unit ptf integration lint format clean check-toolchain check-venv
+
+help: ## this list
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+deps: ## install Debian and Python dependencies (idempotent), report whether bmv2 and p4c are present
+	@tools/deps.sh
+
+build: $(P4_JSON) $(BUILD)/linkem ## compile every program in p4src/ into build/<program>.json, and the link emulator
+
+$(BUILD)/%.json: p4src/%.p4 $(P4_INCLUDES) | check-toolchain
+	@mkdir -p $(BUILD)
+	$(P4C) --std p4-16 --Werror -o $@ $<
+
+$(BUILD)/linkem: topologies/linkem/linkem.c
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -Wall -Wextra -Werror -std=c11 -o $@ $<
+
+demo: check-toolchain check-venv build ## a short transfer through ack_switch on a Mininet dumbbell, with a packet table (root)
+	@$(VENV)/bin/ackwise demo
+
+test: check-toolchain check-venv build ## everything: unit, PTF (bmv2) and integration tests; one summary line at the end
+	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
+	-@$(PY) -m pytest -q -p no:cacheprovider control-plane/tests --junitxml=$(RESULTS)/unit.xml
+	-@$(PY) ptf-tests/run_ptf.py --xunit-dir $(RESULTS)/ptf
+	-@$(PY) -m pytest -q -p no:cacheprovider integration-tests --junitxml=$(RESULTS)/integration.xml
+	@$(PY) tools/test_summary.py unit=$(RESULTS)/unit.xml ptf=$(RESULTS)/ptf \
+	    integration=$(RESULTS)/integration.xml
+
+unit: check-venv ## Python unit tests only
+	@$(PY) -m pytest -q -p no:cacheprovider control-plane/tests
+
+ptf: check-toolchain check-venv build ## PTF data-plane tests on bmv2 only (TESTS="name ..." to pick)
+	@$(PY) ptf-tests/run_ptf.py $(TESTS)
+
+integration: check-toolchain check-venv build ## integration tests only (root: namespaces, switches)
+	@$(PY) -m pytest -q -p no:cacheprovider integration-tests
+
+lint: check-venv ## ruff (lint and format check) on the Python, p4c warnings as errors on the P4
+	@$(PY) -m ruff check $(PY_SOURCES)
+	@$(PY) -m ruff format --check $(PY_SOURCES)
+	@$(MAKE) --no-print-directory -B build
+
+format: check-venv ## apply ruff's formatting and safe fixes
+	@$(PY) -m ruff format $(PY_SOURCES)
+	@$(PY) -m ruff check --fix $(PY_SOURCES)
+
+clean: ## remove build/ (compiled programs, test results, logs)
+	rm -rf $(BUILD)
+
+check-toolchain:
+	@tools/check_toolchain.sh
+
+check-venv:
+	@[ -x $(PY) ] || { echo "no Python environment in $(VENV): run 'make deps' first"; exit 1; }

@@ -1,0 +1,578 @@
+"""The ``ackwise`` operator CLI.
+
+Exit codes: 0 done, 1 the operation failed, 2 bad usage, 3 no switch answers on the Thrift port,
+4 a toolchain piece is missing. Every failure is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from . import __version__, topo_cli
+from .apply import ConfigError, apply_config, load_config
+from .client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
+from .switch import RunningSwitch, SwitchSpec, start_switch
+from .toolchain import ToolchainError, compiled_program
+from .values import format_value
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_TOOLCHAIN = 4
+
+Command = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    pass
+
+
+# ---- output ----
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | Sequence[str]) -> None:
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        print(text if isinstance(text, str) else "\n".join(text))
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def client_for(args: argparse.Namespace) -> SwitchClient:
+    return SwitchClient(args.thrift_host, args.thrift_port).connect()
+
+
+def resolve_program(name: str) -> Path:
+    try:
+        return compiled_program(name)
+    except ToolchainError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def parse_assignments(tokens: Sequence[str]) -> list[str] | dict[str, str]:
+    """``a b c`` stays positional; ``x=a y=b`` becomes a mapping. Mixing is refused."""
+    named = [t for t in tokens if "=" in t and not t.startswith("=")]
+    if not named:
+        return list(tokens)
+    if len(named) != len(tokens):
+        raise UsageError("give all values positionally or all as name=value, not a mix")
+    return dict(t.split("=", 1) for t in tokens)
+
+
+def parse_port(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise UsageError(f"port must be a number or 'all', not {text!r}") from exc
+
+
+# ---- switch ----
+
+
+def cmd_switch_start(args: argparse.Namespace) -> int:
+    ports: dict[int, str] = {}
+    for spec in args.interface:
+        port, sep, iface = spec.partition("@")
+        if not sep or not port.isdigit() or not iface:
+            raise UsageError(f"interface {spec!r}: write PORT@IFACE, e.g. 1@veth1")
+        ports[int(port)] = iface
+    program = resolve_program(args.program)
+    existing = RunningSwitch.load(args.thrift_port)
+    if existing is not None and existing.alive:
+        raise SwitchError(
+            f"a switch started by ackwise (pid {existing.pid}) already runs on "
+            f"Thrift port {args.thrift_port}: stop it first or use another --thrift-port"
+        )
+    spec = SwitchSpec(
+        program_json=str(program),
+        ports=ports,
+        thrift_port=args.thrift_port,
+        device_id=args.device_id,
+        log_file=str(Path(args.log).resolve()) if args.log else None,
+        pcap_dir=str(Path(args.pcap).resolve()) if args.pcap else None,
+        cpu_port=args.cpu_port,
+    )
+    running = start_switch(spec, detach=True)
+    running.save()
+    data = {"pid": running.pid, "thrift_port": args.thrift_port, "program": str(program), "ports": ports}
+    emit(
+        args,
+        data,
+        f"simple_switch pid {running.pid} on Thrift port {args.thrift_port} "
+        f"running {program.name} on {', '.join(f'{p}@{i}' for p, i in sorted(ports.items()))}",
+    )
+    return 0
+
+
+def cmd_switch_stop(args: argparse.Namespace) -> int:
+    running = RunningSwitch.load(args.thrift_port)
+    if running is None or not running.alive:
+        if running is not None:
+            running.forget()
+        raise SwitchUnreachable(
+            f"no switch started by ackwise runs on Thrift port "
+            f"{args.thrift_host}:{args.thrift_port}: nothing to stop"
+        )
+    running.stop()
+    running.forget()
+    emit(
+        args,
+        {"stopped": running.pid, "thrift_port": args.thrift_port},
+        f"stopped simple_switch pid {running.pid} (Thrift port {args.thrift_port})",
+    )
+    return 0
+
+
+def cmd_switch_status(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        info = client.info()
+        program = client.program
+    running = RunningSwitch.load(args.thrift_port)
+    data = asdict(info) | {
+        "pid": running.pid if running and running.alive else None,
+        "program_json": running.spec.program_json if running and running.alive else None,
+        "tables": sorted(program.tables),
+        "registers": sorted(program.registers),
+        "counters": sorted(program.counters),
+    }
+    lines = [
+        f"switch on {info.host}:{info.thrift_port}: up {info.time_elapsed_us / 1e6:.1f} s, "
+        f"device {info.device_id}, program md5 {info.config_md5}",
+    ]
+    if data["pid"]:
+        lines.append(f"pid {data['pid']}, program {data['program_json']}")
+    lines.append(
+        "ports: "
+        + (", ".join(f"{p.port}@{p.interface}{'' if p.up else ' (down)'}" for p in info.ports) or "none")
+    )
+    lines.append(f"tables: {', '.join(data['tables']) or 'none'}")
+    lines.append(f"registers: {', '.join(data['registers']) or 'none'}")
+    lines.append(f"counters: {', '.join(data['counters']) or 'none'}")
+    emit(args, data, lines)
+    return 0
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    program = resolve_program(args.program)
+    with client_for(args) as client:
+        client.load_program(program)
+    running = RunningSwitch.load(args.thrift_port)
+    if running is not None and running.alive:
+        running.spec.program_json = str(program)
+        running.save()
+    emit(args, {"loaded": str(program)}, f"loaded {program} (tables empty, registers zero)")
+    return 0
+
+
+# ---- tables ----
+
+
+def split_arrow(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    if "=>" in tokens:
+        i = list(tokens).index("=>")
+        return list(tokens[:i]), list(tokens[i + 1 :])
+    return list(tokens), []
+
+
+def cmd_table_add(args: argparse.Namespace) -> int:
+    key, params = split_arrow(args.values)
+    if args.params is not None:
+        if params:
+            raise UsageError("give the action parameters either after -p or after '=>', not both")
+        params = args.params
+    with client_for(args) as client:
+        handle = client.table_add(
+            args.table, args.action, parse_assignments(key), parse_assignments(params), args.priority
+        )
+    emit(args, {"table": args.table, "handle": handle}, f"added entry {handle} to {args.table}")
+    return 0
+
+
+def cmd_table_modify(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        client.table_modify(args.table, args.handle, args.action, parse_assignments(args.params))
+    emit(args, {"table": args.table, "handle": args.handle}, f"modified entry {args.handle} of {args.table}")
+    return 0
+
+
+def cmd_table_del(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        if args.handle is not None:
+            if args.key:
+                raise UsageError("give either --handle or a key, not both")
+            client.table_delete(args.table, args.handle)
+            handle = args.handle
+        elif args.key:
+            handle = client.table_delete_by_key(args.table, parse_assignments(args.key), args.priority)
+        else:
+            raise UsageError("give the entry's --handle or its key")
+    emit(args, {"table": args.table, "deleted": handle}, f"deleted entry {handle} of {args.table}")
+    return 0
+
+
+def cmd_table_default(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        client.table_set_default(args.table, args.action, parse_assignments(args.params))
+    emit(args, {"table": args.table, "default": args.action}, f"{args.table}: default action {args.action}")
+    return 0
+
+
+def cmd_table_clear(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        client.table_clear(args.table)
+    emit(args, {"table": args.table, "cleared": True}, f"cleared {args.table}")
+    return 0
+
+
+def cmd_table_dump(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        table = client.program.table(args.table)
+        entries = client.table_entries(table.name)
+        default = client.table_default(table.name)
+    widths = {p.name: p.width_bits for a in table.actions for p in client.program.actions[a].params}
+
+    def fmt(params: dict[str, int]) -> str:
+        return " ".join(f"{k}={format_value(v, widths.get(k, 0), k)}" for k, v in params.items())
+
+    rows = [[e.handle, " ".join(str(m) for m in e.key), e.action, fmt(e.params)] for e in entries]
+    text = [f"{table.name}: {len(entries)} of {table.size} entries"]
+    if rows:
+        text.append(render_table(["handle", "key", "action", "params"], rows))
+    text.append(f"default: {default.action or 'none'} {fmt(default.params)}".rstrip())
+    data = {
+        "table": table.name,
+        "size": table.size,
+        "entries": [e.to_dict() for e in entries],
+        "default": {"action": default.action, "params": default.params},
+    }
+    emit(args, data, text)
+    return 0
+
+
+def cmd_table_list(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        program = client.program
+    rows, data = [], []
+    for t in sorted(program.tables.values(), key=lambda t: t.name):
+        key = ", ".join(f"{k.name}:{k.match_type}/{k.width_bits}" for k in t.key)
+        rows.append([t.name, key, ", ".join(t.actions), t.size])
+        data.append(
+            {"table": t.name, "key": [asdict(k) for k in t.key], "actions": list(t.actions), "size": t.size}
+        )
+    emit(args, data, render_table(["table", "key", "actions", "size"], rows))
+    return 0
+
+
+# ---- registers and counters ----
+
+
+def cmd_register_read(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        reg = client.program.register(args.register)
+        if args.index is None:
+            values = client.register_read_all(reg.name)
+            emit(
+                args,
+                {"register": reg.name, "values": values},
+                f"{reg.name}[0..{reg.size - 1}] = " + ", ".join(str(v) for v in values),
+            )
+        else:
+            value = client.register_read(reg.name, args.index)
+            emit(
+                args,
+                {"register": reg.name, "index": args.index, "value": value},
+                f"{reg.name}[{args.index}] = {value}",
+            )
+    return 0
+
+
+def cmd_register_write(args: argparse.Namespace) -> int:
+    try:
+        value = int(args.value, 0)
+    except ValueError as exc:
+        raise UsageError(f"register value {args.value!r} is not a number") from exc
+    with client_for(args) as client:
+        client.register_write(args.register, args.index, value)
+    emit(
+        args,
+        {"register": args.register, "index": args.index, "value": value},
+        f"{args.register}[{args.index}] = {value}",
+    )
+    return 0
+
+
+def cmd_register_reset(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        client.register_reset(args.register)
+    emit(args, {"register": args.register, "reset": True}, f"{args.register}: all cells zero")
+    return 0
+
+
+def cmd_counter_read(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        ctr = client.program.counter(args.counter)
+        indices = range(ctr.size) if args.index is None else [args.index]
+        values = [(i, client.counter_read(ctr.name, i)) for i in indices]
+    data = {"counter": ctr.name, "values": [{"index": i, **asdict(v)} for i, v in values]}
+    emit(
+        args,
+        data,
+        [
+            f"{ctr.name}:",
+            render_table(["index", "packets", "bytes"], [[i, v.packets, v.bytes] for i, v in values]),
+        ],
+    )
+    return 0
+
+
+def cmd_counter_reset(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        client.counter_reset(args.counter)
+    emit(args, {"counter": args.counter, "reset": True}, f"{args.counter}: all cells zero")
+    return 0
+
+
+# ---- ports, mirroring, apply ----
+
+
+def cmd_port_rate(args: argparse.Namespace) -> int:
+    port = parse_port(args.port)
+    with client_for(args) as client:
+        client.set_queue_rate(port, args.rate_pps)
+    emit(
+        args,
+        {"port": args.port, "rate_pps": args.rate_pps},
+        f"port {args.port}: egress queue served at {args.rate_pps} packets/s",
+    )
+    return 0
+
+
+def cmd_port_depth(args: argparse.Namespace) -> int:
+    port = parse_port(args.port)
+    with client_for(args) as client:
+        client.set_queue_depth(port, args.depth_pkts)
+    emit(
+        args,
+        {"port": args.port, "depth_pkts": args.depth_pkts},
+        f"port {args.port}: egress queue holds {args.depth_pkts} packets",
+    )
+    return 0
+
+
+def cmd_mirror_add(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        client.mirroring_add(args.session, args.port)
+    emit(
+        args,
+        {"session": args.session, "port": args.port},
+        f"mirroring session {args.session} -> port {args.port}",
+    )
+    return 0
+
+
+def cmd_mirror_del(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        client.mirroring_delete(args.session)
+    emit(args, {"session": args.session, "deleted": True}, f"deleted mirroring session {args.session}")
+    return 0
+
+
+def cmd_mirror_show(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        port = client.mirroring_get(args.session)
+    emit(args, {"session": args.session, "port": port}, f"mirroring session {args.session} -> port {port}")
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    doc = load_config(args.file)
+    with client_for(args) as client:
+        done = apply_config(client, doc, Path.cwd())
+    emit(args, {"applied": done}, done or ["nothing to apply"])
+    return 0
+
+
+# ---- parser ----
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS lets these options come before or after the subcommand without one hiding the other.
+    common.add_argument(
+        "--thrift-port",
+        type=int,
+        default=argparse.SUPPRESS,
+        help=f"Thrift port of the switch (default {DEFAULT_THRIFT_PORT}, or $ACKWISE_THRIFT_PORT)",
+    )
+    common.add_argument(
+        "--thrift-host", default=argparse.SUPPRESS, help="host of the switch (default localhost)"
+    )
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="ackwise",
+        parents=[common],
+        description="Operate ackwise switches: bmv2 simple_switch driven over its Thrift runtime.",
+        epilog="Exit codes: 0 done, 1 failed, 2 bad usage, 3 switch not answering, 4 toolchain missing.",
+    )
+    parser.add_argument("--version", action="version", version=f"ackwise {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(parent: Any, name: str, fn: Command, help_: str) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, parents=[common], help=help_, description=help_)
+        p.set_defaults(func=fn)
+        return p
+
+    def group(name: str, help_: str) -> Any:
+        p = sub.add_parser(name, parents=[common], help=help_, description=help_)
+        return p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
+
+    sw = group("switch", "start, stop or inspect a simple_switch")
+    p = add(sw, "start", cmd_switch_start, "start simple_switch running a program on interfaces")
+    p.add_argument("program", help="program name (build/NAME.json) or path to a compiled JSON")
+    p.add_argument(
+        "-i",
+        "--interface",
+        action="append",
+        required=True,
+        metavar="PORT@IFACE",
+        help="bind switch port PORT to interface IFACE (repeat for each port)",
+    )
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--log", metavar="FILE", help="write bmv2's packet log to FILE (slows the switch)")
+    p.add_argument("--pcap", metavar="DIR", help="write a pcap per port into DIR")
+    p.add_argument("--cpu-port", type=int, help="port number of the CPU port (packet-in/out)")
+    add(sw, "stop", cmd_switch_stop, "stop the switch started by ackwise on this Thrift port")
+    add(sw, "status", cmd_switch_status, "show the program, ports and uptime of a switch")
+
+    p = add(sub, "load", cmd_load, "swap the program of a running switch (its tables start empty)")
+    p.add_argument("program", help="program name (build/NAME.json) or path to a compiled JSON")
+
+    tb = group("table", "add, modify, delete and dump table entries")
+    p = add(tb, "add", cmd_table_add, "add an entry: TABLE ACTION KEY... -p PARAM...")
+    p.add_argument("table")
+    p.add_argument("action")
+    p.add_argument(
+        "values",
+        nargs="*",
+        metavar="KEY",
+        help="key fields in order, or as name=value ('=>' then parameters also works, quoted)",
+    )
+    p.add_argument("-p", "--params", nargs="*", metavar="PARAM", help="action parameters in order, or as name=value")
+    p.add_argument("--priority", type=int, help="priority, for tables with ternary or range keys")
+    p = add(tb, "modify", cmd_table_modify, "change the action of an entry")
+    p.add_argument("table")
+    p.add_argument("handle", type=int)
+    p.add_argument("action")
+    p.add_argument("params", nargs="*", metavar="PARAM")
+    p = add(tb, "del", cmd_table_del, "delete an entry by handle or by key")
+    p.add_argument("table")
+    p.add_argument("key", nargs="*", metavar="KEY")
+    p.add_argument("--handle", type=int)
+    p.add_argument("--priority", type=int)
+    p = add(tb, "default", cmd_table_default, "set the default action of a table")
+    p.add_argument("table")
+    p.add_argument("action")
+    p.add_argument("params", nargs="*", metavar="PARAM")
+    p = add(tb, "clear", cmd_table_clear, "delete every entry of a table")
+    p.add_argument("table")
+    p = add(tb, "dump", cmd_table_dump, "show the entries and default action of a table")
+    p.add_argument("table")
+    add(tb, "list", cmd_table_list, "list the tables of the loaded program")
+
+    rg = group("register", "read, write or reset registers")
+    p = add(rg, "read", cmd_register_read, "read one cell, or the whole array without INDEX")
+    p.add_argument("register")
+    p.add_argument("index", type=int, nargs="?")
+    p = add(rg, "write", cmd_register_write, "write one cell")
+    p.add_argument("register")
+    p.add_argument("index", type=int)
+    p.add_argument("value")
+    p = add(rg, "reset", cmd_register_reset, "set every cell to zero")
+    p.add_argument("register")
+
+    ct = group("counter", "read or reset counters")
+    p = add(ct, "read", cmd_counter_read, "read one cell, or every cell without INDEX")
+    p.add_argument("counter")
+    p.add_argument("index", type=int, nargs="?")
+    p = add(ct, "reset", cmd_counter_reset, "set every cell to zero")
+    p.add_argument("counter")
+
+    pt = group("port", "egress queue rate and depth per port")
+    p = add(pt, "rate", cmd_port_rate, "egress queue service rate in packets per second")
+    p.add_argument("port", help="port number, or 'all'")
+    p.add_argument("rate_pps", type=int)
+    p = add(pt, "depth", cmd_port_depth, "egress queue capacity in packets")
+    p.add_argument("port", help="port number, or 'all'")
+    p.add_argument("depth_pkts", type=int)
+
+    mr = group("mirror", "mirroring (clone) sessions")
+    p = add(mr, "add", cmd_mirror_add, "send clones of session SESSION to PORT")
+    p.add_argument("session", type=int)
+    p.add_argument("port", type=int)
+    p = add(mr, "del", cmd_mirror_del, "delete a mirroring session")
+    p.add_argument("session", type=int)
+    p = add(mr, "show", cmd_mirror_show, "show the port of a mirroring session")
+    p.add_argument("session", type=int)
+
+    p = add(sub, "apply", cmd_apply, "apply entries and settings from a YAML or JSON file")
+    p.add_argument("file")
+
+    topo_cli.add_commands(sub, add, group)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.thrift_port = getattr(args, "thrift_port", None) or int(
+        os.environ.get("ACKWISE_THRIFT_PORT", DEFAULT_THRIFT_PORT)
+    )
+    args.thrift_host = getattr(args, "thrift_host", None) or "localhost"
+    args.json = getattr(args, "json", False)
+    try:
+        return int(args.func(args))
+    except UsageError as exc:
+        print(f"ackwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SwitchUnreachable as exc:
+        print(f"ackwise: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except ToolchainError as exc:
+        print(f"ackwise: {exc}", file=sys.stderr)
+        return EXIT_TOOLCHAIN
+    except (
+        SwitchError,
+        ConfigError,
+        topo_cli.TopoError,
+        LookupError,
+        ValueError,
+        OSError,
+        RuntimeError,
+    ) as exc:
+        print(f"ackwise: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,620 @@
+"""A typed client for bmv2's Thrift runtime (simple_switch).
+
+Every call goes through one connection to host:port. Errors a user can hit come out as
+``SwitchError`` subclasses whose message names the switch and what to do; nothing from Thrift
+leaks to the caller.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .program import Program, Table, UnknownName
+from .toolchain import ensure_bmv2_bindings
+from .values import BadValue, format_value, from_bytes, parse_int, parse_prefix, to_bytes
+
+T = TypeVar("T")
+DEFAULT_THRIFT_PORT = 9090
+
+
+class SwitchError(RuntimeError):
+    """An operation on a switch failed; str() is one line fit for an operator."""
+
+
+class SwitchUnreachable(SwitchError):
+    pass
+
+
+class SwitchOperationError(SwitchError):
+    pass
+
+
+# ---- typed results ----
+
+
+@dataclass(frozen=True)
+class MatchValue:
+    """One key field of an entry: value plus prefix length (lpm), mask (ternary) or end (range)."""
+
+    field: str
+    match_type: str
+    width_bits: int
+    value: int
+    prefix_len: int | None = None
+    mask: int | None = None
+    end: int | None = None
+
+    def __str__(self) -> str:
+        text = format_value(self.value, self.width_bits, self.field)
+        if self.match_type == "lpm":
+            return f"{text}/{self.prefix_len}"
+        if self.match_type == "ternary":
+            return f"{text}&&&{format_value(self.mask or 0, self.width_bits, self.field)}"
+        if self.match_type == "range":
+            return f"{text}->{format_value(self.end or 0, self.width_bits, self.field)}"
+        return text
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    table: str
+    handle: int
+    key: tuple[MatchValue, ...]
+    action: str
+    params: dict[str, int]
+    priority: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "handle": self.handle,
+            "key": {m.field: str(m) for m in self.key},
+            "action": self.action,
+            "params": self.params,
+            "priority": self.priority,
+        }
+
+
+@dataclass(frozen=True)
+class DefaultAction:
+    table: str
+    action: str | None
+    params: dict[str, int]
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    packets: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class PortInfo:
+    port: int
+    interface: str
+    up: bool
+
+
+@dataclass(frozen=True)
+class SwitchInfo:
+    host: str
+    thrift_port: int
+    device_id: int
+    config_md5: str
+    ports: tuple[PortInfo, ...]
+    time_elapsed_us: int
+
+
+class SwitchClient:
+    """One simple_switch, reached over its Thrift port."""
+
+    def __init__(
+        self, host: str = "localhost", thrift_port: int = DEFAULT_THRIFT_PORT, timeout_s: float = 10.0
+    ) -> None:
+        self.host = host
+        self.thrift_port = thrift_port
+        self.timeout_s = timeout_s
+        self._transport: Any = None
+        self._standard: Any = None
+        self._sswitch: Any = None
+        self._program: Program | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.thrift_port}"
+
+    # ---- connection ----
+
+    def connect(self) -> SwitchClient:
+        # Checked before the bindings are needed, so this error names the port in any case.
+        if not port_answers(self.host, self.thrift_port):
+            raise SwitchUnreachable(
+                f"no switch answers on Thrift port {self.where}: start one "
+                f"('ackwise switch start') or pass the right --thrift-port"
+            )
+        ensure_bmv2_bindings()
+        from bm_runtime.standard import Standard
+        from sswitch_runtime import SimpleSwitch
+        from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
+        from thrift.transport import TSocket, TTransport
+
+        sock = TSocket.TSocket(self.host, self.thrift_port)
+        sock.setTimeout(int(self.timeout_s * 1000))
+        transport = TTransport.TBufferedTransport(sock)
+        protocol = TBinaryProtocol.TBinaryProtocol(transport)
+        try:
+            transport.open()
+        except TTransport.TTransportException as exc:
+            raise SwitchUnreachable(
+                f"no switch answers on Thrift port {self.where}: start one "
+                f"('ackwise switch start') or pass the right --thrift-port"
+            ) from exc
+        self._transport = transport
+        self._standard = Standard.Client(TMultiplexedProtocol.TMultiplexedProtocol(protocol, "standard"))
+        self._sswitch = SimpleSwitch.Client(
+            TMultiplexedProtocol.TMultiplexedProtocol(protocol, "simple_switch")
+        )
+        return self
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+
+    def __enter__(self) -> SwitchClient:
+        return self.connect() if self._transport is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        if self._transport is None:
+            self.connect()
+        from thrift.Thrift import TException
+        from thrift.transport.TTransport import TTransportException
+
+        try:
+            return fn()
+        except (TimeoutError, TTransportException, OSError) as exc:
+            self.close()
+            raise SwitchUnreachable(
+                f"switch on Thrift port {self.where} stopped answering during {what}: "
+                "check that simple_switch is still running ('ackwise switch status')"
+            ) from exc
+        except TException as exc:
+            raise SwitchOperationError(f"{what} failed on {self.where}: {_describe(exc)}") from exc
+
+    # ---- program ----
+
+    @property
+    def program(self) -> Program:
+        if self._program is None:
+            text = self._call("reading the program", lambda: self._standard.bm_get_config())
+            self._program = Program.from_json(text)
+        return self._program
+
+    def info(self) -> SwitchInfo:
+        cfg = self._call("reading switch info", lambda: self._standard.bm_mgmt_get_info())
+        md5 = self._call("reading program md5", lambda: self._standard.bm_get_config_md5())
+        ports = self._call("listing ports", lambda: self._standard.bm_dev_mgr_show_ports())
+        elapsed = self._call("reading the clock", lambda: self._sswitch.get_time_elapsed_us())
+        return SwitchInfo(
+            host=self.host,
+            thrift_port=self.thrift_port,
+            device_id=cfg.device_id,
+            config_md5=md5.hex() if isinstance(md5, bytes) else str(md5),
+            ports=tuple(
+                sorted((PortInfo(p.port_num, p.iface_name, p.is_up) for p in ports), key=lambda p: p.port)
+            ),
+            time_elapsed_us=elapsed,
+        )
+
+    def load_program(self, json_path: str | Path) -> None:
+        """Swap the running program for another; its tables start empty and registers at zero."""
+        text = Path(json_path).read_text(encoding="utf-8")
+        try:
+            Program.from_json(text)
+        except (ValueError, KeyError) as exc:
+            raise SwitchOperationError(f"{json_path} is not a bmv2 program JSON (from p4c-bm2-ss)") from exc
+        self._call("loading the new program", lambda: self._standard.bm_load_new_config(text))
+        self._call("swapping to the new program", lambda: self._standard.bm_swap_configs())
+        self._program = None
+
+    # ---- tables ----
+
+    def _table(self, name: str) -> Table:
+        try:
+            return self.program.table(name)
+        except UnknownName as exc:
+            raise SwitchOperationError(str(exc)) from exc
+
+    def _match_params(self, table: Table, key: Sequence[str] | Mapping[str, str]) -> list[Any]:
+        from bm_runtime.standard.ttypes import (
+            BmMatchParam,
+            BmMatchParamExact,
+            BmMatchParamLPM,
+            BmMatchParamRange,
+            BmMatchParamTernary,
+            BmMatchParamType,
+            BmMatchParamValid,
+        )
+
+        values = _bind(f"key of {table.name}", [k.name for k in table.key], key)
+        params = []
+        for kf, text in zip(table.key, values, strict=True):
+            what = f"{table.name} key {kf.name}"
+            w = kf.width_bits
+            try:
+                if kf.match_type == "exact":
+                    params.append(
+                        BmMatchParam(
+                            type=BmMatchParamType.EXACT,
+                            exact=BmMatchParamExact(to_bytes(parse_int(text, w, what), w)),
+                        )
+                    )
+                elif kf.match_type == "lpm":
+                    value, length = parse_prefix(text, w, what)
+                    params.append(
+                        BmMatchParam(
+                            type=BmMatchParamType.LPM, lpm=BmMatchParamLPM(to_bytes(value, w), length)
+                        )
+                    )
+                elif kf.match_type == "ternary":
+                    value_text, _, mask_text = text.partition("&&&")
+                    mask = parse_int(mask_text, w, what) if mask_text else (1 << w) - 1
+                    params.append(
+                        BmMatchParam(
+                            type=BmMatchParamType.TERNARY,
+                            ternary=BmMatchParamTernary(
+                                to_bytes(parse_int(value_text, w, what), w), to_bytes(mask, w)
+                            ),
+                        )
+                    )
+                elif kf.match_type == "range":
+                    lo_text, _, hi_text = text.partition("->")
+                    lo = parse_int(lo_text, w, what)
+                    hi = parse_int(hi_text, w, what) if hi_text else lo
+                    params.append(
+                        BmMatchParam(
+                            type=BmMatchParamType.RANGE,
+                            range=BmMatchParamRange(to_bytes(lo, w), to_bytes(hi, w)),
+                        )
+                    )
+                elif kf.match_type == "valid":
+                    params.append(
+                        BmMatchParam(
+                            type=BmMatchParamType.VALID,
+                            valid=BmMatchParamValid(parse_int(text, 1, what) == 1),
+                        )
+                    )
+                else:
+                    raise SwitchOperationError(f"{what}: match type {kf.match_type} not supported")
+            except BadValue as exc:
+                raise SwitchOperationError(str(exc)) from exc
+        return params
+
+    def _action_data(
+        self, table: Table, action: str, params: Sequence[str | int] | Mapping[str, str | int]
+    ) -> tuple[str, list[bytes]]:
+        try:
+            act = self.program.action(table, action)
+        except UnknownName as exc:
+            raise SwitchOperationError(str(exc)) from exc
+        values = _bind(f"parameters of {act.name}", [p.name for p in act.params], params)
+        try:
+            data = [
+                to_bytes(parse_int(v, p.width_bits, f"{act.name} parameter {p.name}"), p.width_bits)
+                for p, v in zip(act.params, values, strict=True)
+            ]
+        except BadValue as exc:
+            raise SwitchOperationError(str(exc)) from exc
+        return act.name, data
+
+    def table_add(
+        self,
+        table: str,
+        action: str,
+        key: Sequence[str] | Mapping[str, str],
+        params: Sequence[str | int] | Mapping[str, str | int] = (),
+        priority: int | None = None,
+    ) -> int:
+        from bm_runtime.standard.ttypes import BmAddEntryOptions
+
+        t = self._table(table)
+        match = self._match_params(t, key)
+        act, data = self._action_data(t, action, params)
+        if t.needs_priority and priority is None:
+            raise SwitchOperationError(f"{t.name} has ternary or range keys: give a priority")
+        options = BmAddEntryOptions(priority=priority) if priority is not None else BmAddEntryOptions()
+        return self._call(
+            f"adding an entry to {t.name}",
+            lambda: self._standard.bm_mt_add_entry(0, t.name, match, act, data, options),
+        )
+
+    def table_modify(
+        self, table: str, handle: int, action: str, params: Sequence[str | int] | Mapping[str, str | int] = ()
+    ) -> None:
+        t = self._table(table)
+        act, data = self._action_data(t, action, params)
+        self._call(
+            f"modifying entry {handle} of {t.name}",
+            lambda: self._standard.bm_mt_modify_entry(0, t.name, handle, act, data),
+        )
+
+    def table_delete(self, table: str, handle: int) -> None:
+        t = self._table(table)
+        self._call(
+            f"deleting entry {handle} of {t.name}",
+            lambda: self._standard.bm_mt_delete_entry(0, t.name, handle),
+        )
+
+    def table_delete_by_key(
+        self, table: str, key: Sequence[str] | Mapping[str, str], priority: int | None = None
+    ) -> int:
+        from bm_runtime.standard.ttypes import BmAddEntryOptions
+
+        t = self._table(table)
+        match = self._match_params(t, key)
+        options = BmAddEntryOptions(priority=priority) if priority is not None else BmAddEntryOptions()
+        entry = self._call(
+            f"looking up a key in {t.name}",
+            lambda: self._standard.bm_mt_get_entry_from_key(0, t.name, match, options),
+        )
+        self.table_delete(t.name, entry.entry_handle)
+        return int(entry.entry_handle)
+
+    def table_set_default(
+        self, table: str, action: str, params: Sequence[str | int] | Mapping[str, str | int] = ()
+    ) -> None:
+        t = self._table(table)
+        if t.const_default:
+            raise SwitchOperationError(f"{t.name} has a const default action set by the P4 program")
+        act, data = self._action_data(t, action, params)
+        self._call(
+            f"setting the default action of {t.name}",
+            lambda: self._standard.bm_mt_set_default_action(0, t.name, act, data),
+        )
+
+    def table_clear(self, table: str) -> None:
+        t = self._table(table)
+        self._call(f"clearing {t.name}", lambda: self._standard.bm_mt_clear_entries(0, t.name, False))
+
+    def table_entries(self, table: str) -> list[TableEntry]:
+        t = self._table(table)
+        raw = self._call(f"dumping {t.name}", lambda: self._standard.bm_mt_get_entries(0, t.name))
+        return sorted((self._entry(t, e) for e in raw), key=lambda e: e.handle)
+
+    def table_default(self, table: str) -> DefaultAction:
+        t = self._table(table)
+        raw = self._call(
+            f"reading the default of {t.name}", lambda: self._standard.bm_mt_get_default_entry(0, t.name)
+        )
+        if not raw.action_name:
+            return DefaultAction(t.name, None, {})
+        return DefaultAction(t.name, raw.action_name, self._params_of(raw.action_name, raw.action_data))
+
+    def _params_of(self, action: str, data: Sequence[bytes]) -> dict[str, int]:
+        act = self.program.actions[action]
+        return {p.name: from_bytes(d) for p, d in zip(act.params, data or [], strict=False)}
+
+    def _entry(self, t: Table, e: Any) -> TableEntry:
+        key = []
+        for kf, mp in zip(t.key, e.match_key, strict=True):
+            if kf.match_type == "exact":
+                key.append(MatchValue(kf.name, "exact", kf.width_bits, from_bytes(mp.exact.key)))
+            elif kf.match_type == "lpm":
+                key.append(
+                    MatchValue(
+                        kf.name, "lpm", kf.width_bits, from_bytes(mp.lpm.key), prefix_len=mp.lpm.prefix_length
+                    )
+                )
+            elif kf.match_type == "ternary":
+                key.append(
+                    MatchValue(
+                        kf.name,
+                        "ternary",
+                        kf.width_bits,
+                        from_bytes(mp.ternary.key),
+                        mask=from_bytes(mp.ternary.mask),
+                    )
+                )
+            elif kf.match_type == "range":
+                key.append(
+                    MatchValue(
+                        kf.name,
+                        "range",
+                        kf.width_bits,
+                        from_bytes(mp.range.start),
+                        end=from_bytes(mp.range.end_),
+                    )
+                )
+            else:
+                key.append(MatchValue(kf.name, kf.match_type, 1, int(bool(mp.valid.key))))
+        action = e.action_entry.action_name
+        priority = e.options.priority if e.options is not None and t.needs_priority else None
+        return TableEntry(
+            t.name,
+            e.entry_handle,
+            tuple(key),
+            action,
+            self._params_of(action, e.action_entry.action_data),
+            priority,
+        )
+
+    # ---- registers ----
+
+    def register_read(self, name: str, index: int) -> int:
+        reg = self._register(name)
+        self._check_index(reg.name, index, reg.size)
+        value = self._call(
+            f"reading {reg.name}[{index}]", lambda: self._standard.bm_register_read(0, reg.name, index)
+        )
+        return value & ((1 << reg.width_bits) - 1)
+
+    def register_read_all(self, name: str) -> list[int]:
+        reg = self._register(name)
+        values = self._call(f"reading {reg.name}", lambda: self._standard.bm_register_read_all(0, reg.name))
+        mask = (1 << reg.width_bits) - 1
+        return [v & mask for v in values]
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        reg = self._register(name)
+        self._check_index(reg.name, index, reg.size)
+        if not 0 <= value < 1 << reg.width_bits:
+            raise SwitchOperationError(f"{value} does not fit in {reg.name} ({reg.width_bits} bits)")
+        self._call(
+            f"writing {reg.name}[{index}]",
+            lambda: self._standard.bm_register_write(0, reg.name, index, _as_i64(value)),
+        )
+
+    def register_reset(self, name: str) -> None:
+        reg = self._register(name)
+        self._call(f"resetting {reg.name}", lambda: self._standard.bm_register_reset(0, reg.name))
+
+    def _register(self, name: str) -> Any:
+        try:
+            return self.program.register(name)
+        except UnknownName as exc:
+            raise SwitchOperationError(str(exc)) from exc
+
+    # ---- counters ----
+
+    def counter_read(self, name: str, index: int) -> CounterValue:
+        ctr = self._counter(name)
+        self._check_index(ctr.name, index, ctr.size)
+        raw = self._call(
+            f"reading {ctr.name}[{index}]", lambda: self._standard.bm_counter_read(0, ctr.name, index)
+        )
+        return CounterValue(packets=raw.packets, bytes=raw.bytes)
+
+    def counter_read_all(self, name: str) -> list[CounterValue]:
+        ctr = self._counter(name)
+        return [self.counter_read(ctr.name, i) for i in range(ctr.size)]
+
+    def counter_reset(self, name: str) -> None:
+        ctr = self._counter(name)
+        self._call(f"resetting {ctr.name}", lambda: self._standard.bm_counter_reset_all(0, ctr.name))
+
+    def _counter(self, name: str) -> Any:
+        try:
+            return self.program.counter(name)
+        except UnknownName as exc:
+            raise SwitchOperationError(str(exc)) from exc
+
+    @staticmethod
+    def _check_index(name: str, index: int, size: int) -> None:
+        if not 0 <= index < size:
+            raise SwitchOperationError(f"index {index} outside {name}[0..{size - 1}]")
+
+    # ---- mirroring ----
+
+    def mirroring_add(self, session: int, egress_port: int) -> None:
+        from sswitch_runtime.ttypes import MirroringSessionConfig
+
+        cfg = MirroringSessionConfig(port=egress_port)
+        self._call(
+            f"adding mirroring session {session}", lambda: self._sswitch.mirroring_session_add(session, cfg)
+        )
+
+    def mirroring_delete(self, session: int) -> None:
+        self._call(
+            f"deleting mirroring session {session}", lambda: self._sswitch.mirroring_session_delete(session)
+        )
+
+    def mirroring_get(self, session: int) -> int:
+        cfg = self._call(
+            f"reading mirroring session {session}", lambda: self._sswitch.mirroring_session_get(session)
+        )
+        return int(cfg.port)
+
+    # ---- egress queues ----
+
+    def set_queue_rate(self, port: int | None, rate_pps: int) -> None:
+        """Egress queue service rate in packets per second (one port, or all with None)."""
+        if rate_pps <= 0:
+            raise SwitchOperationError("queue rate must be a positive number of packets per second")
+        if port is None:
+            self._call("setting all queue rates", lambda: self._sswitch.set_all_egress_queue_rates(rate_pps))
+        else:
+            self._call(
+                f"setting the queue rate of port {port}",
+                lambda: self._sswitch.set_egress_queue_rate(port, rate_pps),
+            )
+
+    def set_queue_depth(self, port: int | None, depth_pkts: int) -> None:
+        """Egress queue capacity in packets (one port, or all with None)."""
+        if depth_pkts <= 0:
+            raise SwitchOperationError("queue depth must be a positive number of packets")
+        if port is None:
+            self._call(
+                "setting all queue depths", lambda: self._sswitch.set_all_egress_queue_depths(depth_pkts)
+            )
+        else:
+            self._call(
+                f"setting the queue depth of port {port}",
+                lambda: self._sswitch.set_egress_queue_depth(port, depth_pkts),
+            )
+
+    def time_elapsed_us(self) -> int:
+        return self._call("reading the clock", lambda: self._sswitch.get_time_elapsed_us())
+
+
+def port_answers(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    """Whether something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def connected(host: str = "localhost", thrift_port: int = DEFAULT_THRIFT_PORT) -> Iterator[SwitchClient]:
+    client = SwitchClient(host, thrift_port).connect()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _bind(what: str, names: list[str], given: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+    """Positional values, or a name -> value mapping, in declaration order."""
+    if isinstance(given, Mapping):
+        unknown = sorted(set(given) - set(names))
+        missing = [n for n in names if n not in given]
+        if unknown or missing:
+            raise SwitchOperationError(
+                f"{what}: expected {', '.join(names) or 'nothing'}"
+                + (f"; unknown {', '.join(unknown)}" if unknown else "")
+                + (f"; missing {', '.join(missing)}" if missing else "")
+            )
+        return [given[n] for n in names]
+    values = list(given)
+    if len(values) != len(names):
+        raise SwitchOperationError(
+            f"{what}: expected {len(names)} value(s) ({', '.join(names) or 'none'}), got {len(values)}"
+        )
+    return values
+
+
+def _as_i64(value: int) -> int:
+    """Thrift's BmRegisterValue is a signed i64."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _describe(exc: Exception) -> str:
+    """bmv2's exceptions carry only an enum code; InvalidTableOperation pairs with
+    TableOperationErrorCode in the same generated module, and so on."""
+    code = getattr(exc, "code", None)
+    if code is None:
+        return str(exc) or type(exc).__name__
+    ttypes = sys.modules.get(type(exc).__module__)
+    enum = getattr(ttypes, type(exc).__name__.removeprefix("Invalid") + "ErrorCode", None)
+    name = getattr(enum, "_VALUES_TO_NAMES", {}).get(code, f"error code {code}")
+    return name.lower().replace("_", " ")

@@ -1,0 +1,203 @@
+"""ACK policies and their parameters, in one Python place, with the table entries they become.
+
+The P4 side is p4src/include/ack_policy.p4: one action per policy in the ack_thinning.policy table,
+which matches the ACK direction's addresses and ports (ternary). A rule's match is written as
+``src=IP[/LEN] dst=IP[/LEN] sport=N dport=N`` (omitted fields match anything) and describes the
+ACKs: src is the data receiver that sends them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import asdict, dataclass, fields, replace
+from enum import StrEnum
+from typing import Any
+
+
+class PolicyError(ValueError):
+    """A policy, parameter or match the operator gave is not valid; the message says why."""
+
+
+class Policy(StrEnum):
+    OFF = "off"
+    EVERY_D = "every_d"
+    DYNAMIC_D = "dynamic_d"
+    TACK = "tack"
+    FILTER = "filter"
+
+
+POLICY_TABLE = "ack_thinning.policy"
+ACTIONS = {policy: f"ack_thinning.policy_{policy.value}" for policy in Policy}
+# Parameters each policy uses (besides none for off); all others are ignored by that policy.
+POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
+    Policy.OFF: (),
+    Policy.EVERY_D: ("mss", "d", "idle_ms"),
+    Policy.DYNAMIC_D: ("mss", "l1", "l2", "l3", "idle_ms"),
+    Policy.TACK: ("mss", "L", "beta", "rtt_min_us", "idle_ms"),
+    Policy.FILTER: ("mss", "idle_ms"),
+}
+# Action parameter names where they differ from the operator's names.
+_ACTION_NAMES = {"L": "tack_l"}
+
+
+@dataclass(frozen=True)
+class PolicyParams:
+    """A policy with its parameters. Defaults: d = 2; the dynamic delayed ACK's thresholds 2, 5, 9
+    (Altman and Jimenez); TACK's beta = 4, L = 2; MSS 1448 (1500-byte MTU with timestamps)."""
+
+    policy: Policy
+    mss: int = 1448  # bytes; thresholds count segments of this size
+    d: int = 2  # every_d: at most one ACK per d segments acknowledged
+    l1: int = 2  # dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
+    l2: int = 5
+    l3: int = 9
+    L: int = 2
+    beta: int = 4  # ...and at most beta ACKs per RTTmin
+    rtt_min_us: int = 0  # tack: RTTmin override; 0 = measured by the switch
+    idle_ms: int = 1000  # the first ACK after this much silence is always kept; 0: rule off
+
+    def __post_init__(self) -> None:
+        checks = {
+            "mss": (1, 65535),
+            "d": (1, 255),
+            "l1": (1, 255),
+            "l2": (1, 255),
+            "l3": (1, 255),
+            "L": (1, 255),
+            "beta": (1, 255),
+            "rtt_min_us": (0, 2**32 - 1),
+            "idle_ms": (0, 4_000_000),
+        }
+        for name, (lo, hi) in checks.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                raise PolicyError(f"{name}={value!r}: must be an integer in {lo}..{hi}")
+        if not self.l1 < self.l2 < self.l3:
+            raise PolicyError(f"dynamic_d thresholds must grow: l1={self.l1} < l2={self.l2} < l3={self.l3}")
+
+    @classmethod
+    def parse(cls, policy: str, assignments: list[str]) -> PolicyParams:
+        """``every_d`` and ``["d=8", "mss=1448"]`` -> PolicyParams; unknown or unused names refused."""
+        try:
+            p = Policy(policy)
+        except ValueError:
+            raise PolicyError(
+                f"unknown policy {policy!r}; known: {', '.join(x.value for x in Policy)}"
+            ) from None
+        values: dict[str, int] = {}
+        for item in assignments:
+            name, sep, text = item.partition("=")
+            if not sep:
+                raise PolicyError(f"{item!r}: write NAME=VALUE")
+            if name not in POLICY_PARAMS[p]:
+                used = ", ".join(POLICY_PARAMS[p]) or "none"
+                raise PolicyError(f"{p.value} has no parameter {name!r} (it takes: {used})")
+            try:
+                values[name] = int(text, 0)
+            except ValueError:
+                raise PolicyError(f"{name}={text!r}: not an integer") from None
+        return cls(p, **values)
+
+    def action(self) -> tuple[str, dict[str, int]]:
+        """The table action and its parameters."""
+        return ACTIONS[self.policy], {
+            _ACTION_NAMES.get(n, n): getattr(self, n) for n in POLICY_PARAMS[self.policy]
+        }
+
+    @classmethod
+    def from_action(cls, action: str, params: dict[str, int]) -> PolicyParams:
+        for policy, name in ACTIONS.items():
+            if action == name:
+                reverse = {v: k for k, v in _ACTION_NAMES.items()}
+                return cls(policy, **{reverse.get(k, k): v for k, v in params.items()})
+        raise PolicyError(f"{action} is not an ACK policy action")
+
+    def describe(self) -> str:
+        used = POLICY_PARAMS[self.policy]
+        return " ".join([self.policy.value, *(f"{n}={getattr(self, n)}" for n in used)])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k == "policy" or k in POLICY_PARAMS[self.policy]}
+
+    def with_(self, **changes: int) -> PolicyParams:
+        return replace(self, **changes)
+
+
+# ---- matches ----
+
+
+@dataclass(frozen=True)
+class PolicyMatch:
+    """Which ACKs a rule applies to. None matches anything."""
+
+    src: ipaddress.IPv4Network | None = None
+    dst: ipaddress.IPv4Network | None = None
+    sport: int | None = None
+    dport: int | None = None
+
+    @classmethod
+    def parse(cls, tokens: list[str]) -> PolicyMatch:
+        values: dict[str, Any] = {}
+        for token in tokens:
+            name, sep, text = token.partition("=")
+            if not sep or name not in ("src", "dst", "sport", "dport"):
+                raise PolicyError(f"match {token!r}: use src=IP[/LEN], dst=IP[/LEN], sport=N, dport=N")
+            if text in ("*", "any"):
+                continue
+            if name in ("src", "dst"):
+                try:
+                    values[name] = ipaddress.IPv4Network(text)
+                except ValueError as exc:
+                    raise PolicyError(f"match {token!r}: {exc}") from None
+            else:
+                try:
+                    port = int(text)
+                except ValueError:
+                    raise PolicyError(f"match {token!r}: port must be a number") from None
+                if not 0 <= port <= 65535:
+                    raise PolicyError(f"match {token!r}: port outside 0..65535")
+                values[name] = port
+        return cls(**values)
+
+    def key(self) -> dict[str, str]:
+        def addr(net: ipaddress.IPv4Network | None) -> str:
+            return "0&&&0" if net is None else f"{net.network_address}&&&{net.netmask}"
+
+        def port(p: int | None) -> str:
+            return "0&&&0" if p is None else f"{p}&&&0xffff"
+
+        return {
+            "src_addr": addr(self.src),
+            "dst_addr": addr(self.dst),
+            "src_port": port(self.sport),
+            "dst_port": port(self.dport),
+        }
+
+    @property
+    def priority(self) -> int:
+        """bmv2 prefers the lowest priority value: count wildcard bits, so the most specific wins."""
+        wild = (32 - self.src.prefixlen if self.src else 32) + (32 - self.dst.prefixlen if self.dst else 32)
+        wild += (16 if self.sport is None else 0) + (16 if self.dport is None else 0)
+        return wild + 1
+
+    @classmethod
+    def from_key(cls, key: dict[str, tuple[int, int]]) -> PolicyMatch:
+        """From (value, mask) pairs as read back from the table."""
+
+        def net(value: int, mask: int) -> ipaddress.IPv4Network | None:
+            if mask == 0:
+                return None
+            return ipaddress.IPv4Network((value, bin(mask).count("1")))
+
+        def port(value: int, mask: int) -> int | None:
+            return None if mask == 0 else value
+
+        return cls(
+            net(*key["src_addr"]), net(*key["dst_addr"]), port(*key["src_port"]), port(*key["dst_port"])
+        )
+
+    def __str__(self) -> str:
+        parts = [
+            f"{f.name}={getattr(self, f.name)}" for f in fields(self) if getattr(self, f.name) is not None
+        ]
+        return " ".join(parts) or "any"

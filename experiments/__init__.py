@@ -1,0 +1,1 @@
+"""Traffic, measurement, run records and the experiments that compare ACK strategies."""

@@ -1,0 +1,71 @@
+"""One JSON record per run: the full configuration, the tool versions, the results."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ackwise import __version__
+from ackwise.toolchain import REPO_ROOT
+
+RESULTS_DIR = REPO_ROOT / "results"
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "missing"
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else "unknown"
+
+
+@cache
+def tool_versions() -> dict[str, str]:
+    commit = _first_line(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"])
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    try:
+        import mininet.net
+
+        mininet_version = mininet.net.VERSION
+    except ImportError:
+        mininet_version = "missing"
+    return {
+        "ackwise": f"{__version__} ({commit}{'+dirty' if dirty else ''})",
+        "simple_switch": _first_line(["simple_switch", "--version"]),
+        "p4c": _first_line(["p4c-bm2-ss", "--version"]),
+        "kernel": platform.release(),
+        "iperf3": _first_line(["iperf3", "--version"]),
+        "mininet": mininet_version,
+        "python": platform.python_version(),
+    }
+
+
+def make_record(kind: str, config: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "versions": tool_versions(),
+        "config": config,
+        "results": results,
+    }
+
+
+def save_record(record: dict[str, Any], directory: Path = RESULTS_DIR) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{record['kind']}.json"
+    n = 1
+    while path.exists():
+        path = directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{record['kind']}-{n}.json"
+        n += 1
+    path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    return path

@@ -1,0 +1,408 @@
+"""Traffic on a running test bed, and what is measured around it.
+
+- ``Transfer``: a fixed-size transfer (experiments/transfer.py) between two hosts, byte-exact.
+- ``iperf3_bulk``: a timed bulk TCP flow with iperf3.
+- ``OnOffUdp``: on-off UDP cross traffic (experiments/onoff.py).
+- ``Capture``: tcpdump on an interface, summarised per flow direction by pcapstats.
+- ``TcpSampler``: cwnd/RTT samples (``ss -ti``) and retransmission/RTO counters (``nstat``) of a
+  sending host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .pcapstats import DirectionStats, direction_stats
+
+PYTHON = sys.executable
+
+
+class TrafficError(RuntimeError):
+    pass
+
+
+def _json_line(text: str, what: str) -> dict[str, Any]:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise TrafficError(f"{what} printed no result: {text.strip()[-300:] or 'nothing'}")
+
+
+# ---- fixed-size transfers ----
+
+
+@dataclass
+class TransferResult:
+    sender: str
+    receiver: str
+    size_bytes: int
+    completion_s: float
+    goodput_bps: float
+    byte_exact: bool
+    sender_sha256: str
+    receiver_sha256: str | None
+    started_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+class Transfer:
+    """Start with ``start()``; ``progress()`` reads the receiver's byte count; ``wait()`` returns
+    the result and raises if the bytes did not arrive exactly."""
+
+    def __init__(
+        self,
+        sender: Any,
+        receiver: Any,
+        size_bytes: int,
+        port: int = 5001,
+        seed: int = 1,
+        timeout_s: float = 300,
+    ) -> None:
+        self.sender, self.receiver = sender, receiver
+        self.size_bytes, self.port, self.seed, self.timeout_s = size_bytes, port, seed, timeout_s
+        self._progress = Path(tempfile.mkstemp(prefix="transfer-progress-")[1])
+        self._recv: subprocess.Popen[str] | None = None
+        self._send: subprocess.Popen[str] | None = None
+
+    def start(self) -> Transfer:
+        module = "ackwise.experiments.transfer"
+        self._recv = self.receiver.popen(
+            [
+                PYTHON,
+                "-m",
+                module,
+                "recv",
+                "--port",
+                str(self.port),
+                "--progress",
+                str(self._progress),
+                "--timeout",
+                str(self.timeout_s),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._send = self.sender.popen(
+            [
+                PYTHON,
+                "-m",
+                module,
+                "send",
+                "--host",
+                self.receiver.IP(),
+                "--port",
+                str(self.port),
+                "--size",
+                str(self.size_bytes),
+                "--seed",
+                str(self.seed),
+                "--timeout",
+                str(self.timeout_s),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return self
+
+    def progress(self) -> int:
+        try:
+            return int(self._progress.read_text() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def done(self) -> bool:
+        return self._send is not None and self._send.poll() is not None
+
+    def wait(self) -> TransferResult:
+        if self._send is None or self._recv is None:
+            raise TrafficError("transfer not started")
+        try:
+            send_out, send_err = self._send.communicate(timeout=self.timeout_s + 10)
+            recv_out, _ = self._recv.communicate(timeout=10)
+        except subprocess.TimeoutExpired as exc:
+            self.kill()
+            raise TrafficError(f"transfer {self.sender.name} -> {self.receiver.name} timed out") from exc
+        finally:
+            self._progress.unlink(missing_ok=True)
+        sent = _json_line(send_out + send_err, f"transfer sender on {self.sender.name}")
+        if "error" in sent:
+            raise TrafficError(f"transfer {self.sender.name} -> {self.receiver.name}: {sent['error']}")
+        received = _json_line(recv_out, f"transfer receiver on {self.receiver.name}") if recv_out else {}
+        result = TransferResult(
+            sender=self.sender.name,
+            receiver=self.receiver.name,
+            size_bytes=self.size_bytes,
+            completion_s=sent["completion_s"],
+            goodput_bps=self.size_bytes * 8 / sent["completion_s"],
+            byte_exact=bool(sent["byte_exact"]) and received.get("sha256") == sent["sha256"],
+            sender_sha256=sent["sha256"],
+            receiver_sha256=received.get("sha256"),
+            started_at=sent["started_at"],
+        )
+        if not result.byte_exact:
+            raise TrafficError(
+                f"transfer {self.sender.name} -> {self.receiver.name} not byte-exact: sent {self.size_bytes} "
+                f"bytes sha256 {sent['sha256'][:16]}, received {received.get('bytes')} bytes sha256 "
+                f"{str(received.get('sha256'))[:16]}"
+            )
+        return result
+
+    def kill(self) -> None:
+        for proc in (self._send, self._recv):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def run_transfers(
+    pairs: list[tuple[Any, Any]],
+    size_bytes: int,
+    stagger_s: float = 0.0,
+    base_port: int = 5001,
+    on_progress: Callable[[list[Transfer]], None] | None = None,
+    timeout_s: float = 300,
+) -> list[TransferResult]:
+    """One transfer per (sender, receiver) pair, the k-th started k * stagger_s after the first."""
+    transfers = [
+        Transfer(s, r, size_bytes, base_port + i, seed=i + 1, timeout_s=timeout_s)
+        for i, (s, r) in enumerate(pairs)
+    ]
+    try:
+        for i, t in enumerate(transfers):
+            if i and stagger_s:
+                time.sleep(stagger_s)
+            t.start()
+        while not all(t.done() for t in transfers):
+            if on_progress is not None:
+                on_progress(transfers)
+            time.sleep(0.1)
+        if on_progress is not None:
+            on_progress(transfers)
+        return [t.wait() for t in transfers]
+    finally:
+        for t in transfers:
+            t.kill()
+
+
+# ---- iperf3 ----
+
+
+def iperf3_bulk(
+    sender: Any,
+    receiver: Any,
+    seconds: float,
+    port: int = 5201,
+    udp_rate_bps: float | None = None,
+    length: int | None = None,
+    reverse: bool = False,
+) -> dict[str, Any]:
+    """Run iperf3 for ``seconds``; returns its JSON report (TCP, or UDP at ``udp_rate_bps``)."""
+    server = receiver.popen(
+        ["iperf3", "-s", "-1", "-p", str(port), "-J"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        cmd = [
+            "iperf3",
+            "-c",
+            receiver.IP(),
+            "-p",
+            str(port),
+            "-t",
+            str(seconds),
+            "-J",
+            "--connect-timeout",
+            "3000",
+        ]
+        if udp_rate_bps is not None:
+            cmd += ["-u", "-b", f"{udp_rate_bps:.0f}"]
+        if length is not None:
+            cmd += ["-l", str(length)]
+        if reverse:
+            cmd.append("-R")
+        for _ in range(50):  # the server needs a moment to listen
+            client = sender.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            out, err = client.communicate(timeout=seconds + 30)
+            report = json.loads(out) if out.strip().startswith("{") else {"error": err.strip()}
+            if "unable to connect" not in str(report.get("error", "")):
+                break
+            time.sleep(0.1)
+        if "error" in report:
+            raise TrafficError(f"iperf3 {sender.name} -> {receiver.name}: {report['error']}")
+        server.communicate(timeout=10)
+        return report
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def iperf3_goodput_bps(report: dict[str, Any]) -> float:
+    end = report["end"]
+    if "sum_received" in end:
+        return float(end["sum_received"]["bits_per_second"])
+    return float(end["sum"]["bits_per_second"]) * (1 - float(end["sum"].get("lost_percent", 0)) / 100)
+
+
+# ---- on-off UDP ----
+
+
+class OnOffUdp:
+    def __init__(
+        self,
+        sender: Any,
+        receiver: Any,
+        rate_bps: float,
+        on_s: float,
+        off_s: float,
+        duration_s: float,
+        port: int = 6001,
+        size: int = 1000,
+    ) -> None:
+        self.args = [
+            PYTHON,
+            "-m",
+            "ackwise.experiments.onoff",
+            "send",
+            "--host",
+            receiver.IP(),
+            "--port",
+            str(port),
+            "--rate-bps",
+            f"{rate_bps:.0f}",
+            "--on",
+            str(on_s),
+            "--off",
+            str(off_s),
+            "--duration",
+            str(duration_s),
+            "--size",
+            str(size),
+        ]
+        self.sender = sender
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> OnOffUdp:
+        self.proc = self.sender.popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return self
+
+    def wait(self) -> dict[str, Any]:
+        assert self.proc is not None
+        out, err = self.proc.communicate()
+        return _json_line(out + err, "on-off UDP sender")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# ---- captures ----
+
+
+class Capture:
+    """tcpdump of TCP headers on one interface, in the root namespace (node=None) or a host's."""
+
+    def __init__(self, intf: str, node: Any = None, directory: Path | None = None) -> None:
+        self.intf, self.node = intf, node
+        self.directory = directory or Path(tempfile.mkdtemp(prefix="capture-"))
+        self.path = self.directory / f"{intf}.pcap"
+        cmd = ["tcpdump", "-i", intf, "-w", str(self.path), "-s", "128", "-n", "-U", "-q", "tcp"]
+        popen = node.popen if node is not None else subprocess.Popen
+        self.proc = popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 5
+        while not self.path.exists() and time.monotonic() < deadline:  # tcpdump opens the file once listening
+            time.sleep(0.02)
+        time.sleep(0.1)
+
+    def stop(self) -> dict[str, DirectionStats]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return direction_stats(self.path) if self.path.exists() else {}
+
+
+# ---- sender-side TCP state ----
+
+_CWND = re.compile(r"\bcwnd:(\d+)")
+_RTT = re.compile(r"\brtt:([\d.]+)/")
+
+
+@dataclass
+class TcpSampler:
+    """cwnd and RTT of a host's connections to ``dst_ip`` every ``interval_s``, and its
+    retransmission and RTO counters over the same time."""
+
+    host: Any
+    dst_ip: str
+    interval_s: float = 0.1
+    samples: list[dict[str, float]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _start_counters: dict[str, int] = field(default_factory=dict)
+
+    def counters(self) -> dict[str, int]:
+        out = self.host.cmd("nstat -asz TcpRetransSegs TcpExtTCPTimeouts TcpOutSegs 2>/dev/null")
+        values = {}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                values[parts[0]] = int(parts[1])
+        return values
+
+    def start(self) -> TcpSampler:
+        self._start_counters = self.counters()
+        started = time.time()
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                proc = self.host.popen(["ss", "-tin", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
+                out, _ = proc.communicate()
+                cwnd, rtt = _CWND.search(out), _RTT.search(out)
+                if cwnd:
+                    self.samples.append(
+                        {
+                            "t": time.time() - started,
+                            "cwnd": int(cwnd.group(1)),
+                            "rtt_ms": float(rtt.group(1)) if rtt else float("nan"),
+                        }
+                    )
+                self._stop.wait(self.interval_s)
+
+        self._thread = threading.Thread(target=loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        end = self.counters()
+        delta = {k: end.get(k, 0) - self._start_counters.get(k, 0) for k in end}
+        return {
+            "retransmitted_segments": delta.get("TcpRetransSegs", 0),
+            "rto_timeouts": delta.get("TcpExtTCPTimeouts", 0),
+            "segments_sent": delta.get("TcpOutSegs", 0),
+            "cwnd_samples": self.samples,
+        }

@@ -1,0 +1,1 @@
+"""End-host ACK policies and the NFQUEUE agent that applies them on Mininet hosts."""

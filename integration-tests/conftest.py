@@ -1,0 +1,78 @@
+"""Integration tests run real simple_switch processes in private network namespaces, as root."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ackwise.toolchain import missing_tools
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    missing = missing_tools()
+    if missing:
+        raise pytest.UsageError(f"integration tests need {' and '.join(missing)}: install bmv2 and p4c")
+    if os.geteuid() != 0:
+        raise pytest.UsageError("integration tests create network namespaces: run them as root")
+
+
+class Netns:
+    """A network namespace with its loopback up, removed with everything running in it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        subprocess.run(["ip", "netns", "add", name], check=True)
+        self.run("ip", "link", "set", "lo", "up")
+
+    def run(
+        self, *cmd: str, env: dict[str, str] | None = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["ip", "netns", "exec", self.name, *cmd],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=check,
+            cwd=REPO,
+            timeout=timeout,
+        )
+
+    def pids(self) -> list[int]:
+        out = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def remove(self) -> None:
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def netns(request: pytest.FixtureRequest) -> Iterator[Netns]:
+    ns = Netns(f"awit{os.getpid() % 10000}{request.node.name[:6]}")
+    try:
+        yield ns
+    finally:
+        ns.remove()
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for running the ackwise CLI: the venv on PATH, a private state directory."""
+    env = dict(os.environ)
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    env["ACKWISE_STATE_DIR"] = str(tmp_path / "state")
+    assert shutil.which("ackwise", path=env["PATH"]), "ackwise not installed in the venv: run make deps"
+    return env

@@ -1,0 +1,62 @@
+// ackwise ACK switch: forwards IPv4 (LPM routing, L2 fallback) and, per flow, thins the pure
+// ACKs that carry no news under the safety contract (every_d, dynamic_d, tack at ingress;
+// filter at egress). See docs/ack-thinning.md.
+#include <core.p4>
+#include <v1model.p4>
+
+#include "include/constants.p4"
+#include "include/headers.p4"
+#include "include/parser.p4"
+#include "include/parser_verdict.p4"
+#include "include/forwarding.p4"
+#include "include/ack_thinning.p4"
+#include "include/ack_filter.p4"
+#include "include/checksums.p4"
+
+control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
+                         inout standard_metadata_t standard_metadata) {
+    ParserVerdict() parser_verdict;
+    Forwarding() forwarding;
+    AckThinning() ack_thinning;
+    AckFilterEnqueue() ack_filter_enqueue;
+
+    apply {
+        bool malformed;
+        bool drop_malformed;
+        parser_verdict.apply(standard_metadata.parser_error, meta.parser_meta.malformed_reason,
+                             malformed, drop_malformed);
+        bool drop_forwarding;
+        forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+                         standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
+        bool drop_thinning = false;
+        if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
+            ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
+                               standard_metadata.ingress_global_timestamp, drop_thinning,
+                               meta.ack_policy, meta.ack);
+            if (meta.ack.pure_ack && meta.ack_policy.policy == POLICY_FILTER) {
+                ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
+            }
+        }
+        if (drop_malformed || drop_forwarding || drop_thinning) {
+            mark_to_drop(standard_metadata);
+        }
+    }
+}
+
+control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
+                        inout standard_metadata_t standard_metadata) {
+    AckFilterDequeue() ack_filter_dequeue;
+
+    apply {
+        if (meta.ack.filter_candidate) {
+            bool drop;
+            ack_filter_dequeue.apply(hdr.tcp, meta.tcp_opts, meta.ack, drop);
+            if (drop) {
+                mark_to_drop(standard_metadata);
+            }
+        }
+    }
+}
+
+V1Switch(AckwiseParser(), AckwiseVerifyChecksum(), AckSwitchIngress(), AckSwitchEgress(),
+         AckwiseComputeChecksum(), AckwiseDeparser()) main;

@@ -1,0 +1,66 @@
+// RFC 3449 / CAKE-style ACK filtering for the `filter` policy. Ingress records, per half-flow,
+// the newest pure ACK that entered the egress queue (AckFilterEnqueue); egress drops a candidate
+// ACK when a newer ACK of the same half-flow entered the queue behind it and supersedes it
+// (AckFilterDequeue). Only ACKs made redundant inside a standing queue are removed.
+//
+// The two controls share the registers below, which is why they sit in one file. Note that bmv2
+// books a packet's departure slot on a rate-limited port when it is enqueued: an ACK dropped at
+// egress has used its slot on this switch, and saves capacity only on the links after it.
+#ifndef ACKWISE_ACK_FILTER_P4
+#define ACKWISE_ACK_FILTER_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+#include "serial.p4"
+
+@name(".ack_filter.serial") register<bit<32>>(HALF_FLOWS) filter_serial;
+@name(".ack_filter.newest_ack") register<bit<32>>(HALF_FLOWS) filter_newest_ack;
+@name(".ack_filter.newest_ts_val") register<bit<32>>(HALF_FLOWS) filter_newest_ts_val;
+@name(".ack_filter.newest_ece_cwr") register<bit<8>>(HALF_FLOWS) filter_newest_ece_cwr;
+@name(".ack_filter.forwarded") register<bit<32>>(HALF_FLOWS) filter_forwarded;
+@name(".ack_filter.filtered") register<bit<32>>(HALF_FLOWS) filter_filtered;
+
+control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_meta_t ack) {
+    apply {
+        bit<32> serial;
+        filter_serial.read(serial, ack.half);
+        serial = serial + 1;
+        filter_serial.write(ack.half, serial);
+        filter_newest_ack.write(ack.half, tcp.ack_no);
+        filter_newest_ts_val.write(ack.half, opts.ts_val);
+        filter_newest_ece_cwr.write(ack.half, tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR));
+        ack.filter_serial = serial;
+    }
+}
+
+control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t ack, out bool drop) {
+    @name(".ack_filter.stats") counter(2, CounterType.packets) stats;    // [0] forwarded, [1] filtered
+
+    apply {
+        bit<32> newest_serial;
+        bit<32> newest_ack;
+        bit<32> newest_ts_val;
+        bit<8> newest_ece_cwr;
+        filter_serial.read(newest_serial, ack.half);
+        filter_newest_ack.read(newest_ack, ack.half);
+        filter_newest_ts_val.read(newest_ts_val, ack.half);
+        filter_newest_ece_cwr.read(newest_ece_cwr, ack.half);
+        drop = newest_serial != ack.filter_serial
+            && seq_geq(newest_ack, tcp.ack_no)
+            && (!opts.ts_present || seq_geq(newest_ts_val, opts.ts_val))
+            && newest_ece_cwr == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
+        bit<32> n;
+        if (drop) {
+            stats.count(1);
+            filter_filtered.read(n, ack.half);
+            filter_filtered.write(ack.half, n + 1);
+        } else {
+            stats.count(0);
+            filter_forwarded.read(n, ack.half);
+            filter_forwarded.write(ack.half, n + 1);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,73 @@
+// Which ACK policy applies to a packet, with its parameters: a control-plane table matching the
+// ACK direction's addresses and ports (ternary, by priority), with a settable default (off).
+// Data segments look the table up with source and destination swapped, so that one entry covers
+// a flow's data and its ACKs. Parameters are validated by control-plane/ackwise/policies.py.
+#ifndef ACKWISE_ACK_POLICY_P4
+#define ACKWISE_ACK_POLICY_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr, in bit<16> ack_src_port,
+                        in bit<16> ack_dst_port, out ack_policy_params_t params) {
+    @name(".ack_thinning.policy_off")
+    action policy_off() {
+        params.policy = POLICY_OFF;
+    }
+
+    @name(".ack_thinning.policy_every_d")
+    action policy_every_d(bit<16> mss, bit<8> d, bit<32> idle_ms) {
+        params.policy = POLICY_EVERY_D;
+        params.mss = mss;
+        params.d = d;
+        params.idle_us = idle_ms * 1000;
+    }
+
+    @name(".ack_thinning.policy_dynamic_d")
+    action policy_dynamic_d(bit<16> mss, bit<8> l1, bit<8> l2, bit<8> l3, bit<32> idle_ms) {
+        params.policy = POLICY_DYNAMIC_D;
+        params.mss = mss;
+        params.l1 = l1;
+        params.l2 = l2;
+        params.l3 = l3;
+        params.idle_us = idle_ms * 1000;
+    }
+
+    @name(".ack_thinning.policy_tack")
+    action policy_tack(bit<16> mss, bit<8> tack_l, bit<8> beta, bit<32> rtt_min_us, bit<32> idle_ms) {
+        params.policy = POLICY_TACK;
+        params.mss = mss;
+        params.tack_l = tack_l;
+        params.tack_beta = beta;
+        params.rtt_min_us = rtt_min_us;
+        params.idle_us = idle_ms * 1000;
+    }
+
+    @name(".ack_thinning.policy_filter")
+    action policy_filter(bit<16> mss, bit<32> idle_ms) {
+        params.policy = POLICY_FILTER;
+        params.mss = mss;
+        params.idle_us = idle_ms * 1000;
+    }
+
+    @name(".ack_thinning.policy")
+    table policy {
+        key = {
+            ack_src_addr: ternary @name("src_addr");
+            ack_dst_addr: ternary @name("dst_addr");
+            ack_src_port: ternary @name("src_port");
+            ack_dst_port: ternary @name("dst_port");
+        }
+        actions = { policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; }
+        default_action = policy_off();
+        size = ACK_POLICY_TABLE_SIZE;
+    }
+
+    apply {
+        params = { POLICY_OFF, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        policy.apply();
+    }
+}
+
+#endif

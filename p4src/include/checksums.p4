@@ -1,0 +1,49 @@
+// IPv4 header checksum (verified on arrival, recomputed when the header changed) and the TCP
+// checksum over pseudo-header, header, options and payload (recomputed when a program rewrote the
+// segment). Neither is touched on packets the program did not change.
+#ifndef ACKWISE_CHECKSUMS_P4
+#define ACKWISE_CHECKSUMS_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+// bmv2 cannot take a header-union stack as a whole in a checksum, so the options are listed
+// member by member; members that are not valid contribute nothing.
+#define TCP_OPTION(i) hdr.tcp_options[i].byte, hdr.tcp_options[i].mss, hdr.tcp_options[i].ws, \
+    hdr.tcp_options[i].sack_permitted, hdr.tcp_options[i].timestamps, hdr.tcp_options[i].sack, \
+    hdr.tcp_options[i].other
+
+control AckwiseVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl >= 5,
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4_options.data },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+#if TCP_OPTIONS_MAX != 10
+#error "TCP_OPTIONS_IN_ORDER lists 10 options: update it with TCP_OPTIONS_MAX"
+#endif
+#define TCP_OPTIONS_IN_ORDER TCP_OPTION(0), TCP_OPTION(1), TCP_OPTION(2), TCP_OPTION(3), TCP_OPTION(4), \
+    TCP_OPTION(5), TCP_OPTION(6), TCP_OPTION(7), TCP_OPTION(8), TCP_OPTION(9)
+
+control AckwiseComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid() && meta.ipv4_rewritten,
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4_options.data },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+        update_checksum_with_payload(hdr.tcp.isValid() && meta.tcp_rewritten,
+            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, meta.l4_len,
+              hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
+              hdr.tcp.data_offset, hdr.tcp.reserved, hdr.tcp.flags, hdr.tcp.window,
+              hdr.tcp.urgent_ptr, TCP_OPTIONS_IN_ORDER, hdr.tcp_padding },
+            hdr.tcp.checksum, HashAlgorithm.csum16);
+    }
+}
+
+#endif

@@ -1,0 +1,112 @@
+// Sizes, widths and protocol numbers shared by every ackwise program.
+// Anything the control plane must agree on (counter indices, reason codes) is defined here once and
+// mirrored in control-plane/ackwise/p4info.py.
+#ifndef ACKWISE_CONSTANTS_P4
+#define ACKWISE_CONSTANTS_P4
+
+// ---- Sizes (preprocessor constants: header stacks and tables need literal sizes) ----
+
+// TCP options the parser walks per segment. Linux puts at most 6 on a segment (NOP NOP TS NOP NOP
+// SACK); anything past this depth stays in the payload, unparsed and byte-exact, and is treated as
+// an unknown option.
+#define TCP_OPTIONS_MAX 10
+#define IPV4_LPM_TABLE_SIZE 1024
+#define L2_EXACT_TABLE_SIZE 1024
+// Flow records: one per slot, two half-flow records (one per direction) per slot.
+#define FLOW_SLOTS 4096
+#define HALF_FLOWS 8192
+#define THINNING_STATS 8
+#define KEEP_REASONS 16
+#define ACK_POLICY_TABLE_SIZE 256
+
+// One slot per malformed_reason_t / drop_reason_t value below.
+#define MALFORMED_REASONS 8
+#define DROP_REASONS 8
+
+// ---- Widths ----
+typedef bit<9> port_t;
+typedef bit<48> mac_addr_t;
+typedef bit<32> ipv4_addr_t;
+typedef bit<32> tcp_seq_t;
+typedef bit<48> time_us_t;     // bmv2's ingress_global_timestamp: microseconds since start
+
+// ---- Protocol numbers ----
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8> IP_PROTO_TCP = 6;
+const bit<8> IP_PROTO_UDP = 17;
+
+const bit<8> TCP_FLAG_FIN = 0x01;
+const bit<8> TCP_FLAG_SYN = 0x02;
+const bit<8> TCP_FLAG_RST = 0x04;
+const bit<8> TCP_FLAG_PSH = 0x08;
+const bit<8> TCP_FLAG_ACK = 0x10;
+const bit<8> TCP_FLAG_URG = 0x20;
+const bit<8> TCP_FLAG_ECE = 0x40;
+const bit<8> TCP_FLAG_CWR = 0x80;
+
+const bit<8> TCP_OPT_EOL = 0;
+const bit<8> TCP_OPT_NOP = 1;
+const bit<8> TCP_OPT_MSS = 2;
+const bit<8> TCP_OPT_WS = 3;
+const bit<8> TCP_OPT_SACK_PERMITTED = 4;
+const bit<8> TCP_OPT_SACK = 5;
+const bit<8> TCP_OPT_TIMESTAMPS = 8;
+
+// ---- Why the parser gave up on a packet (index into the `malformed` counter) ----
+typedef bit<8> malformed_reason_t;
+const malformed_reason_t MALFORMED_NONE = 0;
+const malformed_reason_t MALFORMED_TCP_OPTION_LENGTH = 1;    // option length 0 or 1
+const malformed_reason_t MALFORMED_TCP_OPTION_OVERRUN = 2;   // option runs past the data offset
+const malformed_reason_t MALFORMED_TCP_DATA_OFFSET = 3;      // data offset below 5
+const malformed_reason_t MALFORMED_TRUNCATED = 4;            // packet ends inside a header
+const malformed_reason_t MALFORMED_IPV4_IHL = 5;             // IHL below 5: dropped, as RFC 1812 asks
+const malformed_reason_t MALFORMED_OTHER_PARSER_ERROR = 6;   // any other parser_error
+
+// ---- Why the forwarding stage dropped a packet (index into the `drops` counter) ----
+typedef bit<8> drop_reason_t;
+const drop_reason_t DROP_NONE = 0;
+const drop_reason_t DROP_NO_ENTRY = 1;          // no IPv4 route and no L2 entry
+const drop_reason_t DROP_TTL_EXPIRED = 2;       // routed with TTL 0 or 1
+const drop_reason_t DROP_IPV4_CHECKSUM = 3;     // routed with a bad IPv4 header checksum
+const drop_reason_t DROP_MALFORMED_IPV4 = 4;    // IPv4 header the parser could not read
+
+// ---- ACK thinning (mirrored in control-plane/ackwise/policies.py and safety.py) ----
+typedef bit<8> ack_policy_t;
+const ack_policy_t POLICY_OFF = 0;
+const ack_policy_t POLICY_EVERY_D = 1;
+const ack_policy_t POLICY_DYNAMIC_D = 2;
+const ack_policy_t POLICY_TACK = 3;
+const ack_policy_t POLICY_FILTER = 4;
+
+// Why a pure ACK was kept: the first rule of the safety contract that holds, or the policy.
+typedef bit<8> keep_reason_t;
+const keep_reason_t KEEP_NONE = 0;              // not kept: the policy thinned it
+const keep_reason_t KEEP_POLICY = 1;            // the policy's own threshold was reached
+const keep_reason_t KEEP_FLAGS = 2;             // SYN, FIN, RST, URG or PSH
+const keep_reason_t KEEP_PAYLOAD = 3;           // carries data
+const keep_reason_t KEEP_FIRST_ACK = 4;         // no earlier ACK of this half-flow to compare with
+const keep_reason_t KEEP_WINDOW_UPDATE = 5;     // same ACK number, different window
+const keep_reason_t KEEP_DUP_ACK = 6;           // ACK number not advancing
+const keep_reason_t KEEP_DSACK = 7;
+const keep_reason_t KEEP_SACK_NEWS = 8;
+const keep_reason_t KEEP_ECE_CWR_CHANGE = 9;
+const keep_reason_t KEEP_WINDOW_REOPEN = 10;    // window was below one MSS, now is not
+const keep_reason_t KEEP_UNKNOWN_OPTION = 11;
+const keep_reason_t KEEP_TS_REORDERED = 12;     // timestamps older than ones already seen
+const keep_reason_t KEEP_IDLE = 13;             // first ACK after the flow was idle
+const keep_reason_t KEEP_ACKS_ALL_DATA = 14;    // acknowledges everything the switch saw sent
+
+// Global counters of the thinning stage (index into ack_thinning.stats).
+const bit<32> STAT_COLLISIONS = 0;      // packet's slot held another live flow: passed untouched
+const bit<32> STAT_RECLAIMED = 1;       // a record taken over from an idle or closed flow
+const bit<32> STAT_NEW_FLOWS = 2;       // a record created in an empty slot
+const bit<32> STAT_ACKS_SEEN = 3;
+const bit<32> STAT_ACKS_THINNED = 4;
+const bit<32> STAT_ACKS_FILTERED = 5;   // dropped at egress by the filter policy
+
+// Records idle this long may be taken over by another flow (ack_thinning.config[0] overrides).
+const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;
+// RTTmin is a windowed minimum over this long.
+const bit<48> RTT_MIN_WINDOW_US = 10000000;
+
+#endif

@@ -1,0 +1,73 @@
+// IPv4 LPM routing with an L2 exact-match fallback. Entries come from the control plane.
+//
+// A packet whose IPv4 destination matches a route is routed: new MAC addresses, TTL decremented,
+// dropped when it would leave with TTL 0 or arrived with a bad header checksum. Anything else,
+// IPv4 without a route or any other EtherType, is switched on its destination MAC; a miss drops.
+#ifndef ACKWISE_FORWARDING_P4
+#define ACKWISE_FORWARDING_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4, in bool ipv4_checksum_ok,
+                   inout port_t egress_port, out bool drop, out bool ipv4_rewritten) {
+    @name(".forwarding.drops") counter(DROP_REASONS, CounterType.packets) drops;
+
+    bool routed = false;
+
+    @name(".forwarding.route")
+    action route(port_t port, mac_addr_t src_mac, mac_addr_t dst_mac) {
+        egress_port = port;
+        ethernet.src_addr = src_mac;
+        ethernet.dst_addr = dst_mac;
+        routed = true;
+    }
+
+    @name(".forwarding.l2_forward")
+    action l2_forward(port_t port) {
+        egress_port = port;
+    }
+
+    @name(".forwarding.ipv4_lpm")
+    table ipv4_lpm {
+        key = { ipv4.dst_addr: lpm @name("dst_addr"); }
+        actions = { route; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = IPV4_LPM_TABLE_SIZE;
+    }
+
+    @name(".forwarding.l2_exact")
+    table l2_exact {
+        key = { ethernet.dst_addr: exact @name("dst_addr"); }
+        actions = { l2_forward; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = L2_EXACT_TABLE_SIZE;
+    }
+
+    apply {
+        drop_reason_t reason = DROP_NONE;
+        ipv4_rewritten = false;
+        if (ipv4.isValid()) {
+            ipv4_lpm.apply();
+        }
+        if (routed) {
+            if (!ipv4_checksum_ok) {
+                reason = DROP_IPV4_CHECKSUM;
+            } else if (ipv4.ttl <= 1) {
+                reason = DROP_TTL_EXPIRED;
+            } else {
+                ipv4.ttl = ipv4.ttl - 1;
+                ipv4_rewritten = true;
+            }
+        } else if (!l2_exact.apply().hit) {
+            reason = DROP_NO_ENTRY;
+        }
+        drop = reason != DROP_NONE;
+        if (drop) {
+            drops.count((bit<32>)reason);
+        }
+    }
+}
+
+#endif

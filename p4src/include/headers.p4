@@ -1,0 +1,232 @@
+// Packet headers and the metadata the parser fills. One definition for every ackwise program.
+#ifndef ACKWISE_HEADERS_P4
+#define ACKWISE_HEADERS_P4
+
+#include "constants.p4"
+
+header ethernet_h {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16> ether_type;
+}
+
+header ipv4_h {
+    bit<4> version;
+    bit<4> ihl;
+    bit<6> dscp;
+    bit<2> ecn;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3> flags;
+    bit<13> frag_offset;
+    bit<8> ttl;
+    bit<8> protocol;
+    bit<16> hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+// IPv4 options are not interpreted, only carried (and covered by the header checksum).
+header ipv4_options_h {
+    varbit<320> data;
+}
+
+header tcp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    tcp_seq_t seq_no;
+    tcp_seq_t ack_no;
+    bit<4> data_offset;
+    bit<4> reserved;    // three reserved bits and AE (formerly NS)
+    bit<8> flags;       // CWR ECE URG ACK PSH RST SYN FIN, see TCP_FLAG_*
+    bit<16> window;
+    bit<16> checksum;
+    bit<16> urgent_ptr;
+}
+
+header udp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+// ---- TCP options ----
+// Each option is one element of a header-union stack, so the deparser re-emits them in the order
+// they arrived (separate per-kind headers would reorder them). The pipeline reads option values
+// from tcp_options_meta_t, which the parser fills as it walks the options.
+
+header tcp_opt_byte_h {         // EOL, NOP
+    bit<8> kind;
+}
+
+header tcp_opt_mss_h {
+    bit<8> kind;
+    bit<8> len;
+    bit<16> mss;
+}
+
+header tcp_opt_ws_h {
+    bit<8> kind;
+    bit<8> len;
+    bit<8> shift;
+}
+
+header tcp_opt_sack_permitted_h {
+    bit<8> kind;
+    bit<8> len;
+}
+
+header tcp_opt_timestamps_h {
+    bit<8> kind;
+    bit<8> len;
+    bit<32> ts_val;
+    bit<32> ts_ecr;
+}
+
+header tcp_opt_sack_h {
+    bit<8> kind;
+    bit<8> len;
+    varbit<256> blocks;     // 1 to 4 blocks of (left, right)
+}
+
+header tcp_opt_other_h {        // any kind not interpreted, or a known kind with an odd length
+    bit<8> kind;
+    bit<8> len;
+    varbit<304> data;
+}
+
+header_union tcp_option_u {
+    tcp_opt_byte_h byte;
+    tcp_opt_mss_h mss;
+    tcp_opt_ws_h ws;
+    tcp_opt_sack_permitted_h sack_permitted;
+    tcp_opt_timestamps_h timestamps;
+    tcp_opt_sack_h sack;
+    tcp_opt_other_h other;
+}
+
+// The bytes after an EOL up to the data offset.
+header tcp_opt_padding_h {
+    varbit<312> data;
+}
+
+// Views used only with lookahead, to read an option's fields before extracting it.
+header tcp_opt_kind_len_h {
+    bit<8> kind;
+    bit<8> len;
+}
+
+header tcp_opt_sack_1_h {
+    bit<16> kind_len;
+    bit<32> left_0;
+    bit<32> right_0;
+}
+
+header tcp_opt_sack_2_h {
+    bit<16> kind_len;
+    bit<32> left_0;
+    bit<32> right_0;
+    bit<32> left_1;
+    bit<32> right_1;
+}
+
+header tcp_opt_sack_3_h {
+    bit<16> kind_len;
+    bit<32> left_0;
+    bit<32> right_0;
+    bit<32> left_1;
+    bit<32> right_1;
+    bit<32> left_2;
+    bit<32> right_2;
+}
+
+header tcp_opt_sack_4_h {
+    bit<16> kind_len;
+    bit<32> left_0;
+    bit<32> right_0;
+    bit<32> left_1;
+    bit<32> right_1;
+    bit<32> left_2;
+    bit<32> right_2;
+    bit<32> left_3;
+    bit<32> right_3;
+}
+
+struct headers_t {
+    ethernet_h ethernet;
+    ipv4_h ipv4;
+    ipv4_options_h ipv4_options;
+    tcp_h tcp;
+    tcp_option_u[TCP_OPTIONS_MAX] tcp_options;
+    tcp_opt_padding_h tcp_padding;
+    udp_h udp;
+}
+
+// What the parser learnt from a segment's TCP options.
+struct tcp_options_meta_t {
+    bool mss_present;
+    bit<16> mss;
+    bool ws_present;
+    bit<8> ws_shift;
+    bool sack_permitted;
+    bool ts_present;
+    bit<32> ts_val;
+    bit<32> ts_ecr;
+    bit<8> sack_blocks;     // 0 to 4
+    bit<32> sack_left_0;
+    bit<32> sack_right_0;
+    bit<32> sack_left_1;
+    bit<32> sack_right_1;
+    bit<32> sack_left_2;
+    bit<32> sack_right_2;
+    bit<32> sack_left_3;
+    bit<32> sack_right_3;
+    // An option of a kind the pipeline does not interpret, a known kind with an unexpected length,
+    // or more options than TCP_OPTIONS_MAX: policies must treat the segment as carrying news.
+    bool unknown_present;
+}
+
+// Parser bookkeeping, and the verdict on the packet's shape.
+struct parser_meta_t {
+    bit<8> opt_bytes_left;
+    bit<8> opt_len;
+    bit<8> opt_count;
+    malformed_reason_t malformed_reason;
+}
+
+// Per-flow ACK policy, as the ack_thinning.policy table set it for this packet.
+struct ack_policy_params_t {
+    ack_policy_t policy;
+    bit<16> mss;            // bytes; thresholds count segments of this size
+    bit<8> d;               // every_d: one ACK per d segments acknowledged
+    bit<8> l1;              // dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
+    bit<8> l2;
+    bit<8> l3;
+    bit<8> tack_l;          // tack: one ACK per L segments...
+    bit<8> tack_beta;       // ...and at most beta ACKs per RTTmin
+    bit<32> rtt_min_us;     // tack: RTTmin override; 0 = measured by the switch
+    bit<32> idle_us;        // the first ACK after this much silence is always kept
+}
+
+// What the thinning stage hands to the egress filter for one pure ACK.
+struct ack_meta_t {
+    bit<32> half;               // half-flow record: slot * 2 + direction
+    bool pure_ack;              // a pure ACK the thinning stage evaluated
+    bool filter_candidate;      // carries no news: the filter may drop it if superseded in the queue
+    bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue
+}
+
+// Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
+struct local_metadata_t {
+    parser_meta_t parser_meta;
+    tcp_options_meta_t tcp_opts;
+    bit<16> l4_len;             // IPv4 total length minus the IPv4 header: the TCP pseudo-header length
+    bit<16> tcp_payload_len;    // bytes of TCP payload (l4_len minus the data offset)
+    bool ipv4_rewritten;        // a header field changed: recompute the IPv4 checksum
+    bool tcp_rewritten;         // a TCP field changed: recompute the TCP checksum
+    ack_policy_params_t ack_policy;
+    ack_meta_t ack;
+}
+
+#endif

@@ -1,0 +1,269 @@
+// Parser and deparser shared by every ackwise program.
+//
+// The parser never rejects a packet. When a header is malformed it records why in
+// meta.parser_meta.malformed_reason and accepts: whatever it has not extracted stays in the payload and
+// is re-emitted unchanged, so a malformed segment leaves the switch exactly as it came in.
+#ifndef ACKWISE_PARSER_P4
+#define ACKWISE_PARSER_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    state start {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        meta.l4_len = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
+        transition select(hdr.ipv4.ihl) {
+            0 .. 4: ipv4_ihl_short;
+            5: parse_ipv4_payload;
+            default: parse_ipv4_options;
+        }
+    }
+
+    state ipv4_ihl_short {
+        meta.parser_meta.malformed_reason = MALFORMED_IPV4_IHL;
+        transition accept;
+    }
+
+    state parse_ipv4_options {
+        packet.extract(hdr.ipv4_options, ((bit<32>)hdr.ipv4.ihl - 5) << 5);
+        transition parse_ipv4_payload;
+    }
+
+    state parse_ipv4_payload {
+        // Only a first fragment carries the transport header.
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_TCP): parse_tcp;
+            (0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        packet.extract(hdr.udp);
+        transition accept;
+    }
+
+    state parse_tcp {
+        packet.extract(hdr.tcp);
+        meta.tcp_payload_len = meta.l4_len - ((bit<16>)hdr.tcp.data_offset << 2);
+        meta.parser_meta.opt_bytes_left = ((bit<8>)hdr.tcp.data_offset << 2) - 20;
+        transition select(hdr.tcp.data_offset) {
+            0 .. 4: tcp_data_offset_short;
+            5: accept;
+            default: parse_tcp_options;
+        }
+    }
+
+    state tcp_data_offset_short {
+        meta.parser_meta.malformed_reason = MALFORMED_TCP_DATA_OFFSET;
+        transition accept;
+    }
+
+    // ---- The option loop: one option per pass, until the data offset or the stack runs out ----
+
+    state parse_tcp_options {
+        transition select(meta.parser_meta.opt_bytes_left, meta.parser_meta.opt_count) {
+            (0, _): accept;
+            (_, TCP_OPTIONS_MAX): tcp_options_too_many;
+            default: parse_tcp_option;
+        }
+    }
+
+    state tcp_options_too_many {
+        // The rest of the options stay in the payload, unparsed and unchanged.
+        meta.tcp_opts.unknown_present = true;
+        transition accept;
+    }
+
+    state parse_tcp_option {
+        transition select(packet.lookahead<bit<8>>()) {
+            TCP_OPT_EOL: parse_tcp_opt_eol;
+            TCP_OPT_NOP: parse_tcp_opt_nop;
+            default: parse_tcp_opt_length;
+        }
+    }
+
+    state parse_tcp_opt_eol {
+        packet.extract(hdr.tcp_options.next.byte);
+        meta.parser_meta.opt_bytes_left = meta.parser_meta.opt_bytes_left - 1;
+        transition select(meta.parser_meta.opt_bytes_left) {
+            0: accept;
+            default: parse_tcp_padding;
+        }
+    }
+
+    state parse_tcp_padding {
+        packet.extract(hdr.tcp_padding, (bit<32>)meta.parser_meta.opt_bytes_left << 3);
+        transition accept;
+    }
+
+    state parse_tcp_opt_nop {
+        packet.extract(hdr.tcp_options.next.byte);
+        meta.parser_meta.opt_bytes_left = meta.parser_meta.opt_bytes_left - 1;
+        meta.parser_meta.opt_count = meta.parser_meta.opt_count + 1;
+        transition parse_tcp_options;
+    }
+
+    state parse_tcp_opt_length {
+        // A kind byte in the last byte of the option space has no room for its length.
+        transition select(meta.parser_meta.opt_bytes_left) {
+            1: tcp_option_overrun;
+            default: check_tcp_opt_length;
+        }
+    }
+
+    state check_tcp_opt_length {
+        meta.parser_meta.opt_len = packet.lookahead<tcp_opt_kind_len_h>().len;
+        transition select(meta.parser_meta.opt_len) {
+            0: tcp_option_length_short;
+            1: tcp_option_length_short;
+            default: check_tcp_opt_fits;
+        }
+    }
+
+    state check_tcp_opt_fits {
+        transition select(meta.parser_meta.opt_len > meta.parser_meta.opt_bytes_left) {
+            true: tcp_option_overrun;
+            false: parse_tcp_opt_by_kind;
+        }
+    }
+
+    state tcp_option_length_short {
+        meta.parser_meta.malformed_reason = MALFORMED_TCP_OPTION_LENGTH;
+        transition accept;
+    }
+
+    state tcp_option_overrun {
+        meta.parser_meta.malformed_reason = MALFORMED_TCP_OPTION_OVERRUN;
+        transition accept;
+    }
+
+    state parse_tcp_opt_by_kind {
+        transition select(packet.lookahead<bit<8>>(), meta.parser_meta.opt_len) {
+            (TCP_OPT_MSS, 4): parse_tcp_opt_mss;
+            (TCP_OPT_WS, 3): parse_tcp_opt_ws;
+            (TCP_OPT_SACK_PERMITTED, 2): parse_tcp_opt_sack_permitted;
+            (TCP_OPT_TIMESTAMPS, 10): parse_tcp_opt_timestamps;
+            (TCP_OPT_SACK, 10): parse_tcp_opt_sack_1;
+            (TCP_OPT_SACK, 18): parse_tcp_opt_sack_2;
+            (TCP_OPT_SACK, 26): parse_tcp_opt_sack_3;
+            (TCP_OPT_SACK, 34): parse_tcp_opt_sack_4;
+            default: parse_tcp_opt_other;
+        }
+    }
+
+    state parse_tcp_opt_mss {
+        meta.tcp_opts.mss_present = true;
+        meta.tcp_opts.mss = packet.lookahead<tcp_opt_mss_h>().mss;
+        packet.extract(hdr.tcp_options.next.mss);
+        transition tcp_option_done;
+    }
+
+    state parse_tcp_opt_ws {
+        meta.tcp_opts.ws_present = true;
+        meta.tcp_opts.ws_shift = packet.lookahead<tcp_opt_ws_h>().shift;
+        packet.extract(hdr.tcp_options.next.ws);
+        transition tcp_option_done;
+    }
+
+    state parse_tcp_opt_sack_permitted {
+        meta.tcp_opts.sack_permitted = true;
+        packet.extract(hdr.tcp_options.next.sack_permitted);
+        transition tcp_option_done;
+    }
+
+    state parse_tcp_opt_timestamps {
+        tcp_opt_timestamps_h ts = packet.lookahead<tcp_opt_timestamps_h>();
+        meta.tcp_opts.ts_present = true;
+        meta.tcp_opts.ts_val = ts.ts_val;
+        meta.tcp_opts.ts_ecr = ts.ts_ecr;
+        packet.extract(hdr.tcp_options.next.timestamps);
+        transition tcp_option_done;
+    }
+
+    state parse_tcp_opt_sack_1 {
+        tcp_opt_sack_1_h s = packet.lookahead<tcp_opt_sack_1_h>();
+        meta.tcp_opts.sack_blocks = 1;
+        meta.tcp_opts.sack_left_0 = s.left_0;
+        meta.tcp_opts.sack_right_0 = s.right_0;
+        transition extract_tcp_opt_sack;
+    }
+
+    state parse_tcp_opt_sack_2 {
+        tcp_opt_sack_2_h s = packet.lookahead<tcp_opt_sack_2_h>();
+        meta.tcp_opts.sack_blocks = 2;
+        meta.tcp_opts.sack_left_0 = s.left_0;
+        meta.tcp_opts.sack_right_0 = s.right_0;
+        meta.tcp_opts.sack_left_1 = s.left_1;
+        meta.tcp_opts.sack_right_1 = s.right_1;
+        transition extract_tcp_opt_sack;
+    }
+
+    state parse_tcp_opt_sack_3 {
+        tcp_opt_sack_3_h s = packet.lookahead<tcp_opt_sack_3_h>();
+        meta.tcp_opts.sack_blocks = 3;
+        meta.tcp_opts.sack_left_0 = s.left_0;
+        meta.tcp_opts.sack_right_0 = s.right_0;
+        meta.tcp_opts.sack_left_1 = s.left_1;
+        meta.tcp_opts.sack_right_1 = s.right_1;
+        meta.tcp_opts.sack_left_2 = s.left_2;
+        meta.tcp_opts.sack_right_2 = s.right_2;
+        transition extract_tcp_opt_sack;
+    }
+
+    state parse_tcp_opt_sack_4 {
+        tcp_opt_sack_4_h s = packet.lookahead<tcp_opt_sack_4_h>();
+        meta.tcp_opts.sack_blocks = 4;
+        meta.tcp_opts.sack_left_0 = s.left_0;
+        meta.tcp_opts.sack_right_0 = s.right_0;
+        meta.tcp_opts.sack_left_1 = s.left_1;
+        meta.tcp_opts.sack_right_1 = s.right_1;
+        meta.tcp_opts.sack_left_2 = s.left_2;
+        meta.tcp_opts.sack_right_2 = s.right_2;
+        meta.tcp_opts.sack_left_3 = s.left_3;
+        meta.tcp_opts.sack_right_3 = s.right_3;
+        transition extract_tcp_opt_sack;
+    }
+
+    state extract_tcp_opt_sack {
+        packet.extract(hdr.tcp_options.next.sack, ((bit<32>)meta.parser_meta.opt_len - 2) << 3);
+        transition tcp_option_done;
+    }
+
+    state parse_tcp_opt_other {
+        meta.tcp_opts.unknown_present = true;
+        packet.extract(hdr.tcp_options.next.other, ((bit<32>)meta.parser_meta.opt_len - 2) << 3);
+        transition tcp_option_done;
+    }
+
+    state tcp_option_done {
+        meta.parser_meta.opt_bytes_left = meta.parser_meta.opt_bytes_left - meta.parser_meta.opt_len;
+        meta.parser_meta.opt_count = meta.parser_meta.opt_count + 1;
+        transition parse_tcp_options;
+    }
+}
+
+control AckwiseDeparser(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.ipv4);
+        packet.emit(hdr.ipv4_options);
+        packet.emit(hdr.tcp);
+        packet.emit(hdr.tcp_options);
+        packet.emit(hdr.tcp_padding);
+        packet.emit(hdr.udp);
+    }
+}
+
+#endif

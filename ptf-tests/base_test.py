@@ -1,0 +1,243 @@
+"""Base class and packet builders for ackwise's PTF tests.
+
+Each test starts its own simple_switch (through ackwise's launcher) on the switch side of the veth
+pairs that run_ptf.py created, installs entries through ackwise's Thrift client, and stops the
+switch by pid in tearDown, also when the test failed.
+
+Addressing: switch port N faces host N, with MAC 00:00:00:00:0N:01 and IPv4 10.0.N.1; the switch's
+own MAC on port N is 00:00:00:00:0N:fe.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import ptf
+import ptf.testutils as tu
+from ptf.base_tests import BaseTest
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, Raw
+from scapy.utils import checksum
+
+from ackwise.client import SwitchClient
+from ackwise.switch import RunningSwitch, SwitchSpec, start_switch
+
+PORTS = (0, 1, 2, 3)
+
+
+def host_mac(port: int) -> str:
+    return f"00:00:00:00:0{port}:01"
+
+
+def switch_mac(port: int) -> str:
+    return f"00:00:00:00:0{port}:fe"
+
+
+def host_ip(port: int) -> str:
+    return f"10.0.{port}.1"
+
+
+def param(name: str, default: str | None = None) -> str:
+    params = tu.test_params_get()
+    if name in params:
+        return str(params[name])
+    if default is None:
+        raise RuntimeError(f"PTF test parameter {name!r} missing: run the tests with 'make ptf'")
+    return default
+
+
+# ---- packet builders ----
+
+
+def tcp_segment(
+    src_port_id: int = 1,
+    dst_port_id: int = 2,
+    sport: int = 40000,
+    dport: int = 5001,
+    seq: int = 1000,
+    ack: int = 0,
+    flags: str = "A",
+    window: int = 502,
+    options: list[tuple[str, Any]] | None = None,
+    raw_options: bytes | None = None,
+    payload: bytes = b"",
+    ecn: int = 0,
+    ttl: int = 64,
+    ip_id: int = 1,
+    dataofs: int | None = None,
+    eth_dst: str | None = None,
+) -> Packet:
+    """A TCP segment from host src_port_id to host dst_port_id, addressed to the switch (routed).
+
+    ``options`` uses scapy's option list; ``raw_options`` puts exact bytes after the 20-byte header
+    (with ``dataofs`` set to cover them unless given), for options scapy would not build.
+    """
+    tcp_kwargs: dict[str, Any] = {
+        "sport": sport,
+        "dport": dport,
+        "seq": seq,
+        "ack": ack,
+        "flags": flags,
+        "window": window,
+    }
+    if raw_options is not None:
+        tcp_kwargs["dataofs"] = dataofs if dataofs is not None else 5 + (len(raw_options) + 3) // 4
+        tcp = TCP(**tcp_kwargs) / Raw(load=raw_options + payload)
+    else:
+        if dataofs is not None:
+            tcp_kwargs["dataofs"] = dataofs
+        tcp = TCP(options=options or [], **tcp_kwargs)
+        if payload:
+            tcp = tcp / Raw(load=payload)
+    pkt = (
+        Ether(src=host_mac(src_port_id), dst=eth_dst or switch_mac(src_port_id))
+        / IP(src=host_ip(src_port_id), dst=host_ip(dst_port_id), ttl=ttl, tos=ecn, id=ip_id)
+        / tcp
+    )
+    return Ether(bytes(pkt))  # freeze lengths and checksums
+
+
+def pure_ack(
+    src_port_id: int = 2,
+    dst_port_id: int = 1,
+    sport: int = 5001,
+    dport: int = 40000,
+    seq: int = 5000,
+    ack: int = 1000,
+    ts: tuple[int, int] | None = (100, 200),
+    sack: list[tuple[int, int]] | None = None,
+    **kwargs: Any,
+) -> Packet:
+    """A pure ACK from the data receiver, with Linux's option layout (NOP NOP TS [NOP NOP SACK])."""
+    options: list[tuple[str, Any]] = []
+    if ts is not None:
+        options += [("NOP", None), ("NOP", None), ("Timestamp", ts)]
+    if sack:
+        options += [("NOP", None), ("NOP", None), ("SAck", tuple(x for block in sack for x in block))]
+    return tcp_segment(src_port_id, dst_port_id, sport, dport, seq, ack, "A", options=options, **kwargs)
+
+
+def udp_datagram(src_port_id: int = 1, dst_port_id: int = 2, payload: bytes = b"x" * 32) -> Packet:
+    pkt = (
+        Ether(src=host_mac(src_port_id), dst=switch_mac(src_port_id))
+        / IP(src=host_ip(src_port_id), dst=host_ip(dst_port_id))
+        / UDP(sport=1234, dport=5678)
+        / Raw(load=payload)
+    )
+    return Ether(bytes(pkt))
+
+
+def routed(pkt: Packet | bytes, out_port: int) -> bytes:
+    """What the switch should emit for ``pkt`` routed out of ``out_port``: new MACs, TTL - 1 and
+    the IPv4 header checksum recomputed; every byte after the IPv4 header unchanged."""
+    raw = bytearray(bytes(pkt))
+    raw[0:6] = bytes.fromhex(host_mac(out_port).replace(":", ""))
+    raw[6:12] = bytes.fromhex(switch_mac(out_port).replace(":", ""))
+    ihl_bytes = (raw[14] & 0x0F) * 4
+    raw[14 + 8] -= 1  # TTL
+    raw[14 + 10 : 14 + 12] = b"\0\0"
+    raw[14 + 10 : 14 + 12] = checksum(bytes(raw[14 : 14 + ihl_bytes])).to_bytes(2, "big")
+    return bytes(raw)
+
+
+def set_tcp_checksum(frame: bytearray) -> None:
+    """Recompute, in place, the TCP checksum of an Ethernet/IPv4/TCP frame from its bytes alone
+    (pseudo-header, header, options, payload), independently of any parser's view of the options."""
+    ip_at = 14
+    ihl_bytes = (frame[ip_at] & 0x0F) * 4
+    total_len = int.from_bytes(frame[ip_at + 2 : ip_at + 4], "big")
+    tcp_at = ip_at + ihl_bytes
+    tcp_len = total_len - ihl_bytes
+    frame[tcp_at + 16 : tcp_at + 18] = b"\0\0"
+    pseudo = bytes(frame[ip_at + 12 : ip_at + 20]) + bytes([0, frame[ip_at + 9]]) + tcp_len.to_bytes(2, "big")
+    value = checksum(pseudo + bytes(frame[tcp_at : tcp_at + tcp_len]))
+    frame[tcp_at + 16 : tcp_at + 18] = value.to_bytes(2, "big")
+
+
+class AckwiseTest(BaseTest):
+    """Starts a switch running ``program`` for each test and stops it afterwards."""
+
+    program = "ack_switch"
+    cpu_port: int | None = None
+
+    def setUp(self) -> None:
+        BaseTest.setUp(self)
+        self.dataplane = ptf.dataplane_instance
+        self.switch: RunningSwitch | None = None
+        self.client: SwitchClient | None = None
+        build_dir = Path(param("build_dir"))
+        ports = {
+            int(p): iface for p, iface in (item.split("@") for item in param("switch_ifaces").split(","))
+        }
+        log_dir = param("log_dir", "")
+        log_file = None
+        if log_dir:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+            log_file = os.path.join(log_dir, f"{type(self).__module__}.{type(self).__name__}.log")
+        spec = SwitchSpec(
+            program_json=str(build_dir / f"{self.program}.json"),
+            ports=ports,
+            thrift_port=int(param("thrift_port", "9190")),
+            log_file=log_file,
+            cpu_port=self.cpu_port,
+        )
+        self.switch = start_switch(spec)
+        self.switch.save()  # lets run_ptf.py stop it should this process die before tearDown
+        try:
+            self.client = self.switch.client()
+            self.install_entries()
+            # Give bmv2 a moment to bring its ports up before the first packet.
+            time.sleep(0.1)
+            self.dataplane.flush()
+        except BaseException:
+            self.tearDown()
+            raise
+
+    def tearDown(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.switch is not None:
+            self.switch.stop()
+            self.switch.forget()
+            self.switch = None
+        BaseTest.tearDown(self)
+
+    # ---- entries ----
+
+    def install_entries(self) -> None:
+        """Routes to every host; override to add more."""
+        self.install_routes()
+
+    def install_routes(self) -> None:
+        assert self.client is not None
+        for port in PORTS:
+            self.client.table_add(
+                "forwarding.ipv4_lpm",
+                "route",
+                {"dst_addr": f"10.0.{port}.0/24"},
+                {"port": port, "src_mac": switch_mac(port), "dst_mac": host_mac(port)},
+            )
+
+    # ---- helpers ----
+
+    def send(self, port: int, pkt: Packet | bytes) -> None:
+        tu.send_packet(self, port, bytes(pkt))
+
+    def expect(self, pkt: Packet | bytes, port: int) -> None:
+        tu.verify_packet(self, bytes(pkt), port)
+
+    def expect_nothing_else(self, timeout: float = 0.3) -> None:
+        tu.verify_no_other_packets(self, timeout=timeout)
+
+    def counter(self, name: str, index: int) -> int:
+        assert self.client is not None
+        return self.client.counter_read(name, index).packets
+
+    def register(self, name: str, index: int = 0) -> int:
+        assert self.client is not None
+        return self.client.register_read(name, index)

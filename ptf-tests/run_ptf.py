@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Run ackwise's PTF tests against simple_switch on veth pairs this script creates and removes.
+
+    run_ptf.py [--xunit-dir DIR] [--log-dir DIR] [TEST ...]
+
+For each switch port N it creates a veth pair (switch side, test side), named after this process
+so that parallel runs do not collide, and deletes exactly those pairs when it exits, also on
+failure or Ctrl-C. Each test starts and stops its own switch (see base_test.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "control-plane"))
+
+from ackwise.switch import STATE_DIR_ENV, RunningSwitch  # noqa: E402
+from ackwise.toolchain import ensure_bmv2_bindings, missing_tools  # noqa: E402
+
+N_PORTS = 4
+
+
+def sh(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def create_veths(tag: str) -> list[tuple[str, str]]:
+    pairs = []
+    try:
+        for port in range(N_PORTS):
+            switch_side, test_side = f"{tag}s{port}", f"{tag}t{port}"
+            sh("ip", "link", "add", switch_side, "type", "veth", "peer", "name", test_side)
+            pairs.append((switch_side, test_side))
+            for iface in (switch_side, test_side):
+                # No IPv6 neighbour discovery or router solicitations on the test ports.
+                Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6").write_text("1")
+                sh("ip", "link", "set", iface, "mtu", "9000", "up")
+    except BaseException:
+        delete_veths(pairs)
+        raise
+    return pairs
+
+
+def delete_veths(pairs: list[tuple[str, str]]) -> None:
+    for switch_side, _ in pairs:
+        subprocess.run(["ip", "link", "del", switch_side], stderr=subprocess.DEVNULL)
+
+
+def stop_leftover_switches(state: Path) -> None:
+    for path in state.glob("switch-*.json"):
+        running = RunningSwitch.load(int(path.stem.split("-", 1)[1]))
+        if running is not None:
+            running.stop()
+            running.forget()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--build-dir", default=str(REPO / "build"))
+    parser.add_argument("--xunit-dir", help="write JUnit XML results here")
+    parser.add_argument(
+        "--log-dir", default=str(REPO / "build" / "ptf-logs"), help="bmv2 log per test (empty to disable)"
+    )
+    parser.add_argument("--thrift-port", type=int, default=9190)
+    parser.add_argument("tests", nargs="*", help="test names or groups (default: all)")
+    args = parser.parse_args()
+
+    missing = missing_tools()
+    if missing:
+        print(
+            f"PTF tests need {' and '.join(missing)}: install bmv2 and p4c (README, Prerequisites)",
+            file=sys.stderr,
+        )
+        return 2
+    if os.geteuid() != 0:
+        print("PTF tests create veth interfaces: run them as root (sudo make ptf)", file=sys.stderr)
+        return 2
+    ensure_bmv2_bindings()
+    ptf = shutil.which("ptf", path=str(Path(sys.executable).parent)) or shutil.which("ptf")
+    if ptf is None:
+        print("ptf not found: run 'make deps'", file=sys.stderr)
+        return 2
+
+    tag = f"ap{os.getpid() % 100000}"
+    # Switches the tests start record themselves here; whatever is left at the end gets stopped.
+    state = Path(args.build_dir) / f"ptf-state-{os.getpid()}"
+    state.mkdir(parents=True, exist_ok=True)
+    os.environ[STATE_DIR_ENV] = str(state)
+    pairs = create_veths(tag)
+    # Restore the default SIGTERM behaviour through an exception so that the veths go away.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        switch_ifaces = ",".join(f"{port}@{sw}" for port, (sw, _) in enumerate(pairs))
+        params = (
+            f"build_dir='{args.build_dir}';switch_ifaces='{switch_ifaces}';"
+            f"thrift_port='{args.thrift_port}';log_dir='{args.log_dir}'"
+        )
+        cmd = [
+            sys.executable,
+            ptf,
+            "--test-dir",
+            str(HERE),
+            "--pypath",
+            str(REPO / "control-plane"),
+            "--test-params",
+            params,
+            "--log-file",
+            str(REPO / "build" / "ptf.log"),
+            "--default-negative-timeout",
+            "0.3",
+            "--disable-ipv6",
+        ]
+        for port, (_, test_side) in enumerate(pairs):
+            cmd += ["-i", f"{port}@{test_side}"]
+        if args.xunit_dir:
+            shutil.rmtree(args.xunit_dir, ignore_errors=True)
+            cmd += ["--xunit", "--xunit-dir", args.xunit_dir]
+        cmd += args.tests
+        return subprocess.run(cmd, cwd=REPO / "build").returncode
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        stop_leftover_switches(state)
+        delete_veths(pairs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

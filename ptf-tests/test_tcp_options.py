@@ -1,0 +1,195 @@
+"""TCP options: every kind passes byte for byte, and the parser reads the values the pipeline uses.
+
+The values are checked on parser_probe, a fixture program with the same parser that copies what it
+parsed into registers; byte-exact forwarding is checked on ack_switch itself.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from base_test import AckwiseTest, routed, set_tcp_checksum, tcp_segment
+
+# Cells of the probe.parsed register (PROBE_* in p4src/parser_probe.p4).
+MSS_PRESENT, MSS, WS_PRESENT, WS_SHIFT, SACK_PERMITTED, TS_PRESENT, TS_VAL, TS_ECR = range(8)
+SACK_BLOCKS, SACK_LEFT_0 = 8, 9
+UNKNOWN_PRESENT, MALFORMED_REASON, PAYLOAD_LEN, OPTION_COUNT, SEGMENTS = 17, 18, 19, 20, 21
+
+NOP, EOL = b"\x01", b"\x00"
+
+
+def ts(val: int, ecr: int) -> bytes:
+    return struct.pack("!BBII", 8, 10, val, ecr)
+
+
+def sack(*blocks: tuple[int, int]) -> bytes:
+    return struct.pack("!BB", 5, 2 + 8 * len(blocks)) + b"".join(struct.pack("!II", *b) for b in blocks)
+
+
+@dataclass
+class Layout:
+    name: str
+    options: bytes
+    flags: str = "A"
+    payload: bytes = b""
+    expect: dict[int, int] = field(default_factory=dict)
+
+
+SACK3 = ((0xFFFFFF00, 0x00000100), (3000, 4000), (5000, 6000))
+LAYOUTS = [
+    Layout(
+        "SYN: MSS SACKOK TS NOP WS",
+        struct.pack("!BBH", 2, 4, 1460) + b"\x04\x02" + ts(0x11223344, 0) + NOP + b"\x03\x03\x07",
+        flags="S",
+        expect={
+            MSS_PRESENT: 1,
+            MSS: 1460,
+            SACK_PERMITTED: 1,
+            TS_PRESENT: 1,
+            TS_VAL: 0x11223344,
+            TS_ECR: 0,
+            WS_PRESENT: 1,
+            WS_SHIFT: 7,
+            OPTION_COUNT: 5,
+            UNKNOWN_PRESENT: 0,
+        },
+    ),
+    Layout(
+        "ACK: NOP NOP TS",
+        NOP + NOP + ts(100, 200),
+        expect={
+            TS_PRESENT: 1,
+            TS_VAL: 100,
+            TS_ECR: 200,
+            OPTION_COUNT: 3,
+            SACK_BLOCKS: 0,
+            MSS_PRESENT: 0,
+            WS_PRESENT: 0,
+            UNKNOWN_PRESENT: 0,
+        },
+    ),
+    Layout(
+        "ACK: NOP NOP TS NOP NOP SACK(1)",
+        NOP + NOP + ts(7, 8) + NOP + NOP + sack((10000, 11448)),
+        expect={
+            TS_VAL: 7,
+            TS_ECR: 8,
+            SACK_BLOCKS: 1,
+            SACK_LEFT_0: 10000,
+            SACK_LEFT_0 + 1: 11448,
+            OPTION_COUNT: 6,
+        },
+    ),
+    Layout(
+        "ACK: NOP NOP TS NOP NOP SACK(3)",
+        NOP + NOP + ts(9, 10) + NOP + NOP + sack(*SACK3),
+        expect={
+            SACK_BLOCKS: 3,
+            SACK_LEFT_0: SACK3[0][0],
+            SACK_LEFT_0 + 1: SACK3[0][1],
+            SACK_LEFT_0 + 2: 3000,
+            SACK_LEFT_0 + 3: 4000,
+            SACK_LEFT_0 + 4: 5000,
+            SACK_LEFT_0 + 5: 6000,
+            OPTION_COUNT: 6,
+        },
+    ),
+    Layout(
+        "ACK: NOP NOP SACK(4)",
+        NOP + NOP + sack((1, 2), (3, 4), (5, 6), (7, 8)),
+        expect={SACK_BLOCKS: 4, SACK_LEFT_0 + 6: 7, SACK_LEFT_0 + 7: 8, TS_PRESENT: 0, OPTION_COUNT: 3},
+    ),
+    Layout(
+        "unknown kind 30, length 12",
+        bytes([30, 12]) + bytes(range(10)),
+        expect={UNKNOWN_PRESENT: 1, OPTION_COUNT: 1, TS_PRESENT: 0},
+    ),
+    Layout(
+        "MD5 signature (kind 19) NOP NOP",
+        bytes([19, 18]) + bytes(16) + NOP + NOP,
+        expect={UNKNOWN_PRESENT: 1, OPTION_COUNT: 3},
+    ),
+    Layout(
+        "known kind with odd length: WS of length 4",
+        b"\x03\x04\x07\x00",
+        expect={WS_PRESENT: 0, UNKNOWN_PRESENT: 1, OPTION_COUNT: 1},
+    ),
+    Layout(
+        "NOP NOP TS EOL and padding",
+        NOP + NOP + ts(1, 2) + EOL + b"\x00\x00\x00",
+        expect={TS_PRESENT: 1, TS_VAL: 1, OPTION_COUNT: 3, UNKNOWN_PRESENT: 0},
+    ),
+    Layout("40 NOPs: deeper than the parser goes", NOP * 40, expect={UNKNOWN_PRESENT: 1, OPTION_COUNT: 10}),
+    Layout(
+        "data segment with NOP NOP TS and payload",
+        NOP + NOP + ts(55, 66),
+        flags="PA",
+        payload=bytes(range(256)) * 4 + b"odd",
+        expect={TS_VAL: 55, TS_ECR: 66, PAYLOAD_LEN: 1027, OPTION_COUNT: 3},
+    ),
+]
+
+
+def segment(layout: Layout, seq: int = 1000) -> bytes:
+    return bytes(
+        tcp_segment(
+            1, 2, seq=seq, ack=777, flags=layout.flags, raw_options=layout.options, payload=layout.payload
+        )
+    )
+
+
+class OptionsPassThroughTest(AckwiseTest):
+    """ack_switch re-emits every option layout exactly as it arrived (checksums included)."""
+
+    def runTest(self) -> None:
+        for layout in LAYOUTS:
+            with self.subTest(layout.name):
+                pkt = segment(layout)
+                self.send(1, pkt)
+                self.expect(routed(pkt, 2), 2)
+        self.expect_nothing_else()
+
+
+class OptionsParsedTest(AckwiseTest):
+    """The parser reads MSS, WS, SACK-permitted, SACK blocks and timestamps, flags unknown ones."""
+
+    program = "parser_probe"
+
+    def runTest(self) -> None:
+        for n, layout in enumerate(LAYOUTS, 1):
+            with self.subTest(layout.name):
+                pkt = segment(layout)
+                self.send(1, pkt)
+                self.expect(routed(pkt, 2), 2)
+                self.assertEqual(self.register("probe.parsed", SEGMENTS), n)
+                self.assertEqual(self.register("probe.parsed", MALFORMED_REASON), 0)
+                for cell, value in layout.expect.items():
+                    self.assertEqual(self.register("probe.parsed", cell), value, f"probe cell {cell}")
+
+
+class TcpChecksumRewriteTest(AckwiseTest):
+    """A program that rewrites a TCP field gets a TCP checksum recomputed over the pseudo-header,
+    the header, every option and the payload (odd and even lengths)."""
+
+    program = "parser_probe"
+
+    def install_entries(self) -> None:
+        self.install_routes()
+        assert self.client is not None
+        self.client.register_write("probe.rewrite_window", 0, 0x1234)
+
+    def runTest(self) -> None:
+        for layout in (LAYOUTS[0], LAYOUTS[3], LAYOUTS[8], LAYOUTS[10]):
+            with self.subTest(layout.name):
+                pkt = segment(layout)
+                self.send(1, pkt)
+                expected = bytearray(routed(pkt, 2))
+                tcp_at = 14 + (expected[14] & 0x0F) * 4
+                expected[tcp_at + 14 : tcp_at + 16] = (0x1234).to_bytes(2, "big")
+                set_tcp_checksum(expected)
+                self.assertNotEqual(
+                    expected[tcp_at + 16 : tcp_at + 18], bytes(pkt)[tcp_at + 16 : tcp_at + 18]
+                )
+                self.expect(bytes(expected), 2)
+        self.expect_nothing_else()

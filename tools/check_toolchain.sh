@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# One line, and a non-zero exit, if bmv2 or p4c is missing: make test must not run without them.
+missing=()
+for tool in p4c-bm2-ss simple_switch; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "make test: missing ${missing[*]} (bmv2/p4c): install them, see README 'Prerequisites'; no test was run"
+  exit 1
+fi

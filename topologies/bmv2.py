@@ -1,0 +1,93 @@
+"""A Mininet switch that is one simple_switch process, started and stopped through ackwise's
+control plane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ackwise.client import SwitchClient, port_answers
+from ackwise.switch import RunningSwitch, SwitchSpec, start_switch
+from ackwise.toolchain import compiled_program
+
+from .links import RootNode, prepare_root_intf
+
+_taken_thrift_ports: set[int] = set()
+
+
+def free_thrift_port(start: int = 9090) -> int:
+    """The first Thrift port from ``start`` that no switch answers on and this process has not
+    handed out."""
+    port = start
+    while port in _taken_thrift_ports or port_answers("localhost", port, timeout_s=0.2):
+        port += 1
+    _taken_thrift_ports.add(port)
+    return port
+
+
+class BMv2Switch(RootNode):
+    """simple_switch running ``program`` on this node's interfaces (Mininet port numbers)."""
+
+    def __init__(
+        self,
+        name: str,
+        program: str = "ack_switch",
+        thrift_port: int | None = None,
+        log_dir: str | None = None,
+        pcap_dir: str | None = None,
+        cpu_port: int | None = None,
+        **params: Any,
+    ) -> None:
+        RootNode.__init__(self, name, **params)
+        self.program = program
+        self.thrift_port = thrift_port or free_thrift_port()
+        self.log_dir, self.pcap_dir, self.cpu_port = log_dir, pcap_dir, cpu_port
+        self.running: RunningSwitch | None = None
+
+    def data_ports(self) -> dict[int, str]:
+        return {port: intf.name for port, intf in sorted(self.intfs.items()) if intf.name != "lo"}
+
+    def port_to(self, node_name: str) -> int:
+        """This switch's port on the link to ``node_name``."""
+        for port, intf in self.intfs.items():
+            link = intf.link
+            if link is None:
+                continue
+            other = link.intf2 if link.intf1 is intf else link.intf1
+            if other.node.name == node_name:
+                return port
+        raise KeyError(f"{self.name} has no link to {node_name}")
+
+    def start(self, controllers: Any) -> None:
+        ports = self.data_ports()
+        for intf in ports.values():
+            prepare_root_intf(intf)
+        log_file = str(Path(self.log_dir) / f"{self.name}.log") if self.log_dir else None
+        spec = SwitchSpec(
+            program_json=str(compiled_program(self.program)),
+            ports=ports,
+            thrift_port=self.thrift_port,
+            log_file=log_file,
+            pcap_dir=self.pcap_dir,
+            cpu_port=self.cpu_port,
+        )
+        self.running = start_switch(spec)
+
+    def client(self) -> SwitchClient:
+        return SwitchClient("localhost", self.thrift_port).connect()
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        if self.running is not None:
+            self.running.stop()
+            self.running = None
+        _taken_thrift_ports.discard(self.thrift_port)
+        RootNode.stop(self, deleteIntfs)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "node": self.name,
+            "program": self.program,
+            "thrift_port": self.thrift_port,
+            "pid": self.running.pid if self.running else None,
+            "ports": self.data_ports(),
+        }

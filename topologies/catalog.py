@@ -1,0 +1,249 @@
+"""The parameterised topologies: dumbbell, parking-lot, WLAN and chain.
+
+Each is a Mininet ``Topo`` that also declares its flows (sender, receiver) and any switch egress
+queues that act as bottlenecks. Hosts are AckwiseHost, switches BMv2Switch, links between switches
+go through a LinkEmulator node, wireless hops through one WirelessMedium node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mininet.topo import Topo
+
+from .bmv2 import BMv2Switch
+from .hosts import AckwiseHost
+from .links import LinkEmulator, LinkParams, WirelessMedium
+from .wireless import preset as wireless_preset
+
+
+@dataclass(frozen=True)
+class QueueSetting:
+    """A bmv2 egress queue, on ``switch``'s port towards ``toward``, used as a bottleneck."""
+
+    switch: str
+    toward: str
+    rate_pps: int
+    depth_pkts: int
+
+
+@dataclass
+class HostAddressing:
+    next_index: int = 1
+
+    def take(self) -> dict[str, Any]:
+        i = self.next_index
+        self.next_index += 1
+        return {"ip": f"10.0.{i // 250}.{i % 250 + 1}/16", "mac": f"00:00:00:00:{i // 256:02x}:{i % 256:02x}"}
+
+
+@dataclass
+class TopoMeta:
+    name: str
+    params: dict[str, Any]
+    flows: list[tuple[str, str]] = field(default_factory=list)
+    queues: list[QueueSetting] = field(default_factory=list)
+
+
+class AckwiseTopo(Topo):
+    """Common helpers; subclasses fill ``meta``."""
+
+    meta: TopoMeta
+
+    def __init__(self, **params: Any) -> None:
+        self.addressing = HostAddressing()
+        Topo.__init__(self, **params)
+
+    def host(self, name: str, cc: str, ecn: bool) -> str:
+        return self.addHost(name, cls=AckwiseHost, cc=cc, ecn=ecn, **self.addressing.take())
+
+    def bmv2(self, name: str, program: str, log_dir: str | None) -> str:
+        return self.addSwitch(name, cls=BMv2Switch, program=program, log_dir=log_dir)
+
+    def wire(self, name: str, a: str, b: str, forward: LinkParams, reverse: LinkParams, backend: str) -> str:
+        """A link from a to b through an emulator node (forward = a -> b)."""
+        self.addSwitch(name, cls=LinkEmulator, forward=forward, reverse=reverse, backend=backend)
+        self.addLink(a, name, port2=1)
+        self.addLink(name, b, port1=2)
+        return name
+
+
+def _mbps(value: float) -> float:
+    return value * 1e6
+
+
+class Dumbbell(AckwiseTopo):
+    """n sender/receiver pairs: h_i -- s1 == bottleneck == s2 -- r_i.
+
+    The bottleneck is set per direction (forward = s1 -> s2, the data direction). It is the
+    emulated link by default; with ``bottleneck="switch"`` it is bmv2's own egress queues (s1
+    towards s2 at ``fwd_queue_pps``, s2 towards s1 at ``rev_queue_pps``) and the link only delays.
+    """
+
+    def build(
+        self,
+        n_pairs: int = 1,
+        fwd_rate_mbps: float = 10.0,
+        rev_rate_mbps: float = 10.0,
+        fwd_delay_ms: float = 10.0,
+        rev_delay_ms: float = 10.0,
+        fwd_buffer_pkts: int = 100,
+        rev_buffer_pkts: int = 100,
+        loss: float = 0.0,
+        bottleneck: str = "link",
+        fwd_queue_pps: int = 0,
+        rev_queue_pps: int = 0,
+        queue_depth_pkts: int = 64,
+        program: str = "ack_switch",
+        cc: str = "cubic",
+        ecn: bool = True,
+        backend: str = "auto",
+        log_dir: str | None = None,
+    ) -> None:
+        if bottleneck not in ("link", "switch"):
+            raise ValueError("bottleneck is 'link' or 'switch'")
+        if n_pairs < 1:
+            raise ValueError("a dumbbell needs at least one pair")
+        self.meta = TopoMeta(
+            "dumbbell", {k: v for k, v in locals().items() if k not in ("self", "__class__")}
+        )
+        s1, s2 = self.bmv2("s1", program, log_dir), self.bmv2("s2", program, log_dir)
+        if bottleneck == "link":
+            forward = LinkParams(_mbps(fwd_rate_mbps), fwd_delay_ms, loss, fwd_buffer_pkts)
+            reverse = LinkParams(_mbps(rev_rate_mbps), rev_delay_ms, loss, rev_buffer_pkts)
+        else:
+            if fwd_queue_pps <= 0 or rev_queue_pps <= 0:
+                raise ValueError("a switch bottleneck needs fwd_queue_pps and rev_queue_pps")
+            forward = LinkParams(0, fwd_delay_ms, loss)
+            reverse = LinkParams(0, rev_delay_ms, loss)
+            self.meta.queues += [
+                QueueSetting("s1", "e1", fwd_queue_pps, queue_depth_pkts),
+                QueueSetting("s2", "e1", rev_queue_pps, queue_depth_pkts),
+            ]
+        self.wire("e1", s1, s2, forward, reverse, backend)
+        for i in range(1, n_pairs + 1):
+            h, r = self.host(f"h{i}", cc, ecn), self.host(f"r{i}", cc, ecn)
+            self.addLink(h, s1)
+            self.addLink(r, s2)
+            self.meta.flows.append((h, r))
+
+
+class ParkingLot(AckwiseTopo):
+    """Three bottlenecks in a row, s1 == s2 == s3 == s4, and four flows: f0 crosses all three,
+    f1, f2 and f3 one each."""
+
+    def build(
+        self,
+        rate_mbps: float = 10.0,
+        delay_ms: float = 5.0,
+        buffer_pkts: int = 100,
+        loss: float = 0.0,
+        program: str = "ack_switch",
+        cc: str = "cubic",
+        ecn: bool = True,
+        backend: str = "auto",
+        log_dir: str | None = None,
+    ) -> None:
+        self.meta = TopoMeta(
+            "parking-lot", {k: v for k, v in locals().items() if k not in ("self", "__class__")}
+        )
+        switches = [self.bmv2(f"s{i}", program, log_dir) for i in range(1, 5)]
+        link = LinkParams(_mbps(rate_mbps), delay_ms, loss, buffer_pkts)
+        for i in range(3):
+            self.wire(f"e{i + 1}", switches[i], switches[i + 1], link, link, backend)
+        for flow, (src_sw, dst_sw) in enumerate([(0, 3), (0, 1), (1, 2), (2, 3)]):
+            h, r = self.host(f"h{flow}", cc, ecn), self.host(f"r{flow}", cc, ecn)
+            self.addLink(h, switches[src_sw])
+            self.addLink(r, switches[dst_sw])
+            self.meta.flows.append((h, r))
+
+
+class Wlan(AckwiseTopo):
+    """srv -- wired link -- ap (bmv2) -- one shared wireless medium -- sta1..staN."""
+
+    def build(
+        self,
+        n_stations: int = 1,
+        preset: str = "802.11g",
+        scale: float = 4.0,
+        medium_loss: float = 0.0,
+        medium_buffer_pkts: int = 100,
+        wired_rate_mbps: float = 100.0,
+        wired_delay_ms: float = 10.0,
+        wired_buffer_pkts: int = 1000,
+        program: str = "ack_switch",
+        cc: str = "cubic",
+        ecn: bool = True,
+        backend: str = "auto",
+        log_dir: str | None = None,
+    ) -> None:
+        if n_stations < 1:
+            raise ValueError("a WLAN needs at least one station")
+        self.meta = TopoMeta("wlan", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
+        srv = self.host("srv", cc, ecn)
+        ap = self.bmv2("ap", program, log_dir)
+        wired = LinkParams(_mbps(wired_rate_mbps), wired_delay_ms, 0.0, wired_buffer_pkts)
+        self.wire("e1", srv, ap, wired, wired, backend)
+        hops = [(2 * k - 1, 2 * k) for k in range(1, n_stations + 1)]
+        self.addSwitch(
+            "air",
+            cls=WirelessMedium,
+            preset=wireless_preset(preset, scale),
+            hops=hops,
+            loss=medium_loss,
+            limit_pkts=medium_buffer_pkts,
+        )
+        for k in range(1, n_stations + 1):
+            sta = self.host(f"sta{k}", cc, ecn)
+            self.addLink(ap, "air", port2=2 * k - 1)
+            self.addLink("air", sta, port1=2 * k)
+            self.meta.flows.append((srv, sta))
+
+
+class Chain(AckwiseTopo):
+    """A multihop line src -- r1 -- ... -- dst, every hop over the same shared medium; the relays
+    are bmv2 switches."""
+
+    def build(
+        self,
+        hops: int = 3,
+        preset: str = "802.11b",
+        scale: float = 1.0,
+        medium_loss: float = 0.0,
+        medium_buffer_pkts: int = 50,
+        program: str = "ack_switch",
+        cc: str = "cubic",
+        ecn: bool = True,
+        log_dir: str | None = None,
+    ) -> None:
+        if hops < 2:
+            raise ValueError("a chain needs at least two hops (one relay)")
+        self.meta = TopoMeta("chain", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
+        nodes = [self.host("src", cc, ecn)]
+        nodes += [self.bmv2(f"r{i}", program, log_dir) for i in range(1, hops)]
+        nodes.append(self.host("dst", cc, ecn))
+        self.addSwitch(
+            "air",
+            cls=WirelessMedium,
+            preset=wireless_preset(preset, scale),
+            hops=[(2 * k - 1, 2 * k) for k in range(1, hops + 1)],
+            loss=medium_loss,
+            limit_pkts=medium_buffer_pkts,
+        )
+        for k in range(1, hops + 1):
+            self.addLink(nodes[k - 1], "air", port2=2 * k - 1)
+            self.addLink("air", nodes[k], port1=2 * k)
+        self.meta.flows.append(("src", "dst"))
+
+
+TOPOLOGIES: dict[str, type[AckwiseTopo]] = {
+    "dumbbell": Dumbbell,
+    "parking-lot": ParkingLot,
+    "wlan": Wlan,
+    "chain": Chain,
+}
+
+
+def describe_params(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: (asdict(v) if hasattr(v, "__dataclass_fields__") else v) for k, v in params.items()}

@@ -1,0 +1,335 @@
+"""Link emulation: rate, one-way delay, random loss and a drop-tail queue per direction, and the
+shared wireless medium.
+
+Wired links use netem (with its own rate option) where the kernel has it. This project's target
+machines often do not, so the fallback is linkem (topologies/linkem/linkem.c, built by
+``make build``), a small userspace emulator with the same parameters. The backend is chosen once
+per run (``link_backend()``) and recorded with the results. The wireless medium always runs in
+linkem: netem has no notion of a medium shared by several transmitters.
+
+Both backends sit in an emulator node between two Mininet nodes, so the nodes on either side keep
+plain interfaces (and bmv2 sees exactly the frames the emulated link delivers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from mininet.node import Switch
+
+from ackwise.toolchain import BUILD_DIR
+
+from .wireless import MAC_BYTES_BEYOND_ETHERNET, WirelessPreset
+
+LINKEM_ENV = "ACKWISE_LINKEM"
+BACKENDS = ("auto", "netem", "linkem")
+
+
+class LinkEmulationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    """One direction of a link."""
+
+    rate_bps: float = 0.0  # 0: no rate limit
+    delay_ms: float = 0.0  # one-way
+    loss: float = 0.0  # probability, 0..1
+    limit_pkts: int = 1000  # drop-tail queue in front of the rate limit
+
+    def __post_init__(self) -> None:
+        if self.rate_bps < 0 or self.delay_ms < 0 or self.limit_pkts < 1 or not 0 <= self.loss <= 1:
+            raise ValueError(f"invalid link parameters {self}: rate and delay >= 0, loss in 0..1, limit >= 1")
+
+    def linkem_args(self) -> str:
+        return (
+            f"rate_bps={self.rate_bps:.0f} delay_us={self.delay_ms * 1000:.0f} loss={self.loss:g} "
+            f"limit_pkts={self.limit_pkts}"
+        )
+
+    def netem_args(self) -> list[str]:
+        args = ["delay", f"{self.delay_ms}ms", "limit", str(self.limit_pkts)]
+        if self.loss:
+            args += ["loss", f"{self.loss * 100:g}%"]
+        if self.rate_bps:
+            args += ["rate", f"{self.rate_bps:.0f}bit"]
+        return args
+
+
+@cache
+def netem_available() -> bool:
+    """Whether this kernel has netem: try it on the loopback of a throwaway namespace."""
+    name = f"awnetem{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+        return False
+    try:
+        probe = [
+            "ip",
+            "netns",
+            "exec",
+            name,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "lo",
+            "root",
+            "netem",
+            "delay",
+            "1ms",
+        ]
+        return subprocess.run(probe, capture_output=True).returncode == 0
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def link_backend(requested: str = "auto") -> str:
+    if requested not in BACKENDS:
+        raise ValueError(f"link backend must be one of {', '.join(BACKENDS)}")
+    if requested == "auto":
+        return "netem" if netem_available() else "linkem"
+    if requested == "netem" and not netem_available():
+        raise LinkEmulationError("this kernel has no netem (sch_netem): use the linkem backend")
+    return requested
+
+
+def linkem_binary() -> Path:
+    path = Path(os.environ.get(LINKEM_ENV, BUILD_DIR / "linkem"))
+    if not os.access(path, os.X_OK):
+        raise LinkEmulationError(f"{path} missing: run 'make build' (it compiles the link emulator)")
+    return path
+
+
+class LinkemProcess:
+    """One linkem process for a configuration; stopped by pid, leaving its counters behind."""
+
+    def __init__(self, name: str, config_lines: list[str]) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"linkem-{name}-"))
+        self.stats_path = self.workdir / "stats.json"
+        self.config_path = self.workdir / "linkem.conf"
+        self.config_path.write_text("\n".join([f"stats {self.stats_path}", *config_lines]) + "\n")
+        self.proc = subprocess.Popen(
+            [str(linkem_binary()), str(self.config_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if line.strip() != "ready":
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.proc.kill()
+            raise LinkEmulationError(f"linkem for {name} did not start: {err.strip() or line.strip()}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stats(self) -> dict[str, Any]:
+        """Counters so far (linkem writes them on SIGUSR1)."""
+        if self.proc.poll() is None:
+            mtime = self.stats_path.stat().st_mtime_ns if self.stats_path.exists() else 0
+            self.proc.send_signal(signal.SIGUSR1)
+            for _ in range(100):
+                if self.stats_path.exists() and self.stats_path.stat().st_mtime_ns != mtime:
+                    break
+                time.sleep(0.01)
+        return json.loads(self.stats_path.read_text()) if self.stats_path.exists() else {}
+
+    def stop(self) -> dict[str, Any]:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        stats = json.loads(self.stats_path.read_text()) if self.stats_path.exists() else {}
+        for path in (self.stats_path, self.config_path):
+            path.unlink(missing_ok=True)
+        self.workdir.rmdir()
+        return stats
+
+
+def prepare_root_intf(name: str) -> None:
+    """Bring an interface of a root-namespace node up, with offloads off so that every frame on it
+    is one wire-sized packet, and with no IPv6 chatter."""
+    Path(f"/proc/sys/net/ipv6/conf/{name}/disable_ipv6").write_text("1")
+    subprocess.run(["ip", "link", "set", name, "up"], check=True)
+    subprocess.run(
+        ["ethtool", "-K", name, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],
+        capture_output=True,
+    )
+
+
+class RootNode(Switch):
+    """A Mininet node in the root namespace that is not an OpenFlow switch: no datapath id."""
+
+    def __init__(self, name: str, **params: Any) -> None:
+        Switch.__init__(self, name, inNamespace=False, **params)
+
+    def defaultDpid(self, dpid: str | None = None) -> str:
+        return "0" * self.dpidLen
+
+    def data_intfs(self) -> list[str]:
+        return [self.intfs[p].name for p in sorted(self.intfs) if self.intfs[p].name != "lo"]
+
+
+class LinkEmulator(RootNode):
+    """A wired link between the two nodes this node is linked to: ``forward`` applies to frames
+    from the node on its first link to the node on its second, ``reverse`` to the other way."""
+
+    def __init__(
+        self,
+        name: str,
+        forward: LinkParams = LinkParams(),
+        reverse: LinkParams = LinkParams(),
+        backend: str = "auto",
+        **params: Any,
+    ) -> None:
+        RootNode.__init__(self, name, **params)
+        self.forward, self.reverse = forward, reverse
+        self.backend = link_backend(backend)
+        self.linkem: LinkemProcess | None = None
+        self.final_stats: dict[str, Any] = {}
+
+    def peer_port(self, port: int) -> int:
+        """Frames entering on one port leave on the other."""
+        return 2 if port == 1 else 1
+
+    def start(self, controllers: Any) -> None:
+        intfs = self.data_intfs()
+        if len(intfs) != 2:
+            raise LinkEmulationError(f"link emulator {self.name} needs exactly two links, has {len(intfs)}")
+        a, b = intfs
+        for intf in intfs:
+            prepare_root_intf(intf)
+        if self.backend == "linkem":
+            self.linkem = LinkemProcess(
+                self.name,
+                [f"wire {a} {b} {self.forward.linkem_args()}", f"wire {b} {a} {self.reverse.linkem_args()}"],
+            )
+        else:
+            for src, dst, params in ((a, b, self.forward), (b, a, self.reverse)):
+                run = lambda *cmd: subprocess.run(cmd, check=True, capture_output=True)  # noqa: E731
+                run("tc", "qdisc", "add", "dev", dst, "root", "netem", *params.netem_args())
+                run("tc", "qdisc", "add", "dev", src, "ingress")
+                run(
+                    "tc",
+                    "filter",
+                    "add",
+                    "dev",
+                    src,
+                    "parent",
+                    "ffff:",
+                    "protocol",
+                    "all",
+                    "u32",
+                    "match",
+                    "u32",
+                    "0",
+                    "0",
+                    "action",
+                    "mirred",
+                    "egress",
+                    "redirect",
+                    "dev",
+                    dst,
+                )
+
+    def stats(self) -> dict[str, Any]:
+        return self.linkem.stats() if self.linkem else self.final_stats
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        if self.linkem is not None:
+            self.final_stats = self.linkem.stop()
+            self.linkem = None
+        RootNode.stop(self, deleteIntfs)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "node": self.name,
+            "backend": self.backend,
+            "forward": asdict(self.forward),
+            "reverse": asdict(self.reverse),
+        }
+
+
+class WirelessMedium(RootNode):
+    """One half-duplex medium shared by every transmitter linked to it.
+
+    ``hops`` lists pairs of this node's port numbers: a frame entering on one port of a pair
+    leaves on the other. Each frame is queued for the transmitter it came from (the node on the
+    other end of the link it arrived on) and sent when the medium serves that transmitter.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        preset: WirelessPreset,
+        hops: list[tuple[int, int]],
+        loss: float = 0.0,
+        limit_pkts: int = 100,
+        **params: Any,
+    ) -> None:
+        RootNode.__init__(self, name, **params)
+        if not 0 <= loss <= 1:
+            raise ValueError("medium loss is a probability, 0..1")
+        self.preset, self.hops, self.loss, self.limit_pkts = preset, hops, loss, limit_pkts
+        self.linkem: LinkemProcess | None = None
+        self.final_stats: dict[str, Any] = {}
+
+    def peer_port(self, port: int) -> int:
+        for a, b in self.hops:
+            if port in (a, b):
+                return b if port == a else a
+        raise KeyError(f"{self.name}: port {port} belongs to no hop")
+
+    def _peer(self, port: int) -> tuple[str, str]:
+        intf = self.intfs[port]
+        link = intf.link
+        other = link.intf2 if link.intf1 is intf else link.intf1
+        return intf.name, other.node.name
+
+    def start(self, controllers: Any) -> None:
+        p = self.preset
+        lines = [
+            f"medium {self.name} phy_bps={p.phy_rate_bps:.0f} overhead_ns={p.overhead_us * 1000:.0f} "
+            f"mac_bytes={MAC_BYTES_BEYOND_ETHERNET} scale={p.scale:g} loss={self.loss:g} "
+            f"limit_pkts={self.limit_pkts}"
+        ]
+        for port_a, port_b in self.hops:
+            (intf_a, node_a), (intf_b, node_b) = self._peer(port_a), self._peer(port_b)
+            for intf in (intf_a, intf_b):
+                prepare_root_intf(intf)
+            lines.append(f"air {intf_a} {intf_b} {self.name} {node_a}")
+            lines.append(f"air {intf_b} {intf_a} {self.name} {node_b}")
+        self.linkem = LinkemProcess(self.name, lines)
+
+    def stats(self) -> dict[str, Any]:
+        return self.linkem.stats() if self.linkem else self.final_stats
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        if self.linkem is not None:
+            self.final_stats = self.linkem.stop()
+            self.linkem = None
+        RootNode.stop(self, deleteIntfs)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "node": self.name,
+            "backend": "linkem",
+            "preset": asdict(self.preset),
+            "loss": self.loss,
+            "limit_pkts": self.limit_pkts,
+            "overhead_us": self.preset.overhead_us,
+        }

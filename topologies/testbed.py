@@ -1,0 +1,236 @@
+"""A running topology: Mininet plus bmv2 switches with their entries, emulated links, and a
+cleanup that removes exactly what was created (by pid and by name), also on failure or Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+
+from ackwise.p4names import L2_EXACT
+
+from .bmv2 import BMv2Switch
+from .catalog import TOPOLOGIES, AckwiseTopo, describe_params
+from .hosts import AckwiseHost
+from .links import LinkEmulator, WirelessMedium
+
+
+class TestbedError(RuntimeError):
+    pass
+
+
+class Testbed:
+    def __init__(self, topo: AckwiseTopo) -> None:
+        self.topo = topo
+        self.net: Mininet | None = None
+        self.root_intfs: list[str] = []
+        self.pids: dict[str, int] = {}
+        self.final_link_stats: dict[str, Any] = {}
+
+    @classmethod
+    def create(cls, name: str, **params: Any) -> Testbed:
+        try:
+            topo_cls = TOPOLOGIES[name]
+        except KeyError:
+            raise TestbedError(f"unknown topology {name!r}; known: {', '.join(TOPOLOGIES)}") from None
+        return cls(topo_cls(**params))
+
+    @property
+    def name(self) -> str:
+        return self.topo.meta.name
+
+    @property
+    def flows(self) -> list[tuple[str, str]]:
+        return self.topo.meta.flows
+
+    # ---- lifecycle ----
+
+    def start(self) -> Testbed:
+        if os.geteuid() != 0:
+            raise TestbedError("the test bed creates namespaces and interfaces: run it as root")
+        setLogLevel("warning")
+        self.net = Mininet(
+            topo=self.topo, controller=None, autoStaticArp=True, build=False, waitConnected=False
+        )
+        try:
+            self.net.build()
+            self._track()
+            self.net.start()
+            self._track()
+            self.install_forwarding()
+            self._set_queues()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop switches and emulators (by pid), then hosts and links. Safe to call twice."""
+        if self.net is None:
+            return
+        net, self.net = self.net, None
+        for node in net.switches:
+            try:
+                node.stop(deleteIntfs=False)
+                if isinstance(node, LinkEmulator | WirelessMedium):
+                    self.final_link_stats[node.name] = node.final_stats
+            except Exception:  # keep going: everything else must still be removed
+                pass
+        net.stop()
+
+    def __enter__(self) -> Testbed:
+        return self.start() if self.net is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _track(self) -> None:
+        assert self.net is not None
+        for link in self.net.links:
+            for intf in (link.intf1, link.intf2):
+                if not intf.node.inNamespace and intf.name not in self.root_intfs:
+                    self.root_intfs.append(intf.name)
+        for node in self.net.hosts:
+            self.pids[f"{node.name} shell"] = node.pid
+        for node in self.net.switches:
+            if isinstance(node, BMv2Switch) and node.running is not None:
+                self.pids[f"{node.name} simple_switch"] = node.running.pid
+            if isinstance(node, LinkEmulator | WirelessMedium) and node.linkem is not None:
+                self.pids[f"{node.name} linkem"] = node.linkem.pid
+
+    def leftovers(self) -> list[str]:
+        """Interfaces and processes this test bed created that still exist."""
+        left = [f"interface {name}" for name in self.root_intfs if Path(f"/sys/class/net/{name}").exists()]
+        for what, pid in self.pids.items():
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                left.append(f"{what} (pid {pid})")
+        return left
+
+    # ---- nodes ----
+
+    def _net(self) -> Mininet:
+        if self.net is None:
+            raise TestbedError("the test bed is not running")
+        return self.net
+
+    def host(self, name: str) -> AckwiseHost:
+        return self._net().get(name)
+
+    @property
+    def hosts(self) -> list[AckwiseHost]:
+        return list(self._net().hosts)
+
+    @property
+    def switches(self) -> list[BMv2Switch]:
+        return [s for s in self._net().switches if isinstance(s, BMv2Switch)]
+
+    def switch(self, name: str) -> BMv2Switch:
+        node = self._net().get(name)
+        if not isinstance(node, BMv2Switch):
+            raise TestbedError(f"{name} is not a bmv2 switch")
+        return node
+
+    def link_nodes(self) -> list[LinkEmulator | WirelessMedium]:
+        return [s for s in self._net().switches if isinstance(s, LinkEmulator | WirelessMedium)]
+
+    def link_stats(self) -> dict[str, Any]:
+        if self.net is None:
+            return self.final_link_stats
+        return {node.name: node.stats() for node in self.link_nodes()}
+
+    # ---- forwarding ----
+
+    def egress_ports(self) -> dict[tuple[str, str], int]:
+        """(switch, host) -> the switch's port on the shortest path to the host. Emulator nodes are
+        transparent: a frame entering one of their ports leaves on its peer port."""
+        result: dict[tuple[str, str], int] = {}
+        for host in self._net().hosts:
+            seen: set[str] = set()
+            queue = deque(_far_end(intf) for intf in host.intfList() if intf.link is not None)
+            while queue:
+                intf = queue.popleft()
+                node = intf.node
+                port = node.ports[intf]
+                if isinstance(node, BMv2Switch):
+                    if node.name in seen:
+                        continue
+                    seen.add(node.name)
+                    result[(node.name, host.name)] = port
+                    queue.extend(
+                        _far_end(other)
+                        for other in node.intfList()
+                        if other is not intf and other.link is not None
+                    )
+                elif isinstance(node, LinkEmulator | WirelessMedium):
+                    out = node.intfs[node.peer_port(port)]
+                    queue.append(_far_end(out))
+        return result
+
+    def install_forwarding(self) -> None:
+        """An l2_exact entry on every bmv2 switch for every host's MAC."""
+        ports = self.egress_ports()
+        for switch in self.switches:
+            with switch.client() as client:
+                for host in self.hosts:
+                    port = ports.get((switch.name, host.name))
+                    if port is None:
+                        raise TestbedError(f"{switch.name} has no path to {host.name}")
+                    client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host.MAC()}, {"port": port})
+
+    def _set_queues(self) -> None:
+        for q in self.topo.meta.queues:
+            switch = self.switch(q.switch)
+            port = switch.port_to(q.toward)
+            with switch.client() as client:
+                client.set_queue_rate(port, q.rate_pps)
+                client.set_queue_depth(port, q.depth_pkts)
+
+    # ---- checks and description ----
+
+    def pingall(self, timeout_s: float = 2.0) -> float:
+        """Percentage of pings lost between every pair of hosts."""
+        return float(self._net().pingAll(timeout=str(timeout_s)))
+
+    def describe(self) -> dict[str, Any]:
+        net = self._net()
+        return {
+            "topology": self.name,
+            "params": describe_params(self.topo.meta.params),
+            "flows": self.flows,
+            "hosts": [h.describe() for h in net.hosts],
+            "switches": [s.describe() for s in self.switches],
+            "links": [n.describe() for n in self.link_nodes()],
+            "switch_queues": [vars(q) for q in self.topo.meta.queues],
+        }
+
+
+def _far_end(intf: Any) -> Any:
+    link = intf.link
+    return link.intf2 if link.intf1 is intf else link.intf1
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into KeyboardInterrupt for the duration, so that the same cleanup
+    path as Ctrl-C runs."""
+
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
