@@ -324,22 +324,42 @@ class Capture:
         self.intf, self.node = intf, node
         self.directory = directory or Path(tempfile.mkdtemp(prefix="capture-"))
         self.path = self.directory / f"{intf}.pcap"
-        cmd = ["tcpdump", "-i", intf, "-w", str(self.path), "-s", "128", "-n", "-U", "-q", "tcp"]
+        cmd = ["tcpdump", "-i", intf, "-w", str(self.path), "-s", "128", "-n", "-U", "--immediate-mode", "tcp"]
         popen = node.popen if node is not None else subprocess.Popen
         self.proc = popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 5
-        while not self.path.exists() and time.monotonic() < deadline:  # tcpdump opens the file once listening
-            time.sleep(0.02)
-        time.sleep(0.1)
+        # tcpdump says "listening on" once its socket is bound: only then is nothing missed.
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        if "listening on" not in line:
+            self.proc.kill()
+            raise TrafficError(f"tcpdump on {intf} did not start: {line.strip() or 'no output'}")
 
-    def stop(self) -> dict[str, DirectionStats]:
+    def stop(self, settle_s: float = 0.3, timeout_s: float = 10.0) -> dict[str, DirectionStats]:
+        """Stop once tcpdump has caught up: on a busy machine it can lag behind the traffic, and
+        whatever it has not read when interrupted is lost. With --immediate-mode and -U every
+        packet is written as it arrives, so the file stops growing when it has caught up."""
+        deadline = time.monotonic() + timeout_s
+        size, stable_since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now_size = self.path.stat().st_size if self.path.exists() else 0
+            if now_size != size:
+                size, stable_since = now_size, time.monotonic()
+            elif time.monotonic() - stable_since >= settle_s:
+                break
+            time.sleep(0.05)
+        err = ""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
-                self.proc.wait(timeout=5)
+                _, err = self.proc.communicate(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait()
+                _, err = self.proc.communicate()
+        dropped = re.search(r"(\d+) packets? dropped by kernel", err or "")
+        self.kernel_drops = int(dropped.group(1)) if dropped else 0
+        if self.kernel_drops:
+            raise TrafficError(f"capture on {self.intf} lost {self.kernel_drops} packets in the kernel: "
+                               "counts from it would be wrong")
         return direction_stats(self.path) if self.path.exists() else {}
 
 

@@ -48,6 +48,7 @@ def test_topology_up_ping_iperf_down(case: str) -> None:
         sender, receiver = (testbed.host(n) for n in testbed.flows[0])
         report = iperf3_bulk(sender, receiver, seconds=2)
         goodput = iperf3_goodput_bps(report)
+        print(f"{case}: iperf3 {goodput / 1e6:.2f} Mbit/s")
         assert goodput > 100_000, f"{case}: iperf3 carried only {goodput:.0f} bit/s"
     finally:
         testbed.stop()

@@ -175,7 +175,8 @@ class RootNode(Switch):
     """A Mininet node in the root namespace that is not an OpenFlow switch: no datapath id."""
 
     def __init__(self, name: str, **params: Any) -> None:
-        Switch.__init__(self, name, inNamespace=False, **params)
+        params["inNamespace"] = False
+        Switch.__init__(self, name, **params)
 
     def defaultDpid(self, dpid: str | None = None) -> str:
         return "0" * self.dpidLen
