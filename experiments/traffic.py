@@ -324,7 +324,19 @@ class Capture:
         self.intf, self.node = intf, node
         self.directory = directory or Path(tempfile.mkdtemp(prefix="capture-"))
         self.path = self.directory / f"{intf}.pcap"
-        cmd = ["tcpdump", "-i", intf, "-w", str(self.path), "-s", "128", "-n", "-U", "--immediate-mode", "tcp"]
+        cmd = [
+            "tcpdump",
+            "-i",
+            intf,
+            "-w",
+            str(self.path),
+            "-s",
+            "128",
+            "-n",
+            "-U",
+            "--immediate-mode",
+            "tcp",
+        ]
         popen = node.popen if node is not None else subprocess.Popen
         self.proc = popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # tcpdump says "listening on" once its socket is bound: only then is nothing missed.
@@ -358,8 +370,10 @@ class Capture:
         dropped = re.search(r"(\d+) packets? dropped by kernel", err or "")
         self.kernel_drops = int(dropped.group(1)) if dropped else 0
         if self.kernel_drops:
-            raise TrafficError(f"capture on {self.intf} lost {self.kernel_drops} packets in the kernel: "
-                               "counts from it would be wrong")
+            raise TrafficError(
+                f"capture on {self.intf} lost {self.kernel_drops} packets in the kernel: "
+                "counts from it would be wrong"
+            )
         return direction_stats(self.path) if self.path.exists() else {}
 
 

@@ -10,10 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import VENV_BIN
-
 from ackwise.experiments.traffic import Capture, OnOffUdp, TcpSampler, run_transfers
 from ackwise.topologies.testbed import Testbed
+from conftest import VENV_BIN
 
 
 def test_capture_counts_every_segment_linkem_delivered() -> None:
@@ -40,10 +39,14 @@ def test_capture_counts_every_segment_linkem_delivered() -> None:
 
 def test_staggered_transfers_beside_onoff_udp() -> None:
     with Testbed.create("dumbbell", n_pairs=3, fwd_delay_ms=5, rev_delay_ms=5) as testbed:
-        udp = OnOffUdp(testbed.host("h3"), testbed.host("r3"), rate_bps=2e6, on_s=0.5, off_s=0.5,
-                       duration_s=3).start()
-        results = run_transfers([(testbed.host("h1"), testbed.host("r1")), (testbed.host("h2"), testbed.host("r2"))],
-                                1_000_000, stagger_s=0.5)
+        udp = OnOffUdp(
+            testbed.host("h3"), testbed.host("r3"), rate_bps=2e6, on_s=0.5, off_s=0.5, duration_s=3
+        ).start()
+        results = run_transfers(
+            [(testbed.host("h1"), testbed.host("r1")), (testbed.host("h2"), testbed.host("r2"))],
+            1_000_000,
+            stagger_s=0.5,
+        )
         sent = udp.wait()
     assert all(r.byte_exact for r in results)
     assert results[1].started_at - results[0].started_at >= 0.5
@@ -53,7 +56,9 @@ def test_staggered_transfers_beside_onoff_udp() -> None:
 
 def leftovers() -> list[str]:
     names = [p.name for p in Path("/sys/class/net").iterdir() if re.match(r"^(s\d|e\d|h\d|r\d)", p.name)]
-    procs = subprocess.run(["pgrep", "-x", "simple_switch|linkem"], capture_output=True, text=True).stdout.split()
+    procs = subprocess.run(
+        ["pgrep", "-x", "simple_switch|linkem"], capture_output=True, text=True
+    ).stdout.split()
     return names + procs
 
 
@@ -68,8 +73,9 @@ def test_demo_runs_and_reports() -> None:
 
 
 def test_demo_interrupted_removes_everything() -> None:
-    proc = subprocess.Popen([str(VENV_BIN / "ackwise"), "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "ackwise"), "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     # Interrupt once the transfer is under way: the progress line shows bytes received.
     deadline = time.monotonic() + 60

@@ -75,6 +75,9 @@ def main() -> int:
     parser.add_argument("--thrift-port", type=int, default=9190)
     parser.add_argument("tests", nargs="*", help="test names or groups (default: all)")
     args = parser.parse_args()
+    # ptf runs from build/: make every path absolute first.
+    args.build_dir = str(Path(args.build_dir).resolve())
+    args.log_dir = str(Path(args.log_dir).resolve()) if args.log_dir else ""
 
     missing = missing_tools()
     if missing:
@@ -124,8 +127,9 @@ def main() -> int:
         for port, (_, test_side) in enumerate(pairs):
             cmd += ["-i", f"{port}@{test_side}"]
         if args.xunit_dir:
-            shutil.rmtree(args.xunit_dir, ignore_errors=True)
-            cmd += ["--xunit", "--xunit-dir", args.xunit_dir]
+            xunit_dir = Path(args.xunit_dir).resolve()  # ptf runs from build/
+            shutil.rmtree(xunit_dir, ignore_errors=True)
+            cmd += ["--xunit", "--xunit-dir", str(xunit_dir)]
         cmd += args.tests
         return subprocess.run(cmd, cwd=REPO / "build").returncode
     except KeyboardInterrupt:

@@ -28,6 +28,7 @@ class TestbedError(RuntimeError):
 
 class Testbed:
     __test__ = False  # not a pytest test class, despite the name
+
     def __init__(self, topo: AckwiseTopo) -> None:
         self.topo = topo
         self.net: Mininet | None = None

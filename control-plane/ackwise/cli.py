@@ -7,7 +7,6 @@ Exit codes: 0 done, 1 the operation failed, 2 bad usage, 3 no switch answers on 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,8 +14,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import __version__, topo_cli
+from . import __version__, policy_cli, topo_cli
 from .apply import ConfigError, apply_config, load_config
+from .cli_output import emit, render_table
 from .client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
 from .switch import RunningSwitch, SwitchSpec, start_switch
 from .toolchain import ToolchainError, compiled_program
@@ -35,21 +35,6 @@ class UsageError(Exception):
 
 
 # ---- output ----
-
-
-def emit(args: argparse.Namespace, data: Any, text: str | Sequence[str]) -> None:
-    if args.json:
-        print(json.dumps(data, indent=2, sort_keys=True, default=str))
-    else:
-        print(text if isinstance(text, str) else "\n".join(text))
-
-
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    return "\n".join(lines)
 
 
 def client_for(args: argparse.Namespace) -> SwitchClient:
@@ -476,7 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY",
         help="key fields in order, or as name=value ('=>' then parameters also works, quoted)",
     )
-    p.add_argument("-p", "--params", nargs="*", metavar="PARAM", help="action parameters in order, or as name=value")
+    p.add_argument(
+        "-p", "--params", nargs="*", metavar="PARAM", help="action parameters in order, or as name=value"
+    )
     p.add_argument("--priority", type=int, help="priority, for tables with ternary or range keys")
     p = add(tb, "modify", cmd_table_modify, "change the action of an entry")
     p.add_argument("table")
@@ -536,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(sub, "apply", cmd_apply, "apply entries and settings from a YAML or JSON file")
     p.add_argument("file")
 
+    policy_cli.add_commands(sub, add, group, client_for)
     topo_cli.add_commands(sub, add, group)
     return parser
 

@@ -17,9 +17,15 @@ def free_port() -> int:
 
 def test_transfer_is_byte_exact_on_loopback() -> None:
     port = free_port()
-    recv = subprocess.Popen([*MODULE, "recv", "--port", str(port), "--timeout", "20"], stdout=subprocess.PIPE, text=True)
-    send = subprocess.run([*MODULE, "send", "--host", "127.0.0.1", "--port", str(port), "--size", "300000",
-                           "--seed", "7"], capture_output=True, text=True, timeout=30)
+    recv = subprocess.Popen(
+        [*MODULE, "recv", "--port", str(port), "--timeout", "20"], stdout=subprocess.PIPE, text=True
+    )
+    send = subprocess.run(
+        [*MODULE, "send", "--host", "127.0.0.1", "--port", str(port), "--size", "300000", "--seed", "7"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     received = json.loads(recv.communicate(timeout=30)[0])
     sent = json.loads(send.stdout)
     assert send.returncode == 0
@@ -41,8 +47,12 @@ def test_a_corrupted_transfer_fails() -> None:
 
     thread = threading.Thread(target=corrupt_receiver)
     thread.start()
-    send = subprocess.run([*MODULE, "send", "--host", "127.0.0.1", "--port", str(port), "--size", "1000"],
-                          capture_output=True, text=True, timeout=30)
+    send = subprocess.run(
+        [*MODULE, "send", "--host", "127.0.0.1", "--port", str(port), "--size", "1000"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     thread.join()
     server.close()
     assert send.returncode == 1

@@ -1,0 +1,178 @@
+"""``ackwise policy`` and ``ackwise flows``: per-flow ACK policies and what the switch did with them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .cli_output import emit, render_table
+from .policies import Policy, PolicyError, PolicyMatch, PolicyParams
+from .thinning import (
+    delete_policy,
+    list_policies,
+    read_flows,
+    set_default_policy,
+    set_policy,
+    set_reclaim_idle_ms,
+)
+
+POLICY_NAMES = {p.value for p in Policy}
+
+
+def split_policy_args(tokens: list[str]) -> tuple[list[str] | None, str, list[str]]:
+    """``[match...|default] POLICY [param=value...]`` -> (match tokens or None for default,
+    policy, parameters)."""
+    for i, token in enumerate(tokens):
+        if token in POLICY_NAMES:
+            match = tokens[:i]
+            if match == ["default"]:
+                return None, token, tokens[i + 1 :]
+            if "default" in match:
+                raise PolicyError(
+                    "'default' stands alone: ackwise policy set default POLICY [PARAM=VALUE...]"
+                )
+            return match, token, tokens[i + 1 :]
+    raise PolicyError(f"no policy named; give one of {', '.join(sorted(POLICY_NAMES))} after the match")
+
+
+def cmd_policy_set(args: argparse.Namespace, client_for: Any) -> int:
+    match_tokens, policy, params_tokens = split_policy_args(args.spec)
+    params = PolicyParams.parse(policy, params_tokens)
+    match = PolicyMatch.parse(match_tokens) if match_tokens is not None else None
+    with client_for(args) as client:
+        if match is None:
+            set_default_policy(client, params)
+            emit(args, {"default": params.to_dict()}, f"default policy: {params.describe()}")
+        else:
+            handle = set_policy(client, match, params, args.priority)
+            emit(
+                args,
+                {"handle": handle, "match": str(match), "policy": params.to_dict()},
+                f"rule {handle}: {match} -> {params.describe()}",
+            )
+    return 0
+
+
+def cmd_policy_list(args: argparse.Namespace, client_for: Any) -> int:
+    with client_for(args) as client:
+        rules, default = list_policies(client)
+    data = {
+        "rules": [
+            {"handle": r.handle, "match": str(r.match), "priority": r.priority, "policy": r.params.to_dict()}
+            for r in rules
+        ],
+        "default": default.to_dict(),
+    }
+    rows = [[r.handle, r.priority, str(r.match), r.params.describe()] for r in rules]
+    text = [render_table(["handle", "priority", "match (ACKs)", "policy"], rows)] if rows else ["no rules"]
+    text.append(f"default: {default.describe()}")
+    emit(args, data, text)
+    return 0
+
+
+def cmd_policy_del(args: argparse.Namespace, client_for: Any) -> int:
+    with client_for(args) as client:
+        delete_policy(client, args.handle)
+    emit(args, {"deleted": args.handle}, f"deleted rule {args.handle}")
+    return 0
+
+
+def cmd_policy_reclaim(args: argparse.Namespace, client_for: Any) -> int:
+    with client_for(args) as client:
+        set_reclaim_idle_ms(client, args.idle_ms)
+    emit(args, {"reclaim_idle_ms": args.idle_ms}, f"flow records idle {args.idle_ms} ms may be reclaimed")
+    return 0
+
+
+FLOW_COLUMNS = (
+    "slot",
+    "sender",
+    "data",
+    "acks_seen",
+    "acks_forwarded",
+    "acks_thinned",
+    "thinned_pct",
+    "rtt_min_us",
+    "last_keep_reason",
+)
+
+
+def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
+    with client_for(args) as client:
+        flows = read_flows(client)
+    rows: list[dict[str, Any]] = []
+    for flow in flows:
+        for half in flow.halves:
+            if not (half.acks_seen or half.data_segments):
+                continue
+            pct = 100.0 * half.acks_thinned / half.acks_seen if half.acks_seen else 0.0
+            rows.append(
+                {
+                    "slot": flow.slot,
+                    "flow": str(flow.key),
+                    "sender": half.sender,
+                    "data": half.data_segments,
+                    "acks_seen": half.acks_seen,
+                    "acks_forwarded": half.acks_forwarded,
+                    "acks_thinned": half.acks_thinned,
+                    "thinned_pct": round(pct, 1),
+                    "rtt_min_us": half.rtt_min_us,
+                    "last_keep_reason": half.last_keep_reason,
+                    "closed": flow.closed,
+                }
+            )
+    if args.filter:
+        rows = [r for r in rows if args.filter in r["flow"]]
+    if args.sort not in FLOW_COLUMNS:
+        raise PolicyError(f"--sort: one of {', '.join(FLOW_COLUMNS)}")
+    rows.sort(key=lambda r: r[args.sort], reverse=args.sort not in ("slot", "sender", "last_keep_reason"))
+    text = render_table(FLOW_COLUMNS, [[r[c] for c in FLOW_COLUMNS] for r in rows]) if rows else "no flows"
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(text)
+    return 0
+
+
+def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
+    def bind(fn: Any) -> Any:
+        return lambda args: fn(args, client_for)
+
+    pol = group("policy", "per-flow ACK policies (off, every_d, dynamic_d, tack, filter)")
+    p = add(
+        pol,
+        "set",
+        bind(cmd_policy_set),
+        "set a rule: [src=IP[/LEN] dst=IP[/LEN] sport=N dport=N | default] POLICY [PARAM=VALUE...]",
+    )
+    p.add_argument(
+        "spec",
+        nargs="+",
+        metavar="ARG",
+        help="the ACKs to match (src is the data receiver sending them), or 'default'; the policy; "
+        "its parameters: every_d d=, dynamic_d l1= l2= l3=, tack L= beta= rtt_min_us=; "
+        "all: mss= idle_ms=",
+    )
+    p.add_argument(
+        "--priority", type=int, help="override the rule's priority (lower wins; default: specificity)"
+    )
+    add(pol, "list", bind(cmd_policy_list), "list the rules and the default policy")
+    p = add(pol, "del", bind(cmd_policy_del), "delete a rule by handle")
+    p.add_argument("handle", type=int)
+    p = add(
+        pol,
+        "reclaim",
+        bind(cmd_policy_reclaim),
+        "how long a flow record must be idle before another flow may take it",
+    )
+    p.add_argument("idle_ms", type=int)
+
+    p = add(
+        sub,
+        "flows",
+        bind(cmd_flows),
+        "per-flow ACK counters: seen, forwarded, thinned, RTTmin, last keep reason",
+    )
+    p.add_argument("--sort", default="acks_seen", help=f"column to sort by ({', '.join(FLOW_COLUMNS)})")
+    p.add_argument("--filter", help="only flows whose 'addr:port <> addr:port' contains this text")
