@@ -14,7 +14,7 @@ P4_INCLUDES := $(wildcard p4src/include/*.p4)
 PY_SOURCES := $(wildcard control-plane ptf-tests tools topologies hosts experiments integration-tests)
 
 CC ?= cc
-.PHONY: help deps build demo test unit ptf integration lint format clean check-toolchain check-venv
+.PHONY: help deps build demo bench test unit ptf integration lint format clean check-toolchain check-venv
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ $(BUILD)/linkem: topologies/linkem/linkem.c
 
 demo: check-toolchain check-venv build ## a short transfer through ack_switch on a Mininet dumbbell, with a packet table (root)
 	@$(VENV)/bin/ackwise demo
+
+bench: check-toolchain check-venv build ## packets/s through simple_switch per ACK policy vs forwarding only; writes docs/performance.md (root)
+	@$(PY) -m ackwise.experiments.bench --write-docs
 
 test: check-toolchain check-venv build ## everything: unit, PTF (bmv2) and integration tests; one summary line at the end
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)

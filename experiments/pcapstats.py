@@ -82,7 +82,8 @@ class DirectionStats:
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
 
-def read_segments(path: str | Path) -> Iterator[Segment]:
+def read_frames(path: str | Path) -> Iterator[tuple[float, bytes, int]]:
+    """(time, frame, link-layer header length) for every record of a pcap file."""
     data = Path(path).read_bytes()
     if len(data) < 24:
         return
@@ -102,9 +103,13 @@ def read_segments(path: str | Path) -> Iterator[Segment]:
     while offset + 16 <= len(data):
         ts_sec, ts_frac, incl_len, _ = record.unpack_from(data, offset)
         offset += 16
-        frame = data[offset : offset + incl_len]
+        yield ts_sec + ts_frac / (1e9 if nano else 1e6), data[offset : offset + incl_len], l2_len
         offset += incl_len
-        seg = _parse(frame, l2_len, ts_sec + ts_frac / (1e9 if nano else 1e6))
+
+
+def read_segments(path: str | Path) -> Iterator[Segment]:
+    for t, frame, l2_len in read_frames(path):
+        seg = _parse(frame, l2_len, t)
         if seg is not None:
             yield seg
 

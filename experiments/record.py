@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import subprocess
 import time
 from functools import cache
@@ -17,17 +18,23 @@ RESULTS_DIR = REPO_ROOT / "results"
 
 
 def _first_line(cmd: list[str]) -> str:
+    """The first line of a command's output that carries a version number."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "missing"
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else "unknown"
+    lines = (out.stdout or out.stderr).strip().splitlines()
+    return next((line.strip() for line in lines if re.search(r"\d+\.\d+", line)), "unknown")
 
 
 @cache
 def tool_versions() -> dict[str, str]:
-    commit = _first_line(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"])
+    commit = (
+        subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        or "no git"
+    )
     dirty = subprocess.run(
         ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
         capture_output=True,

@@ -318,9 +318,10 @@ class OnOffUdp:
 
 
 class Capture:
-    """tcpdump of TCP headers on one interface, in the root namespace (node=None) or a host's."""
+    """tcpdump of packet headers (TCP only, unless ``bpf`` says otherwise) on one interface, in the
+    root namespace (node=None) or a host's."""
 
-    def __init__(self, intf: str, node: Any = None, directory: Path | None = None) -> None:
+    def __init__(self, intf: str, node: Any = None, directory: Path | None = None, bpf: str = "tcp") -> None:
         self.intf, self.node = intf, node
         self.directory = directory or Path(tempfile.mkdtemp(prefix="capture-"))
         self.path = self.directory / f"{intf}.pcap"

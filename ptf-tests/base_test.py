@@ -121,6 +121,99 @@ def pure_ack(
     return tcp_segment(src_port_id, dst_port_id, sport, dport, seq, ack, "A", options=options, **kwargs)
 
 
+class TcpFlow:
+    """A crafted TCP flow: data from host ``data_port`` to host ``ack_port``, ACKs back.
+
+    ``data(k)`` is the k-th full-sized segment (from 0); ``ack(k)`` acknowledges the first k
+    segments. Timestamps advance with k unless given. Sequence numbers wrap like TCP's.
+    """
+
+    def __init__(
+        self,
+        data_port: int = 1,
+        ack_port: int = 2,
+        sport: int = 40000,
+        dport: int = 5001,
+        isn: int = 1000,
+        irs: int = 5000,
+        mss: int = 1448,
+        ts_base: int = 1_000_000,
+    ) -> None:
+        self.data_port, self.ack_port, self.sport, self.dport = data_port, ack_port, sport, dport
+        self.isn, self.irs, self.mss, self.ts_base = isn, irs, mss, ts_base
+
+    def seq(self, k: int) -> int:
+        return (self.isn + k * self.mss) % 2**32
+
+    def ts(self, offset: int) -> int:
+        return (self.ts_base + offset) % 2**32
+
+    def data(self, k: int, flags: str = "A", payload_len: int | None = None, **kwargs: Any) -> bytes:
+        n = self.mss if payload_len is None else payload_len
+        options = [("NOP", None), ("NOP", None), ("Timestamp", (self.ts(k), self.ts(500 + k)))]
+        return bytes(
+            tcp_segment(
+                self.data_port,
+                self.ack_port,
+                self.sport,
+                self.dport,
+                seq=self.seq(k),
+                ack=self.irs,
+                flags=flags,
+                options=options,
+                payload=bytes([k % 251]) * n,
+                **kwargs,
+            )
+        )
+
+    def ack(
+        self,
+        k: int,
+        ts: tuple[int, int] | None = None,
+        sack: list[tuple[int, int]] | None = None,
+        window: int = 502,
+        flags: str = "A",
+        ecn: int = 0,
+        raw_options: bytes | None = None,
+    ) -> bytes:
+        """A pure ACK of the first k segments; ``sack`` blocks are in segment numbers."""
+        if ts is None:
+            ts = (self.ts(500 + k), self.ts(k))
+        if raw_options is not None:
+            return bytes(
+                tcp_segment(
+                    self.ack_port,
+                    self.data_port,
+                    self.dport,
+                    self.sport,
+                    seq=self.irs,
+                    ack=self.seq(k),
+                    flags=flags,
+                    window=window,
+                    raw_options=raw_options,
+                    ecn=ecn,
+                )
+            )
+        options: list[tuple[str, Any]] = [("NOP", None), ("NOP", None), ("Timestamp", ts)]
+        if sack:
+            edges = tuple(self.seq(x) for block in sack for x in block)
+            options += [("NOP", None), ("NOP", None), ("SAck", edges)]
+        return bytes(
+            tcp_segment(
+                self.ack_port,
+                self.data_port,
+                self.dport,
+                self.sport,
+                seq=self.irs,
+                ack=self.seq(k),
+                flags=flags,
+                window=window,
+                options=options,
+                ecn=ecn,
+            )
+        )
+
+
 def udp_datagram(src_port_id: int = 1, dst_port_id: int = 2, payload: bytes = b"x" * 32) -> Packet:
     pkt = (
         Ether(src=host_mac(src_port_id), dst=switch_mac(src_port_id))
@@ -233,6 +326,26 @@ class AckwiseTest(BaseTest):
 
     def expect_nothing_else(self, timeout: float = 0.3) -> None:
         tu.verify_no_other_packets(self, timeout=timeout)
+
+    def next_packet(self, port: int, timeout: float = 2.0) -> bytes | None:
+        """The next packet to arrive on ``port``, whatever it is (PTF's verify_packet would skip
+        unexpected packets on the way to the expected one)."""
+        result = self.dataplane.poll(port_number=port, timeout=timeout)
+        if isinstance(result, self.dataplane.PollFailure):
+            return None
+        return bytes(result.packet)
+
+    def expect_next(self, pkt: Packet | bytes, port: int, timeout: float = 2.0) -> None:
+        got = self.next_packet(port, timeout)
+        self.assertIsNotNone(got, f"nothing arrived on port {port}")
+        self.assertEqual(got, bytes(pkt), f"port {port}: not the packet expected next")
+
+    def collect(self, port: int, quiet_s: float = 0.3) -> list[bytes]:
+        """Every packet arriving on ``port`` until it has been quiet for ``quiet_s``."""
+        packets = []
+        while (pkt := self.next_packet(port, quiet_s)) is not None:
+            packets.append(pkt)
+        return packets
 
     def counter(self, name: str, index: int) -> int:
         assert self.client is not None

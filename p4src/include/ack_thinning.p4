@@ -218,8 +218,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     bit<8> ece_cwr = tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
                     bool ack_valid = state & HALF_ACK_VALID != 0;
 
-                    if (payload_len == 0 && tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) == 0) {
-                        // ---- a pure ACK (URG and PSH are kept by the safety contract) ----
+                    if (payload_len == 0) {
+                        // ---- an ACK without data (SYN, FIN, RST, URG, PSH: kept by the contract) ----
                         stats.count(STAT_ACKS_SEEN);
                         ack.pure_ack = true;
                         bit<32> seen;
@@ -234,7 +234,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         bool sack = opts.sack_blocks != 0;
 
                         ack_facts_t facts;
-                        facts.flags_keep = tcp.flags & (TCP_FLAG_URG | TCP_FLAG_PSH) != 0;
+                        facts.flags_keep = tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST | TCP_FLAG_URG
+                            | TCP_FLAG_PSH) != 0;
                         facts.has_payload = false;
                         facts.first_ack = !ack_valid;
                         facts.window_update = ack_valid && tcp.ack_no == ack_last && tcp.window != window_last;

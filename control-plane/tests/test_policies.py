@@ -1,0 +1,83 @@
+import ipaddress
+import re
+from pathlib import Path
+
+import pytest
+
+from ackwise.policies import ACTIONS, POLICY_PARAMS, Policy, PolicyError, PolicyMatch, PolicyParams
+
+P4 = Path(__file__).resolve().parents[2] / "p4src" / "include" / "ack_policy.p4"
+
+
+def test_defaults_are_the_papers() -> None:
+    p = PolicyParams(Policy.DYNAMIC_D)
+    assert (p.l1, p.l2, p.l3) == (2, 5, 9)
+    t = PolicyParams(Policy.TACK)
+    assert (t.L, t.beta, t.rtt_min_us) == (2, 4, 0)
+
+
+def test_parse_and_action_round_trip() -> None:
+    p = PolicyParams.parse("tack", ["L=3", "beta=8", "rtt_min_us=20000", "mss=1400"])
+    action, params = p.action()
+    assert action == "ack_thinning.policy_tack"
+    assert params == {"mss": 1400, "tack_l": 3, "beta": 8, "rtt_min_us": 20000, "idle_ms": 1000}
+    assert PolicyParams.from_action(action, params) == p
+
+
+def test_action_parameters_match_the_p4_actions() -> None:
+    text = P4.read_text()
+    for policy in Policy:
+        name = ACTIONS[policy].split(".", 1)[1]
+        signature = re.search(rf"action {name}\(([^)]*)\)", text)
+        assert signature, name
+        p4_params = [arg.split()[-1] for arg in signature.group(1).split(",") if arg.strip()]
+        _, params = PolicyParams(policy).action()
+        assert p4_params == list(params), policy
+
+
+@pytest.mark.parametrize(
+    ("policy", "args", "fragment"),
+    [
+        ("every", [], "unknown policy"),
+        ("every_d", ["d=0"], r"d=0: must be an integer in 1\.\.255"),
+        ("every_d", ["beta=4"], "every_d has no parameter 'beta'"),
+        ("dynamic_d", ["l1=5", "l2=5"], "thresholds must grow"),
+        ("tack", ["L=two"], "not an integer"),
+        ("filter", ["mss"], "NAME=VALUE"),
+        ("off", ["d=2"], r"takes: none"),
+    ],
+)
+def test_invalid_parameters_say_why(policy: str, args: list[str], fragment: str) -> None:
+    with pytest.raises(PolicyError, match=fragment):
+        PolicyParams.parse(policy, args)
+
+
+def test_every_policy_lists_its_parameters() -> None:
+    assert set(POLICY_PARAMS) == set(Policy)
+
+
+def test_match_key_and_priority() -> None:
+    m = PolicyMatch.parse(["src=10.0.2.0/24", "sport=5001", "dport=*"])
+    assert m.src == ipaddress.IPv4Network("10.0.2.0/24") and m.dport is None
+    assert m.key() == {
+        "src_addr": "10.0.2.0&&&255.255.255.0",
+        "dst_addr": "0&&&0",
+        "src_port": "5001&&&0xffff",
+        "dst_port": "0&&&0",
+    }
+    assert PolicyMatch.parse(["src=10.0.2.1", "sport=5001"]).priority < m.priority < PolicyMatch().priority
+    assert (
+        PolicyMatch.from_key(
+            {
+                "src_addr": (0x0A000200, 0xFFFFFF00),
+                "dst_addr": (0, 0),
+                "src_port": (5001, 0xFFFF),
+                "dst_port": (0, 0),
+            }
+        )
+        == m
+    )
+    with pytest.raises(PolicyError, match="use src="):
+        PolicyMatch.parse(["source=10.0.0.1"])
+    with pytest.raises(PolicyError, match="outside"):
+        PolicyMatch.parse(["dport=70000"])

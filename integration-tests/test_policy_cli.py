@@ -1,0 +1,75 @@
+"""ackwise policy and ackwise flows against a running switch, with traffic sent through it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from conftest import Netns
+
+PORT = "9092"
+
+SEND = r"""
+import sys
+from scapy.all import Ether, IP, TCP, Raw, sendp
+mac = lambda p: f"00:00:00:00:0{p}:fe"
+def seg(src, dst, sport, dport, seq, ack, payload=b""):
+    pkt = Ether(dst=mac(src)) / IP(src=f"10.0.{src}.1", dst=f"10.0.{dst}.1") / TCP(
+        sport=sport, dport=dport, seq=seq, ack=ack, flags="A",
+        options=[("NOP", None), ("NOP", None), ("Timestamp", (seq % 2**32, ack % 2**32))])
+    return pkt / Raw(load=payload) if payload else pkt
+data = [seg(1, 2, 40000, 5001, 1000 + k * 1448, 1, b"x" * 1448) for k in range(16)]
+acks = [seg(2, 1, 5001, 40000, 1, 1000 + k * 1448) for k in range(1, 17)]
+sendp(data, iface="host1", verbose=False)
+sendp(acks, iface="host2", verbose=False, inter=0.002)
+"""
+
+
+def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
+    def ackwise(*args: str, check: bool = True):
+        return netns.run("ackwise", "--thrift-port", PORT, *args, env=cli_env, check=check)
+
+    for i in (1, 2):
+        netns.run("ip", "link", "add", f"sw-p{i}", "type", "veth", "peer", "name", f"host{i}")
+        netns.run("ip", "link", "set", f"sw-p{i}", "up")
+        netns.run("ip", "link", "set", f"host{i}", "up")
+    ackwise("switch", "start", "ack_switch", "-i", "1@sw-p1", "-i", "2@sw-p2")
+    for i in (1, 2):
+        ackwise(
+            "table",
+            "add",
+            "ipv4_lpm",
+            "route",
+            f"10.0.{i}.0/24",
+            "-p",
+            f"port={i}",
+            f"src_mac=00:00:00:00:0{i}:fe",
+            f"dst_mac=00:00:00:00:0{i}:01",
+        )
+
+    out = ackwise("policy", "set", "src=10.0.2.1", "dport=40000", "every_d", "d=4").stdout
+    assert "rule 0: src=10.0.2.1/32 dport=40000 -> every_d mss=1448 d=4 idle_ms=1000" in out
+    ackwise("policy", "set", "default", "tack", "beta=8")
+    listed = json.loads(ackwise("--json", "policy", "list").stdout)
+    assert listed["rules"][0]["policy"] == {"policy": "every_d", "mss": 1448, "d": 4, "idle_ms": 1000}
+    assert listed["default"]["beta"] == 8
+
+    bad = ackwise("policy", "set", "src=10.0.2.1", "every_d", "d=0", check=False)
+    assert bad.returncode == 1 and "d=0: must be an integer in 1..255" in bad.stderr
+    bad = ackwise("policy", "set", "src=10.0.2.1", "sometimes", check=False)
+    assert bad.returncode == 1 and "no policy named" in bad.stderr
+
+    assert ackwise("flows").stdout.strip() == "no flows"
+    netns.run(sys.executable, "-c", SEND, env=cli_env)
+    rows = json.loads(ackwise("--json", "flows").stdout)
+    acks = next(r for r in rows if r["sender"] == "10.0.2.1:5001")
+    data = next(r for r in rows if r["sender"] == "10.0.1.1:40000")
+    assert (acks["acks_seen"], acks["acks_forwarded"], acks["acks_thinned"]) == (16, 5, 11)
+    assert data["data"] == 16 and acks["last_keep_reason"] == "acks_all_data"
+    table = ackwise("flows", "--sort", "acks_thinned").stdout
+    assert "10.0.2.1:5001" in table.splitlines()[1] and "68.8" in table
+    assert ackwise("flows", "--filter", "10.0.9.").stdout.strip() == "no flows"
+
+    ackwise("policy", "del", "0")
+    assert json.loads(ackwise("--json", "policy", "list").stdout)["rules"] == []
+    ackwise("switch", "stop")

@@ -1,0 +1,67 @@
+"""The filter policy: an ACK is dropped at egress only when a newer ACK of its flow that
+supersedes it entered the queue behind it."""
+
+from __future__ import annotations
+
+from ackwise.policies import PolicyParams
+from base_test import TcpFlow
+from test_ack_thinning import ThinningTest
+
+FILTER = PolicyParams.parse("filter", [])
+
+
+class QueuedFilterTest(ThinningTest):
+    """Ten ACKs into a queue served at 5 packets/s: the first (already leaving) and the newest
+    come out; the eight in between are superseded."""
+
+    policy = FILTER
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        self.client.set_queue_rate(1, 5)
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(12))
+        self.run_acks(flow, [flow.ack(k) for k in range(1, 11)], [0, 9], quiet_s=2.5)
+        self.assertEqual(self.counter("ack_filter.stats", 1), 8)
+
+
+class FilterKeepsNewsTest(ThinningTest):
+    """In the queue, a duplicate ACK and an ECE change are kept, and nothing is dropped across
+    an ECE/CWR change."""
+
+    policy = FILTER
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        self.client.set_queue_rate(1, 5)
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(12))
+        acks = [
+            flow.ack(1),
+            flow.ack(2),
+            flow.ack(2, ts=(flow.ts_base + 502, flow.ts_base + 2)),
+            flow.ack(3, flags="AE"),
+            flow.ack(4, flags="AE"),
+            flow.ack(5, flags="AE"),
+        ]
+        # ack(1) first; ack(2): the newest queued ACK carries ECE, it does not; the dup ack(2)
+        # and ack(3) (ECE appears) are news; ack(4) is superseded by ack(5).
+        self.run_acks(flow, acks, [0, 1, 2, 3, 5], quiet_s=2.0)
+
+
+class NoQueueNoFilterTest(ThinningTest):
+    """Without a standing queue nothing is superseded: every ACK goes through."""
+
+    policy = FILTER
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(10))
+        acks = [flow.ack(k) for k in range(1, 11)]
+        self.run_acks(flow, acks, list(range(10)), gaps_s={i: 0.02 for i in range(1, 10)})

@@ -1,0 +1,202 @@
+"""The safety contract: every rule keeps the ACK it protects, under a policy (every_d, d = 100)
+that would otherwise thin every ACK after the first. Each scenario runs on its own flow."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ackwise.flowkey import FlowKey
+from ackwise.policies import PolicyParams
+from ackwise.safety import KeepReason
+from base_test import TcpFlow, routed
+from test_ack_thinning import ThinningTest
+
+
+@dataclass
+class Step:
+    pkt: bytes
+    kept: KeepReason | None  # None: thinned
+    pause_s: float = 0.0
+
+
+class SafetyContractTest(ThinningTest):
+    policy = PolicyParams.parse("every_d", ["d=100", "idle_ms=100"])
+
+    def keep_reason(self, flow: TcpFlow) -> KeepReason:
+        assert self.client is not None
+        key, direction = FlowKey.of(
+            f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
+        )
+        return KeepReason(self.client.register_read("ack_thinning.last_keep_reason", key.half(direction)))
+
+    def run_steps(self, name: str, flow: TcpFlow, steps: list[Step]) -> None:
+        with self.subTest(name):
+            self.send_data(flow, range(20))
+            for i, step in enumerate(steps):
+                time.sleep(step.pause_s)
+                self.send(flow.ack_port, step.pkt)
+                if step.kept is not None:
+                    # The next packet out must be this one: a thinned ACK before it would show here.
+                    self.expect_next(routed(step.pkt, flow.data_port), flow.data_port)
+                    self.assertEqual(self.keep_reason(flow), step.kept, f"step {i}")
+            self.assertEqual(self.collect(flow.data_port), [], "thinned ACKs came out")
+
+    def runTest(self) -> None:
+        flows = iter(TcpFlow(sport=41000 + n) for n in range(100))
+
+        f = next(flows)
+        self.run_steps(
+            "first ACK, then thinned", f, [Step(f.ack(1), KeepReason.FIRST_ACK), Step(f.ack(2), None)]
+        )
+
+        for flag, reason in (
+            ("AP", KeepReason.FLAGS),
+            ("AU", KeepReason.FLAGS),
+            ("AF", KeepReason.FLAGS),
+            ("AR", KeepReason.FLAGS),
+        ):
+            f = next(flows)
+            self.run_steps(
+                f"flags {flag}",
+                f,
+                [
+                    Step(f.ack(1), KeepReason.FIRST_ACK),
+                    Step(f.ack(2), None),
+                    Step(f.ack(3, flags=flag), reason),
+                ],
+            )
+
+        f = next(flows)
+        self.run_steps(
+            "duplicate ACK",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(3), None),
+                Step(f.ack(3, ts=(f.ts_base + 503, f.ts_base + 3)), KeepReason.DUP_ACK),
+                Step(f.ack(4), None),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "window update",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(2), None),
+                Step(f.ack(2, window=900), KeepReason.WINDOW_UPDATE),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "SACK news",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(2, sack=[(5, 6)]), KeepReason.SACK_NEWS),  # a block never reported
+                Step(f.ack(3, sack=[(5, 6)]), None),  # the same block: no news
+                Step(f.ack(4, sack=[(7, 8), (5, 6)]), KeepReason.SACK_NEWS),  # a new first block
+                Step(f.ack(9), None),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "DSACK",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(4), None),
+                Step(f.ack(5, sack=[(2, 3)]), KeepReason.DSACK),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "ECE/CWR change",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(2), None),
+                Step(f.ack(3, flags="AE"), KeepReason.ECE_CWR_CHANGE),
+                Step(f.ack(4, flags="AE"), None),
+                Step(f.ack(5), KeepReason.ECE_CWR_CHANGE),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "window reopened",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(2, window=1000), None),  # below one MSS
+                Step(f.ack(3, window=1000), None),
+                Step(f.ack(4, window=30000), KeepReason.WINDOW_REOPEN),
+                Step(f.ack(5, window=20000), None),
+            ],
+        )  # an ordinary window change
+
+        f = next(flows)
+        unknown = (
+            b"\x01\x01"
+            + bytes([8, 10])
+            + (f.ts_base + 503).to_bytes(4, "big")
+            + (f.ts_base + 3).to_bytes(4, "big")
+            + bytes([30, 4, 0, 0])
+        )
+        self.run_steps(
+            "unknown option",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(2), None),
+                Step(f.ack(3, raw_options=unknown), KeepReason.UNKNOWN_OPTION),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "timestamps older than seen",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(3), None),
+                Step(f.ack(4, ts=(f.ts_base + 502, f.ts_base + 4)), KeepReason.TS_REORDERED),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "first ACK after idle",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(2), None),
+                Step(f.ack(3), KeepReason.IDLE, pause_s=0.2),
+                Step(f.ack(4), None),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps(
+            "acknowledges all data",
+            f,
+            [
+                Step(f.ack(1), KeepReason.FIRST_ACK),
+                Step(f.ack(19), None),
+                Step(f.ack(20), KeepReason.ACKS_ALL_DATA),
+            ],
+        )
+
+        f = next(flows)
+        self.run_steps("ACK carrying data", f, [Step(f.ack(1), KeepReason.FIRST_ACK), Step(f.ack(2), None)])
+        # A segment with payload from the ACKing side is data, never a thinning candidate.
+        reverse = TcpFlow(data_port=2, ack_port=1, sport=f.dport, dport=f.sport, isn=f.irs, irs=f.seq(3))
+        for k in range(3):
+            pkt = reverse.data(k)
+            self.send(2, pkt)
+            self.expect_next(routed(pkt, 1), 1)
