@@ -70,6 +70,21 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
     assert "10.0.2.1:5001" in table.splitlines()[1] and "68.8" in table
     assert ackwise("flows", "--filter", "10.0.9.").stdout.strip() == "no flows"
 
+    out = ackwise("port", "ecn", "1", "20").stdout
+    assert "port 1: CE when more than 20 packets are queued (marked so far: 0)" in out
+    out = ackwise("port", "ecn", "1", "5", "30", "10").stdout
+    assert "between 5 and 30 packets" in out
+    entries = json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"]
+    assert [(e["action"], e["params"]) for e in entries] == [
+        ("ecn.red", {"k_min_pkts": 5, "k_max_pkts": 30, "p_max": 10})
+    ]
+    bad = ackwise("port", "ecn", "1", "30", "5", "10", check=False)
+    assert bad.returncode == 1 and "k_min < k_max" in bad.stderr
+    ackwise("port", "ecn", "1", "off")
+    assert json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"] == []
+    out = ackwise("policy", "set", "dst=10.0.1.0/24", "acc", "d_cap=16", "signals=ce,queue").stdout
+    assert "acc mss=1448 d_cap=16 signals=ce,queue rtt_min_us=0 idle_ms=1000" in out
+
     ackwise("policy", "del", "0")
-    assert json.loads(ackwise("--json", "policy", "list").stdout)["rules"] == []
+    assert [r["handle"] for r in json.loads(ackwise("--json", "policy", "list").stdout)["rules"]] == [1]
     ackwise("switch", "stop")

@@ -1,6 +1,6 @@
-// ackwise ACK switch: forwards IPv4 (LPM routing, L2 fallback) and, per flow, thins the pure
-// ACKs that carry no news under the safety contract (every_d, dynamic_d, tack at ingress;
-// filter at egress). See docs/ack-thinning.md.
+// ackwise ACK switch: forwards IPv4 (LPM routing, L2 fallback), marks ECN on deep egress queues
+// and, per flow, thins the pure ACKs that carry no news under the safety contract (every_d,
+// dynamic_d, tack, acc at ingress; filter at egress). See docs/ack-thinning.md and docs/acc.md.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -11,6 +11,8 @@
 #include "include/forwarding.p4"
 #include "include/ack_thinning.p4"
 #include "include/ack_filter.p4"
+#include "include/acc.p4"
+#include "include/ecn_marking.p4"
 #include "include/checksums.p4"
 
 control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
@@ -46,11 +48,31 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
 control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
                         inout standard_metadata_t standard_metadata) {
     AckFilterDequeue() ack_filter_dequeue;
+    EcnMarking() ecn_marking;
+    AccSignal() acc_signal_marked;
+    AccSignal() acc_signal_queue;
 
     apply {
+        bool queue_above_k;
+        bool marked;
+        ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth,
+                          queue_above_k, marked);
+        if (marked) {
+            meta.ipv4_rewritten = true;
+        }
+        if (meta.ack.tracked && meta.ack_policy.policy == POLICY_ACC) {
+            if (marked && meta.tcp_payload_len != 0) {
+                // CE this switch put on the flow's data: a signal for the flow's ACKs.
+                acc_signal_marked.apply(meta.ack.half ^ 1, ACC_SIGNAL_CE, meta.ack_policy.acc_signals);
+            }
+            if (meta.ack.pure_ack && queue_above_k) {
+                acc_signal_queue.apply(meta.ack.half, ACC_SIGNAL_QUEUE, meta.ack_policy.acc_signals);
+            }
+        }
         if (meta.ack.filter_candidate) {
             bool drop;
-            ack_filter_dequeue.apply(hdr.tcp, meta.tcp_opts, meta.ack, drop);
+            ack_filter_dequeue.apply(hdr.tcp, meta.tcp_opts, meta.ack, standard_metadata.egress_port,
+                                     standard_metadata.enq_qdepth, standard_metadata.deq_qdepth, drop);
             if (drop) {
                 mark_to_drop(standard_metadata);
             }

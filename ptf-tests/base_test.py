@@ -271,6 +271,8 @@ class AckwiseTest(BaseTest):
         if log_dir:
             Path(log_dir).mkdir(parents=True, exist_ok=True)
             log_file = os.path.join(log_dir, f"{type(self).__module__}.{type(self).__name__}.log")
+            for old in Path(log_dir).glob(f"{Path(log_file).name}*.txt"):  # bmv2 appends .txt, rotates
+                old.unlink()
         spec = SwitchSpec(
             program_json=str(build_dir / f"{self.program}.json"),
             ports=ports,

@@ -4,6 +4,7 @@ supersedes it entered the queue behind it."""
 from __future__ import annotations
 
 from ackwise.policies import PolicyParams
+from ackwise.thinning import set_queue_depth
 from base_test import TcpFlow
 from test_ack_thinning import ThinningTest
 
@@ -65,3 +66,25 @@ class NoQueueNoFilterTest(ThinningTest):
         self.send_data(flow, range(10))
         acks = [flow.ack(k) for k in range(1, 11)]
         self.run_acks(flow, acks, list(range(10)), gaps_s={i: 0.02 for i in range(1, 10)})
+
+
+class FilterTailDropTest(ThinningTest):
+    """Regression: with a 4-packet queue, bmv2 tail-drops the newest ACKs after ingress recorded
+    them; the filter then must not drop the queued older ones, or the information is lost (it
+    cost an RTO on the Asymmetric dumbbell). All four queued ACKs come out."""
+
+    policy = FILTER
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        self.client.set_queue_rate(1, 5)
+        set_queue_depth(self.client, 1, 4)
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(12))
+        # The queue holds four: ack(1) to ack(4); ack(5) to ack(10) are tail-dropped.
+        self.run_acks(flow, [flow.ack(k) for k in range(1, 11)], [0, 1, 2, 3], quiet_s=2.5)
+        self.assertEqual(self.counter("ack_filter.stats", 1), 0)
+        self.assertEqual(self.counter("ack_filter.stats", 2), 3)

@@ -15,6 +15,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from ackwise.p4names import L2_EXACT
+from ackwise.thinning import set_queue_depth
 
 from .bmv2 import BMv2Switch
 from .catalog import TOPOLOGIES, AckwiseTopo, describe_params
@@ -196,7 +197,7 @@ class Testbed:
             port = switch.port_to(q.toward)
             with switch.client() as client:
                 client.set_queue_rate(port, q.rate_pps)
-                client.set_queue_depth(port, q.depth_pkts)
+                set_queue_depth(client, port, q.depth_pkts)
 
     # ---- checks and description ----
 

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from .client import SwitchClient, SwitchOperationError
+from .thinning import set_queue_depth
 
 Handler = Callable[[SwitchClient, dict[str, Any]], str]
 
@@ -61,7 +62,7 @@ def _port(client: SwitchClient, item: dict[str, Any]) -> str:
         client.set_queue_rate(int(item["port"]), int(item["rate_pps"]))
         done.append(f"rate {item['rate_pps']} pps")
     if "depth_pkts" in item:
-        client.set_queue_depth(int(item["port"]), int(item["depth_pkts"]))
+        set_queue_depth(client, int(item["port"]), int(item["depth_pkts"]))
         done.append(f"depth {item['depth_pkts']} packets")
     return f"port {item['port']}: " + ", ".join(done)
 

@@ -14,11 +14,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import __version__, policy_cli, topo_cli
+from . import __version__, ecn, policy_cli, topo_cli
 from .apply import ConfigError, apply_config, load_config
 from .cli_output import emit, render_table
 from .client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
 from .switch import RunningSwitch, SwitchSpec, start_switch
+from .thinning import set_queue_depth
 from .toolchain import ToolchainError, compiled_program
 from .values import format_value
 
@@ -351,13 +352,44 @@ def cmd_port_rate(args: argparse.Namespace) -> int:
 def cmd_port_depth(args: argparse.Namespace) -> int:
     port = parse_port(args.port)
     with client_for(args) as client:
-        client.set_queue_depth(port, args.depth_pkts)
+        set_queue_depth(client, port, args.depth_pkts)
     emit(
         args,
         {"port": args.port, "depth_pkts": args.depth_pkts},
         f"port {args.port}: egress queue holds {args.depth_pkts} packets",
     )
     return 0
+
+
+def cmd_port_ecn(args: argparse.Namespace) -> int:
+    port = parse_port(args.port)
+    if port is None:
+        raise UsageError("ECN thresholds are set one port at a time")
+    with client_for(args) as client:
+        if args.setting == ["off"]:
+            ecn.disable(client, port)
+            text = f"port {port}: no ECN marking"
+        elif len(args.setting) == 1:
+            ecn.set_threshold(client, port, _int(args.setting[0], "K"))
+            text = f"port {port}: CE when more than {args.setting[0]} packets are queued"
+        elif len(args.setting) == 3:
+            k_min, k_max, p_max = (
+                _int(v, n) for v, n in zip(args.setting, ("k_min", "k_max", "p_max"), strict=True)
+            )
+            ecn.set_red(client, port, k_min, k_max, p_max)
+            text = f"port {port}: CE with probability up to {p_max} % between {k_min} and {k_max} packets, always above"
+        else:
+            raise UsageError("give K, or K_MIN K_MAX P_MAX_PERCENT, or 'off'")
+        marked = ecn.marks(client, port)
+    emit(args, {"port": port, "setting": args.setting, "marks": marked}, f"{text} (marked so far: {marked})")
+    return 0
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError as exc:
+        raise UsageError(f"{name} {text!r} is not a number") from exc
 
 
 def cmd_mirror_add(args: argparse.Namespace) -> int:
@@ -510,6 +542,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(pt, "depth", cmd_port_depth, "egress queue capacity in packets")
     p.add_argument("port", help="port number, or 'all'")
     p.add_argument("depth_pkts", type=int)
+
+    p = add(pt, "ecn", cmd_port_ecn, "ECN marking threshold of a port's egress queue (ack_switch)")
+    p.add_argument("port", help="port number")
+    p.add_argument(
+        "setting",
+        nargs="+",
+        metavar="SETTING",
+        help="K (packets): mark above it; or K_MIN K_MAX P_MAX_PERCENT (RED-like); or 'off'",
+    )
 
     mr = group("mirror", "mirroring (clone) sessions")
     p = add(mr, "add", cmd_mirror_add, "send clones of session SESSION to PORT")

@@ -473,6 +473,16 @@ class SwitchClient:
             lambda: self._standard.bm_register_write(0, reg.name, index, _as_i64(value)),
         )
 
+    def register_write_range(self, name: str, start: int, end: int, value: int) -> None:
+        """Write ``value`` into cells start..end (inclusive)."""
+        reg = self._register(name)
+        self._check_index(reg.name, start, reg.size)
+        self._check_index(reg.name, end, reg.size)
+        self._call(
+            f"writing {reg.name}[{start}..{end}]",
+            lambda: self._standard.bm_register_write_range(0, reg.name, start, end, _as_i64(value)),
+        )
+
     def register_reset(self, name: str) -> None:
         reg = self._register(name)
         self._call(f"resetting {reg.name}", lambda: self._standard.bm_register_reset(0, reg.name))

@@ -24,6 +24,7 @@ class Policy(StrEnum):
     DYNAMIC_D = "dynamic_d"
     TACK = "tack"
     FILTER = "filter"
+    ACC = "acc"
 
 
 POLICY_TABLE = "ack_thinning.policy"
@@ -35,9 +36,12 @@ POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
     Policy.DYNAMIC_D: ("mss", "l1", "l2", "l3", "idle_ms"),
     Policy.TACK: ("mss", "L", "beta", "rtt_min_us", "idle_ms"),
     Policy.FILTER: ("mss", "idle_ms"),
+    Policy.ACC: ("mss", "d_cap", "signals", "rtt_min_us", "idle_ms"),
 }
 # Action parameter names where they differ from the operator's names.
 _ACTION_NAMES = {"L": "tack_l"}
+# ACC congestion signals (ACC_SIGNAL_* in constants.p4): `signals=ce,ece,queue`.
+ACC_SIGNALS = {"ce": 0x01, "ece": 0x02, "queue": 0x04}
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,9 @@ class PolicyParams:
     l3: int = 9
     L: int = 2
     beta: int = 4  # ...and at most beta ACKs per RTTmin
-    rtt_min_us: int = 0  # tack: RTTmin override; 0 = measured by the switch
+    rtt_min_us: int = 0  # tack, acc: RTTmin override; 0 = measured by the switch
+    d_cap: int = 64  # acc: the control plane's bound on d (the flight bound applies too)
+    signals: int = 0x07  # acc: which congestion signals the flow reacts to (ACC_SIGNALS)
     idle_ms: int = 1000  # the first ACK after this much silence is always kept; 0: rule off
 
     def __post_init__(self) -> None:
@@ -92,6 +98,9 @@ class PolicyParams:
             if name not in POLICY_PARAMS[p]:
                 used = ", ".join(POLICY_PARAMS[p]) or "none"
                 raise PolicyError(f"{p.value} has no parameter {name!r} (it takes: {used})")
+            if name == "signals":
+                values[name] = parse_signals(text)
+                continue
             try:
                 values[name] = int(text, 0)
             except ValueError:
@@ -114,13 +123,28 @@ class PolicyParams:
 
     def describe(self) -> str:
         used = POLICY_PARAMS[self.policy]
-        return " ".join([self.policy.value, *(f"{n}={getattr(self, n)}" for n in used)])
+        shown = {n: (format_signals(self.signals) if n == "signals" else getattr(self, n)) for n in used}
+        return " ".join([self.policy.value, *(f"{n}={v}" for n, v in shown.items())])
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k == "policy" or k in POLICY_PARAMS[self.policy]}
 
     def with_(self, **changes: int) -> PolicyParams:
         return replace(self, **changes)
+
+
+def parse_signals(text: str) -> int:
+    """``ce,ece,queue`` (any subset) -> the bitmask the P4 expects."""
+    mask = 0
+    for name in text.split(","):
+        if name.strip() not in ACC_SIGNALS:
+            raise PolicyError(f"signals={text!r}: use a comma-separated subset of {', '.join(ACC_SIGNALS)}")
+        mask |= ACC_SIGNALS[name.strip()]
+    return mask
+
+
+def format_signals(mask: int) -> str:
+    return ",".join(name for name, bit in ACC_SIGNALS.items() if mask & bit)
 
 
 # ---- matches ----

@@ -119,6 +119,9 @@ def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
                     "thinned_pct": round(pct, 1),
                     "rtt_min_us": half.rtt_min_us,
                     "last_keep_reason": half.last_keep_reason,
+                    "acc_d": half.acc_d,
+                    "acc_d_max": half.acc_d_max,
+                    "acc_signals": half.acc_signals,
                     "closed": flow.closed,
                 }
             )
@@ -139,7 +142,7 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
     def bind(fn: Any) -> Any:
         return lambda args: fn(args, client_for)
 
-    pol = group("policy", "per-flow ACK policies (off, every_d, dynamic_d, tack, filter)")
+    pol = group("policy", "per-flow ACK policies (off, every_d, dynamic_d, tack, filter, acc)")
     p = add(
         pol,
         "set",
@@ -151,8 +154,8 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
         nargs="+",
         metavar="ARG",
         help="the ACKs to match (src is the data receiver sending them), or 'default'; the policy; "
-        "its parameters: every_d d=, dynamic_d l1= l2= l3=, tack L= beta= rtt_min_us=; "
-        "all: mss= idle_ms=",
+        "its parameters: every_d d=, dynamic_d l1= l2= l3=, tack L= beta= rtt_min_us=, "
+        "acc d_cap= signals=ce,ece,queue rtt_min_us=; all: mss= idle_ms=",
     )
     p.add_argument(
         "--priority", type=int, help="override the rule's priority (lower wins; default: specificity)"

@@ -14,6 +14,7 @@ from .safety import KeepReason
 THINNING_STATS = "ack_thinning.stats"
 FILTER_STATS = "ack_filter.stats"
 CONFIG_REGISTER = "ack_thinning.config"
+QUEUE_CAPACITY_REGISTER = "ack_filter.queue_capacity"
 
 
 class ThinningStat:
@@ -81,6 +82,18 @@ def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
     client.register_write(CONFIG_REGISTER, 0, idle_ms * 1000)
 
 
+def set_queue_depth(client: SwitchClient, port: int | None, depth_pkts: int) -> None:
+    """Set a port's (or every port's) egress queue capacity, and tell the filter policy, which must
+    know it to tell whether the queue may have tail-dropped an ACK (ack_filter.p4)."""
+    client.set_queue_depth(port, depth_pkts)
+    if QUEUE_CAPACITY_REGISTER in client.program.registers:
+        if port is None:
+            size = client.program.registers[QUEUE_CAPACITY_REGISTER].size
+            client.register_write_range(QUEUE_CAPACITY_REGISTER, 0, size - 1, depth_pkts)
+        else:
+            client.register_write(QUEUE_CAPACITY_REGISTER, port, depth_pkts)
+
+
 # ---- flow records ----
 
 HALF_REGISTERS = {
@@ -92,6 +105,9 @@ HALF_REGISTERS = {
     "rtt_min_us": "ack_thinning.rtt_min_us",
     "filter_forwarded": "ack_filter.forwarded",
     "filter_filtered": "ack_filter.filtered",
+    "acc_d": "acc.d",
+    "acc_d_max": "acc.d_max",
+    "acc_signals": "acc.signals",
 }
 
 
@@ -106,6 +122,9 @@ class HalfFlow:
     data_segments: int = 0
     last_keep_reason: str = "none"
     rtt_min_us: int = 0  # from this endpoint's data to the other's ACKs, seen from the switch
+    acc_d: int = 0  # acc: the delay factor of this endpoint's ACKs (0: not under acc)
+    acc_d_max: int = 0
+    acc_signals: int = 0  # congestion signals that doubled d
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -156,6 +175,9 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     if reason in KeepReason._value2member_map_
                     else str(reason),
                     rtt_min_us=halves["rtt_min_us"][h],
+                    acc_d=halves["acc_d"][h],
+                    acc_d_max=halves["acc_d_max"][h],
+                    acc_signals=halves["acc_signals"][h],
                 )
             )
         flows.append(record)

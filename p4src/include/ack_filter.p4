@@ -19,6 +19,8 @@
 @name(".ack_filter.newest_ts_val") register<bit<32>>(HALF_FLOWS) filter_newest_ts_val;
 @name(".ack_filter.newest_ece_cwr") register<bit<8>>(HALF_FLOWS) filter_newest_ece_cwr;
 @name(".ack_filter.forwarded") register<bit<32>>(HALF_FLOWS) filter_forwarded;
+// Each port's egress queue capacity in packets, as the control plane set it (0: bmv2's default).
+@name(".ack_filter.queue_capacity") register<bit<32>>(PORTS) filter_queue_capacity;
 @name(".ack_filter.filtered") register<bit<32>>(HALF_FLOWS) filter_filtered;
 
 control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_meta_t ack) {
@@ -34,8 +36,10 @@ control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_met
     }
 }
 
-control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t ack, out bool drop) {
-    @name(".ack_filter.stats") counter(2, CounterType.packets) stats;    // [0] forwarded, [1] filtered
+control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t ack, in port_t port,
+                         in bit<19> enq_qdepth, in bit<19> deq_qdepth, out bool drop) {
+    // [0] forwarded, [1] filtered, [2] kept because the queue may have tail-dropped the newer ACK
+    @name(".ack_filter.stats") counter(3, CounterType.packets) stats;
 
     apply {
         bit<32> newest_serial;
@@ -46,7 +50,17 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
         filter_newest_ack.read(newest_ack, ack.half);
         filter_newest_ts_val.read(newest_ts_val, ack.half);
         filter_newest_ece_cwr.read(newest_ece_cwr, ack.half);
-        drop = newest_serial != ack.filter_serial
+        // The newer ACK must really be in the queue: bmv2 tail-drops at enqueue, after ingress
+        // recorded it. While this ACK waited, the queue held at most enq_qdepth packets ahead of
+        // it, itself, and deq_qdepth behind it (all of which entered after it); if that stayed
+        // below the capacity, no packet that arrived meanwhile was tail-dropped.
+        bit<32> capacity;
+        filter_queue_capacity.read(capacity, (bit<32>)port);
+        if (capacity == 0) {
+            capacity = BMV2_DEFAULT_QUEUE_DEPTH;
+        }
+        bool no_tail_drop = (bit<32>)enq_qdepth + 1 + (bit<32>)deq_qdepth < capacity;
+        drop = no_tail_drop && newest_serial != ack.filter_serial
             && seq_geq(newest_ack, tcp.ack_no)
             && (!opts.ts_present || seq_geq(newest_ts_val, opts.ts_val))
             && newest_ece_cwr == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
@@ -56,6 +70,9 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
             filter_filtered.read(n, ack.half);
             filter_filtered.write(ack.half, n + 1);
         } else {
+            if (!no_tail_drop && newest_serial != ack.filter_serial) {
+                stats.count(2);
+            }
             stats.count(0);
             filter_forwarded.read(n, ack.half);
             filter_forwarded.write(ack.half, n + 1);

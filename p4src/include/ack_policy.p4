@@ -51,6 +51,16 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
         params.idle_us = idle_ms * 1000;
     }
 
+    @name(".ack_thinning.policy_acc")
+    action policy_acc(bit<16> mss, bit<8> d_cap, bit<8> signals, bit<32> rtt_min_us, bit<32> idle_ms) {
+        params.policy = POLICY_ACC;
+        params.mss = mss;
+        params.acc_d_cap = d_cap;
+        params.acc_signals = signals;
+        params.rtt_min_us = rtt_min_us;
+        params.idle_us = idle_ms * 1000;
+    }
+
     @name(".ack_thinning.policy")
     table policy {
         key = {
@@ -59,13 +69,13 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
             ack_src_port: ternary @name("src_port");
             ack_dst_port: ternary @name("dst_port");
         }
-        actions = { policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; }
+        actions = { policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; }
         default_action = policy_off();
         size = ACK_POLICY_TABLE_SIZE;
     }
 
     apply {
-        params = { POLICY_OFF, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        params = { POLICY_OFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
         policy.apply();
     }
 }

@@ -1,6 +1,6 @@
 // Per-flow ACK thinning at ingress: flow records, the facts the safety contract needs, and the
-// policies every_d, dynamic_d and tack. For `filter` it only marks candidates; AckFilter drops
-// them at egress.
+// policies every_d, dynamic_d, tack and acc (with AccDelayFactor). For `filter` it only marks
+// candidates; AckFilterDequeue drops them at egress.
 //
 // Records live in registers. A slot (FLOW_SLOTS) holds the flow's key, so a flow whose hash lands
 // on another live flow's slot is left untouched and counted; idle or closed records are taken
@@ -16,6 +16,7 @@
 #include "flow_key.p4"
 #include "ack_policy.p4"
 #include "ack_safety.p4"
+#include "acc.p4"
 
 // Bits of the half_state register.
 const bit<8> HALF_DATA_VALID = 0x01;    // data_end holds something
@@ -29,6 +30,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     FlowKey() flow_key;
     AckPolicySelect() policy_select;
     AckSafety() safety;
+    AccSignal() acc_signal_data;
+    AccSignal() acc_signal_ack;
+    AccDelayFactor() acc_delay_factor;
 
     @name(".ack_thinning.stats") counter(THINNING_STATS, CounterType.packets) stats;
     @name(".ack_thinning.config") register<bit<48>>(1) config;   // [0]: reclaim idle (us), 0 = default
@@ -79,7 +83,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
 
     apply {
         drop = false;
-        ack = { 0, false, false, 0 };
+        ack = { 0, false, false, false, 0 };
 
         bool has_data = payload_len != 0;
         // The policy table sees the flow from its ACKs' side: data looks it up reversed.
@@ -138,6 +142,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             }
 
             if (owned) {
+                ack.tracked = true;
                 bool idle = !fresh && params.idle_us != 0 && now - last_seen > (bit<48>)params.idle_us;
                 last_seen_reg.write(slot, now);
                 if (tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
@@ -166,6 +171,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         data_end_reg.write(half, end);
                     }
                     state = state | HALF_DATA_VALID;
+                    if (ipv4.ecn == 3 && params.policy == POLICY_ACC) {
+                        acc_signal_data.apply(other, ACC_SIGNAL_CE, params.acc_signals);
+                    }
                     if (retransmission) {
                         state = state & ~HALF_PROBE;    // Karn: no RTT sample across a retransmission
                     } else if (state & HALF_PROBE == 0) {
@@ -261,6 +269,29 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         bit<32> ack_fwd;
                         ack_fwd_reg.read(ack_fwd, half);
                         bit<32> acked_since_fwd = tcp.ack_no - ack_fwd;
+
+                        bit<32> acc_d = 1;
+                        if (params.policy == POLICY_ACC) {
+                            bit<8> signal = 0;
+                            if (ipv4.ecn == 3) {
+                                signal = signal | ACC_SIGNAL_CE;
+                            }
+                            if (tcp.flags & TCP_FLAG_ECE != 0) {
+                                signal = signal | ACC_SIGNAL_ECE;
+                            }
+                            acc_signal_ack.apply(half, signal, params.acc_signals);
+                            bit<32> rtt_min = params.rtt_min_us;
+                            if (rtt_min == 0) {
+                                rtt_min_reg.read(rtt_min, other);
+                            }
+                            // The flight: data the switch saw sent beyond the highest ACK.
+                            bit<32> highest_ack = ack_valid && seq_gt(ack_last, tcp.ack_no) ? ack_last : tcp.ack_no;
+                            bit<32> flight = 0;
+                            if (other_state & HALF_DATA_VALID != 0 && seq_gt(data_end_other, highest_ack)) {
+                                flight = data_end_other - highest_ack;
+                            }
+                            acc_delay_factor.apply(half, now, rtt_min, flight, mss, params, acc_d);
+                        }
                         if (reason == KEEP_NONE) {
                             if (params.policy == POLICY_EVERY_D) {
                                 if (acked_since_fwd >= (bit<32>)params.d * mss) {
@@ -279,6 +310,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                     d = 3;
                                 }
                                 if (acked_since_fwd >= d * mss) {
+                                    reason = KEEP_POLICY;
+                                }
+                            } else if (params.policy == POLICY_ACC) {
+                                if (acked_since_fwd >= acc_d * mss) {
                                     reason = KEEP_POLICY;
                                 }
                             } else if (params.policy == POLICY_TACK) {

@@ -18,6 +18,9 @@
 #define THINNING_STATS 8
 #define KEEP_REASONS 16
 #define ACK_POLICY_TABLE_SIZE 256
+#define PORTS 512               // port_t is 9 bits
+#define ECN_PORT_TABLE_SIZE 64
+const bit<32> BMV2_DEFAULT_QUEUE_DEPTH = 64;    // simple_switch's egress queue, in packets
 
 // One slot per malformed_reason_t / drop_reason_t value below.
 #define MALFORMED_REASONS 8
@@ -77,6 +80,16 @@ const ack_policy_t POLICY_EVERY_D = 1;
 const ack_policy_t POLICY_DYNAMIC_D = 2;
 const ack_policy_t POLICY_TACK = 3;
 const ack_policy_t POLICY_FILTER = 4;
+const ack_policy_t POLICY_ACC = 5;
+
+// ACC congestion signals (a bitmask: which ones a flow reacts to is per-flow policy).
+const bit<8> ACC_SIGNAL_CE = 0x01;      // CE on the flow's data or ACKs, seen or applied here
+const bit<8> ACC_SIGNAL_ECE = 0x02;     // ECE on the flow's ACKs
+const bit<8> ACC_SIGNAL_QUEUE = 0x04;   // the flow's ACK entered a queue deeper than its port's K
+// ACC's RTT until the switch has measured one (and no override is set).
+const bit<32> ACC_RTT_DEFAULT_US = 100000;
+// d_cap is at most this (the flight bound is computed by a 7-step search).
+const bit<8> ACC_D_CAP_MAX = 127;
 
 // Why a pure ACK was kept: the first rule of the safety contract that holds, or the policy.
 typedef bit<8> keep_reason_t;

@@ -205,13 +205,16 @@ struct ack_policy_params_t {
     bit<8> l3;
     bit<8> tack_l;          // tack: one ACK per L segments...
     bit<8> tack_beta;       // ...and at most beta ACKs per RTTmin
-    bit<32> rtt_min_us;     // tack: RTTmin override; 0 = measured by the switch
+    bit<32> rtt_min_us;     // tack, acc: RTTmin override; 0 = measured by the switch
+    bit<8> acc_d_cap;       // acc: the control plane's bound on d
+    bit<8> acc_signals;     // acc: ACC_SIGNAL_* the flow reacts to
     bit<32> idle_us;        // the first ACK after this much silence is always kept
 }
 
 // What the thinning stage hands to the egress filter for one pure ACK.
 struct ack_meta_t {
     bit<32> half;               // half-flow record: slot * 2 + direction
+    bool tracked;               // the packet's flow owns its record (policy not off, no collision)
     bool pure_ack;              // a pure ACK the thinning stage evaluated
     bool filter_candidate;      // carries no news: the filter may drop it if superseded in the queue
     bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue

@@ -1,0 +1,46 @@
+"""ECN marking thresholds per egress port (p4src/include/ecn_marking.p4) and its mark counters."""
+
+from __future__ import annotations
+
+from .client import SwitchClient, SwitchOperationError
+
+PORT_THRESHOLD = "ecn.port_threshold"
+MARKS = "ecn.marks"
+MAX_DEPTH = (1 << 19) - 1  # enq_qdepth is 19 bits
+
+
+def _clear_port(client: SwitchClient, port: int) -> None:
+    for entry in client.table_entries(PORT_THRESHOLD):
+        if entry.key[0].value == port:
+            client.table_delete(PORT_THRESHOLD, entry.handle)
+
+
+def set_threshold(client: SwitchClient, port: int, k_pkts: int) -> None:
+    """Mark CE on ECT packets that find more than k_pkts packets in the port's egress queue."""
+    if not 0 <= k_pkts <= MAX_DEPTH:
+        raise SwitchOperationError(f"K={k_pkts}: a queue depth in packets, 0..{MAX_DEPTH}")
+    _clear_port(client, port)
+    client.table_add(PORT_THRESHOLD, "ecn.threshold", {"port": str(port)}, {"k": k_pkts})
+
+
+def set_red(client: SwitchClient, port: int, k_min_pkts: int, k_max_pkts: int, p_max_pct: int) -> None:
+    """Above k_max always; between k_min and k_max with a probability rising linearly to p_max."""
+    if not 0 <= k_min_pkts < k_max_pkts <= MAX_DEPTH:
+        raise SwitchOperationError(f"RED thresholds need 0 <= k_min < k_max <= {MAX_DEPTH}")
+    if not 0 <= p_max_pct <= 100:
+        raise SwitchOperationError("p_max is a percentage, 0..100")
+    _clear_port(client, port)
+    client.table_add(
+        PORT_THRESHOLD,
+        "ecn.red",
+        {"port": str(port)},
+        {"k_min_pkts": k_min_pkts, "k_max_pkts": k_max_pkts, "p_max": p_max_pct},
+    )
+
+
+def disable(client: SwitchClient, port: int) -> None:
+    _clear_port(client, port)
+
+
+def marks(client: SwitchClient, port: int) -> int:
+    return client.counter_read(MARKS, port).packets

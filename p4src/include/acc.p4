@@ -1,0 +1,87 @@
+// ECN-driven ACK Congestion Control (RFC 3449 section 5.2.2, moved into the switch): a per-flow
+// delay factor d that doubles on a congestion signal, at most once per RTTmin, and shrinks by one
+// for each RTTmin without one. AckThinning then forwards at most one pure ACK per d segments
+// acknowledged, under the unchanged safety contract.
+//
+// Signals reach a flow's ACK half-flow in the acc.pending register: from ingress (CE on the flow's
+// data or ACKs, ECE on its ACKs) and from egress (CE this switch put on the flow's data, the flow's
+// ACK entering a queue deeper than its port's K). Both controls share it, hence one file.
+#ifndef ACKWISE_ACC_P4
+#define ACKWISE_ACC_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+@name(".acc.pending") register<bit<8>>(HALF_FLOWS) acc_pending;
+
+// Records a signal for the ACKs of `ack_half` (signals the flow does not react to are ignored).
+control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to) {
+    apply {
+        if (signal & reacts_to != 0) {
+            bit<8> pending;
+            acc_pending.read(pending, ack_half);
+            acc_pending.write(ack_half, pending | (signal & reacts_to));
+        }
+    }
+}
+
+control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us, in bit<32> flight_bytes,
+                       in bit<32> mss, in ack_policy_params_t params, out bit<32> d) {
+    @name(".acc.d") register<bit<8>>(HALF_FLOWS) d_reg;
+    @name(".acc.d_max") register<bit<8>>(HALF_FLOWS) d_max_reg;
+    @name(".acc.changed_at_us") register<bit<48>>(HALF_FLOWS) changed_at_reg;
+    @name(".acc.signals") register<bit<32>>(HALF_FLOWS) signals_reg;
+
+    apply {
+        bit<8> stored;
+        bit<48> changed_at;
+        bit<8> pending;
+        d_reg.read(stored, half);
+        changed_at_reg.read(changed_at, half);
+        acc_pending.read(pending, half);
+        bit<8> delay = stored == 0 ? 8w1 : stored;
+        bit<48> rtt = (bit<48>)(rtt_min_us == 0 ? ACC_RTT_DEFAULT_US : rtt_min_us);
+        // changed_at 0: d never changed (the switch's clock starts at 0 when it starts).
+        bool rtt_passed = changed_at == 0 || now - changed_at >= rtt;
+
+        if (pending != 0) {
+            // Signals within an RTT of the last change count once.
+            acc_pending.write(half, 0);
+            if (rtt_passed) {
+                delay = delay << 1;
+                changed_at_reg.write(half, now);
+                bit<32> signals;
+                signals_reg.read(signals, half);
+                signals_reg.write(half, signals + 1);
+            }
+        } else if (rtt_passed && delay > 1) {
+            delay = delay - 1;
+            // One RTT at a time, so that ACKs after a long quiet spell keep stepping d down.
+            changed_at_reg.write(half, changed_at + rtt);
+        }
+
+        // d_max = min(cap, max(1, flight / 2 segments)): the largest x <= cap with 2 x MSS <= flight.
+        bit<8> cap = params.acc_d_cap > ACC_D_CAP_MAX ? ACC_D_CAP_MAX : params.acc_d_cap;
+        bit<8> d_max = 0;
+        bit<32> two_mss = mss << 1;
+        if (d_max + 64 <= cap && (bit<32>)(d_max + 64) * two_mss <= flight_bytes) { d_max = d_max + 64; }
+        if (d_max + 32 <= cap && (bit<32>)(d_max + 32) * two_mss <= flight_bytes) { d_max = d_max + 32; }
+        if (d_max + 16 <= cap && (bit<32>)(d_max + 16) * two_mss <= flight_bytes) { d_max = d_max + 16; }
+        if (d_max + 8 <= cap && (bit<32>)(d_max + 8) * two_mss <= flight_bytes) { d_max = d_max + 8; }
+        if (d_max + 4 <= cap && (bit<32>)(d_max + 4) * two_mss <= flight_bytes) { d_max = d_max + 4; }
+        if (d_max + 2 <= cap && (bit<32>)(d_max + 2) * two_mss <= flight_bytes) { d_max = d_max + 2; }
+        if (d_max + 1 <= cap && (bit<32>)(d_max + 1) * two_mss <= flight_bytes) { d_max = d_max + 1; }
+        if (d_max == 0) {
+            d_max = 1;
+        }
+        if (delay > d_max) {
+            delay = d_max;
+        }
+        d_reg.write(half, delay);
+        d_max_reg.write(half, d_max);
+        d = (bit<32>)delay;
+    }
+}
+
+#endif
