@@ -72,8 +72,8 @@ def test_acc_and_the_others_on_the_asymmetric_dumbbell() -> None:
     results = {spec: run(spec) for spec in ("acc", "off", "every_d d=4", "filter")}
     for spec, outcome in results.items():
         print(
-            f"{spec:<12} completion {outcome['completion_s']:6.1f} s, ACKs seen at s2 {outcome['acks_seen']}, "
-            f"thinned {outcome['acks_thinned']}"
+            f"{spec:<12} completion {outcome['completion_s']:6.1f} s, "
+            f"ACKs seen at s2 {outcome['acks_seen']}, thinned {outcome['acks_thinned']}"
         )
     assert results["acc"]["byte_exact"]
     assert results["acc"]["acc_signals"] > 0  # the ACK queue above K was seen

@@ -60,7 +60,7 @@ class EcnThresholdTest(EcnTestBase):
         ecns = [2, 2, 2, 2, 2, 2, 0, 1, 3, 2]
         pkts = self.burst(ecns)
         got = self.collect(2, quiet_s=0.5)
-        depth = [0] + list(range(len(pkts) - 1))
+        depth = [0, *range(len(pkts) - 1)]
         expected = []
         for pkt, e, q in zip(pkts, ecns, depth, strict=True):
             out = routed(pkt, 2)
@@ -84,7 +84,7 @@ class EcnRedTest(EcnTestBase):
     def runTest(self) -> None:
         pkts = self.burst([2] * 9)
         got = self.collect(2, quiet_s=0.5)
-        depth = [0] + list(range(len(pkts) - 1))
+        depth = [0, *range(len(pkts) - 1)]
         self.assertEqual(
             got, [with_ce(routed(p, 2)) if q > 5 else routed(p, 2) for p, q in zip(pkts, depth, strict=True)]
         )

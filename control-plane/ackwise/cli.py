@@ -377,7 +377,10 @@ def cmd_port_ecn(args: argparse.Namespace) -> int:
                 _int(v, n) for v, n in zip(args.setting, ("k_min", "k_max", "p_max"), strict=True)
             )
             ecn.set_red(client, port, k_min, k_max, p_max)
-            text = f"port {port}: CE with probability up to {p_max} % between {k_min} and {k_max} packets, always above"
+            text = (
+                f"port {port}: CE with probability up to {p_max} % between {k_min} and {k_max} packets, "
+                "always above"
+            )
         else:
             raise UsageError("give K, or K_MIN K_MAX P_MAX_PERCENT, or 'off'")
         marked = ecn.marks(client, port)
