@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ackwise.packets import TcpSegment, parse_ipv4_tcp
 from ackwise.serial import seq_add, seq_gt, seq_leq
 
 PCAP_MAGIC = {
@@ -21,31 +22,6 @@ PCAP_MAGIC = {
 }
 LINKTYPE_ETHERNET = 1
 LINKTYPE_LINUX_SLL = 113
-
-FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
-
-
-@dataclass(frozen=True)
-class Segment:
-    time: float
-    src: str
-    dst: str
-    sport: int
-    dport: int
-    seq: int
-    ack: int
-    flags: int
-    window: int
-    payload_len: int
-    ecn: int
-
-    @property
-    def direction(self) -> str:
-        return f"{self.src}:{self.sport} > {self.dst}:{self.dport}"
-
-    @property
-    def is_pure_ack(self) -> bool:
-        return self.payload_len == 0 and self.flags & ACK != 0 and self.flags & (SYN | FIN | RST) == 0
 
 
 @dataclass
@@ -60,7 +36,7 @@ class DirectionStats:
     last_time: float | None = None
     _highest_end: int | None = field(default=None, repr=False)
 
-    def add(self, seg: Segment) -> None:
+    def add(self, seg: TcpSegment) -> None:
         self.first_time = seg.time if self.first_time is None else self.first_time
         self.last_time = seg.time
         if seg.ecn == 3:
@@ -107,39 +83,12 @@ def read_frames(path: str | Path) -> Iterator[tuple[float, bytes, int]]:
         offset += incl_len
 
 
-def read_segments(path: str | Path) -> Iterator[Segment]:
+def read_segments(path: str | Path) -> Iterator[TcpSegment]:
     for t, frame, l2_len in read_frames(path):
-        seg = _parse(frame, l2_len, t)
-        if seg is not None:
-            yield seg
-
-
-def _parse(frame: bytes, l2_len: int, t: float) -> Segment | None:
-    if len(frame) < l2_len + 20 or frame[l2_len - 2 : l2_len] != b"\x08\x00":
-        return None
-    ip = l2_len
-    ihl = (frame[ip] & 0x0F) * 4
-    if frame[ip] >> 4 != 4 or ihl < 20 or frame[ip + 9] != 6:
-        return None
-    total_len = struct.unpack_from("!H", frame, ip + 2)[0]
-    tcp = ip + ihl
-    if len(frame) < tcp + 20:
-        return None
-    sport, dport, seq, ack, off_flags, window = struct.unpack_from("!HHIIHH", frame, tcp)
-    doff = (off_flags >> 12) * 4
-    return Segment(
-        time=t,
-        src=".".join(str(b) for b in frame[ip + 12 : ip + 16]),
-        dst=".".join(str(b) for b in frame[ip + 16 : ip + 20]),
-        sport=sport,
-        dport=dport,
-        seq=seq,
-        ack=ack,
-        flags=off_flags & 0xFF,
-        window=window,
-        payload_len=max(0, total_len - ihl - doff),
-        ecn=frame[ip + 1] & 0x03,
-    )
+        if frame[l2_len - 2 : l2_len] == b"\x08\x00":
+            seg = parse_ipv4_tcp(frame[l2_len:], t)
+            if seg is not None:
+                yield seg
 
 
 def direction_stats(path: str | Path) -> dict[str, DirectionStats]:

@@ -1,0 +1,178 @@
+"""End-host ACK policies on synthetic event traces."""
+
+import pytest
+from ackwise.hosts.policies import (
+    RELEASE,
+    DataArrival,
+    DynamicD,
+    EveryD,
+    FourW,
+    Hold,
+    ReceiverAcc,
+    Smartacking,
+    Tack,
+    make_policy,
+)
+
+MSS = 1448
+ISN = 1000
+
+
+def seq(k: int) -> int:
+    return ISN + k * MSS
+
+
+def feed(policy, t: float, k: int, ce: bool = False):
+    """Segment k arrives at t; the kernel ACKs it at once (quickack): the policy decides."""
+    policy.on_data(DataArrival(t, seq(k), MSS, ce=ce))
+    return policy.decide(t, seq(k + 1))
+
+
+def release_if(policy, t: float, k: int, decision) -> None:
+    if decision == RELEASE:
+        policy.on_release(t, seq(k + 1))
+
+
+def test_every_d_counts_segments_and_holds_at_most_max_delay() -> None:
+    p = EveryD(d=4)
+    released = []
+    for k in range(12):
+        t = k * 0.001
+        decision = feed(p, t, k)
+        if k == 0:
+            assert decision == RELEASE  # the first ACK
+        release_if(p, t, k, decision)
+        if decision == RELEASE:
+            released.append(k)
+        else:
+            assert decision == Hold(t + 0.2)  # the timer: 200 ms at most
+    assert released == [0, 4, 8]
+
+
+def test_dynamic_d_grows_past_the_thresholds() -> None:
+    p = DynamicD()
+    released = []
+    for k in range(25):
+        decision = feed(p, k * 0.001, k)
+        release_if(p, k * 0.001, k, decision)
+        if decision == RELEASE:
+            released.append(k)
+    # d = 1 below 2 segments acknowledged, 2 below 5, 3 below 9, then 4
+    assert released == [0, 1, 3, 6, 10, 14, 18, 22]  # as the switch's dynamic_d (DynamicDTest)
+
+
+def test_receiver_acc_doubles_at_most_once_per_rtt_and_decays() -> None:
+    p = ReceiverAcc(d_cap=64)
+    p.rtt.sample(0.05)
+    t = 0.0
+    for k in range(40):  # grow the window estimate: released ACKs in the initial slow start
+        t = k * 0.001
+        release_if(p, t, k, feed(p, t, k))
+    assert p.cwnd.estimate() > 20
+    feed(p, 0.041, 40, ce=True)
+    assert (p.d, p.signals) == (2, 1)
+    feed(p, 0.042, 41, ce=True)  # within the RTT: absorbed
+    assert (p.d, p.signals) == (2, 1)
+    feed(p, 0.1, 42, ce=True)
+    assert (p.d, p.signals) == (4, 2)
+    feed(p, 0.16, 43)  # one quiet RTT
+    assert p.d == 3
+    feed(p, 0.161, 44)
+    assert p.d == 3
+    feed(p, 0.30, 45)  # two more
+    feed(p, 0.301, 46)
+    assert p.d == 1
+
+
+def test_receiver_acc_keeps_two_acks_per_window() -> None:
+    p = ReceiverAcc(d_cap=64)
+    p.rtt.sample(0.01)
+    release_if(p, 0.0, 0, feed(p, 0.0, 0))  # window estimate: 2
+    for i, k in enumerate(range(1, 6)):
+        feed(p, 0.02 * (i + 1), k, ce=True)
+    assert p.d == max(1, p.cwnd.estimate() // 2) == 1
+
+
+@pytest.mark.parametrize(
+    ("bw_bytes_per_s", "rtt_min_s", "expected_interval_s"),
+    [
+        (1.25e6, 0.040, 0.010),  # 10 Mbit/s: RTTmin / beta wins (10 ms > 2.3 ms)
+        (1.25e7, 0.008, 0.002),  # 100 Mbit/s, 8 ms: RTTmin / beta, 2 ms
+        (1.0e5, 0.040, 2 * MSS / 1.0e5),  # 800 kbit/s: L * MSS / bw wins (29 ms > 10 ms)
+        (5.0e4, 0.010, 2 * MSS / 5.0e4),  # 400 kbit/s: 58 ms
+    ],
+)
+def test_tack_frequency_is_the_min_of_both(
+    bw_bytes_per_s: float, rtt_min_s: float, expected_interval_s: float
+) -> None:
+    p = Tack()
+    p.rtt.sample(rtt_min_s)
+    p.bw_bytes_per_s = bw_bytes_per_s
+    assert p.interval() == pytest.approx(expected_interval_s)
+    p.on_release(1.0, seq(1))
+    assert p.decide(1.0 + expected_interval_s * 0.5, seq(2)) == Hold(
+        min(1.0 + expected_interval_s, 1.0 + 0.5 * expected_interval_s + 0.2)
+    )
+    assert p.decide(1.0 + expected_interval_s * 1.01, seq(3)) == RELEASE
+
+
+def test_tack_measures_the_delivery_rate() -> None:
+    p = Tack()
+    p.rtt.sample(0.02)
+    for k in range(100):  # one segment per ms: 1.448 MB/s
+        p.on_data(DataArrival(k * 0.001, seq(k), MSS))
+    assert p.bw_bytes_per_s == pytest.approx(MSS / 0.001, rel=0.1)
+
+
+def test_smartacking_acks_every_segment_with_idle_gaps_and_thins_when_uniform() -> None:
+    p = Smartacking()
+    p.rtt.sample(0.1)
+    t, k = 0.0, 0
+    decisions_slow_start = []
+    for burst in (2, 4, 8, 16):  # slow start: a burst per RTT, idle in between
+        for _ in range(burst):
+            decision = feed(p, t, k)
+            decisions_slow_start.append(decision)
+            release_if(p, t, k, decision)
+            t += 0.001
+            k += 1
+        t += 0.1
+    assert all(d == RELEASE for d in decisions_slow_start)
+    decisions_uniform = []
+    for _ in range(400):  # the bottleneck saturated: one segment per ms, no gaps
+        decision = feed(p, t, k)
+        decisions_uniform.append(decision)
+        release_if(p, t, k, decision)
+        t += 0.001
+        k += 1
+    held = sum(isinstance(d, Hold) for d in decisions_uniform[100:])
+    assert held > 250, f"only {held} of 300 ACKs held once arrivals were uniform"
+    assert p.isat_s == pytest.approx(0.001, rel=0.05)
+
+
+def test_smartacking_isat_ignores_outliers_and_window_gaps() -> None:
+    p = Smartacking()
+    p.rtt.sample(0.1)
+    for k, t in enumerate([0.0, 0.001, 0.002, 0.003, 0.011, 0.012, 0.013]):
+        p.on_data(DataArrival(t, seq(k), MSS))
+    assert p.isat_s == pytest.approx(0.001)  # the 8 ms gap (>= 3x) is an outlier
+    for k, t in enumerate([0.2, 0.201, 0.202], start=7):  # a window later: the 187 ms gap is skipped
+        p.on_data(DataArrival(t, seq(k), MSS))
+    assert p.isat_s == pytest.approx(0.001)
+
+
+def test_four_acks_per_window() -> None:
+    p = FourW()
+    p.cwnd.starting_cwnd = 40  # a window of 40 segments
+    assert p.current_d(0.0, seq(1)) == 10
+
+
+def test_make_policy_checks_parameters() -> None:
+    assert make_policy("every_d", {"d": "8"}).d == 8
+    assert make_policy("smartacking", {"extended": "yes", "alpha": "0.8"}).alpha == 0.8
+    with pytest.raises(ValueError, match="unknown host policy"):
+        make_policy("sometimes", {})
+    with pytest.raises(ValueError, match="no parameter 'beta'"):
+        make_policy("every_d", {"beta": "4"})
+    with pytest.raises(ValueError, match="at least 1"):
+        make_policy("every_d", {"d": "0"})

@@ -1,0 +1,150 @@
+"""The agent's per-flow logic without NFQUEUE: safety, holding, superseding, timers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ackwise.hosts.policies import EveryD
+from ackwise.hosts.receiver import ReceiverFlow
+
+from ackwise.packets import ACK, ECE, FIN, PSH, TcpSegment
+
+MSS = 1448
+
+
+class Pkt:
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    def accept(self) -> None:
+        self.log.append(f"sent {self.name}")
+
+    def drop(self) -> None:
+        self.log.append(f"dropped {self.name}")
+
+
+def data(k: int, t: float) -> TcpSegment:
+    return TcpSegment(
+        "10.0.0.1",
+        "10.0.0.2",
+        40000,
+        5001,
+        1000 + k * MSS,
+        1,
+        ACK,
+        500,
+        MSS,
+        0,
+        ts_val=100 + k,
+        ts_ecr=50,
+        time=t,
+    )
+
+
+def ack(k: int, flags: int = ACK, window: int = 500, sack: tuple = ()) -> TcpSegment:
+    return TcpSegment(
+        "10.0.0.2",
+        "10.0.0.1",
+        5001,
+        40000,
+        1,
+        1000 + k * MSS,
+        flags,
+        window,
+        0,
+        0,
+        ts_val=50 + k,
+        ts_ecr=100 + k,
+        sack=sack,
+    )
+
+
+def run(flow: ReceiverFlow, steps: list[tuple[float, TcpSegment]], log: list[str]) -> None:
+    for t, seg in steps:
+        if seg.payload_len:
+            flow.on_incoming(seg, t)
+        else:
+            flow.on_outgoing(seg, Pkt(f"ack{(seg.ack - 1000) // MSS}", log), t)
+        flow.on_timer(t)
+
+
+def test_held_acks_are_superseded_and_released_in_order() -> None:
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=4))
+    steps = []
+    for k in range(6):
+        steps += [(k * 0.001, data(k, k * 0.001)), (k * 0.001 + 0.0001, ack(k + 1))]
+    run(flow, steps, log)
+    # ack1: first; ack2..ack4 held and superseded in turn; ack5: 4 segments on; ack6 held
+    assert log == ["sent ack1", "dropped ack2", "dropped ack3", "dropped ack4", "sent ack5"]
+    assert flow.held is not None and flow.held.seg.ack == 1000 + 6 * MSS
+    flow.on_timer(0.1)
+    assert log[-1] == "sent ack5"  # not due yet (held at 5.1 ms, due 205.1 ms)
+    flow.on_timer(0.2052)
+    assert log[-1] == "sent ack6"
+    assert flow.stats.released_on_timer == 1 and flow.stats.superseded == 3
+
+
+def test_a_superseding_ack_inherits_the_earlier_due_time() -> None:
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=100))
+    run(
+        flow,
+        [
+            (0.0, data(0, 0.0)),
+            (0.0, ack(1)),
+            (0.001, data(1, 0.001)),
+            (0.001, ack(2)),
+            (0.15, data(2, 0.15)),
+            (0.15, ack(3)),
+        ],
+        log,
+    )
+    assert flow.held is not None and abs(flow.held.due - 0.201) < 1e-9  # ack2's, not ack3's 0.35
+    flow.on_timer(0.202)
+    assert log == ["sent ack1", "dropped ack2", "sent ack3"]
+
+
+def test_safety_contract_releases_at_once_and_drops_older_held() -> None:
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=100))
+    run(flow, [(0.0, ack(1)), (0.001, ack(2)), (0.002, ack(2, flags=ACK | PSH))], log)
+    assert log == ["sent ack1", "dropped ack2", "sent ack2"]
+    run(flow, [(0.003, ack(3)), (0.004, ack(3))], log)  # a duplicate ACK: never held
+    assert log[-2:] == ["dropped ack3", "sent ack3"]
+    run(flow, [(0.005, ack(4)), (0.006, ack(5, flags=ACK | ECE))], log)
+    assert log[-2:] == ["dropped ack4", "sent ack5"]
+    run(flow, [(0.007, ack(6, sack=((1000 + 8 * MSS, 1000 + 9 * MSS),)))], log)
+    assert log[-1] == "sent ack6"  # SACK news (the ECE change back comes later in the rule order)
+    assert flow.stats.released_kept == {
+        "first_ack": 1,
+        "flags": 1,
+        "dup_ack": 1,
+        "ece_cwr_change": 1,
+        "sack_news": 1,
+    }
+
+
+def test_fin_and_data_are_never_held_and_supersede() -> None:
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=100))
+    run(flow, [(0.0, ack(1)), (0.001, ack(2))], log)
+    flow.on_outgoing(replace(ack(3), flags=ACK | FIN), Pkt("fin", log), 0.002)
+    assert log == ["sent ack1", "dropped ack2", "sent fin"]
+
+
+def test_rtt_from_echoed_timestamps() -> None:
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=1))
+    run(flow, [(0.0, ack(1))], log)  # released with TSval 51
+    echoed = replace(data(1, 0.03), ts_ecr=51)
+    flow.on_incoming(echoed, 0.03)
+    assert abs(flow.policy.rtt.min_s - 0.03) < 1e-9
+
+
+def test_flush_releases_what_is_held() -> None:
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=100))
+    run(flow, [(0.0, ack(1)), (0.001, ack(2))], log)
+    flow.flush()
+    assert log == ["sent ack1", "sent ack2"]

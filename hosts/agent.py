@@ -1,0 +1,188 @@
+"""The end-host ACK agent: NFQUEUE on the receiver's real path, one ReceiverFlow per flow.
+
+    python -m ackwise.hosts.agent --policy every_d --param d=4 --port 5001 [--stats FILE]
+
+Run inside the receiving host's network namespace, as root. It installs, for each --port (the
+receiver's listening port), an INPUT rule queueing the incoming segments (only observed, accepted
+at once, never altered) and an OUTPUT rule queueing the outgoing ones (pure ACKs may be held or
+superseded), both with --queue-bypass: if the agent is gone, traffic flows as if it never was.
+It removes exactly those rules when it stops (SIGTERM, SIGINT), releasing anything it holds, and
+writes its counters as JSON to --stats.
+
+With --quickack the routes of the namespace get `quickack 1` for the agent's lifetime, so that the
+kernel produces one ACK per segment and the policy, not delayed ACK, decides the ACK rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ackwise.packets import parse_ipv4_tcp
+
+from .kernel import set_quickack
+from .policies import make_policy
+from .receiver import ReceiverFlow
+
+FlowId = tuple[str, int, int]  # remote address, remote port, local port
+
+
+class Agent:
+    def __init__(
+        self, policy: str, params: dict[str, str], ports: list[int], queue_base: int, idle_s: float
+    ) -> None:
+        make_policy(policy, params)  # refuse bad parameters before touching the namespace
+        self.policy, self.params, self.ports = policy, params, ports
+        self.queue_in, self.queue_out = queue_base, queue_base + 1
+        self.idle_s = idle_s
+        self.flows: dict[FlowId, ReceiverFlow] = {}
+        self.rules: list[list[str]] = []
+        self.stop_requested = False
+
+    # ---- rules ----
+
+    def install_rules(self) -> None:
+        for port in self.ports:
+            for chain, match, queue in (
+                ("INPUT", "--dport", self.queue_in),
+                ("OUTPUT", "--sport", self.queue_out),
+            ):
+                rule = [
+                    chain,
+                    "-p",
+                    "tcp",
+                    match,
+                    str(port),
+                    "-j",
+                    "NFQUEUE",
+                    "--queue-num",
+                    str(queue),
+                    "--queue-bypass",
+                ]
+                subprocess.run(["iptables", "-I", *rule], check=True)
+                self.rules.append(rule)
+
+    def remove_rules(self) -> None:
+        while self.rules:
+            subprocess.run(["iptables", "-D", *self.rules.pop()], stderr=subprocess.DEVNULL)
+
+    # ---- packets ----
+
+    def flow(self, flow_id: FlowId) -> ReceiverFlow:
+        if flow_id not in self.flows:
+            self.flows[flow_id] = ReceiverFlow(make_policy(self.policy, self.params), self.idle_s)
+        return self.flows[flow_id]
+
+    def incoming(self, pkt: Any) -> None:
+        seg = parse_ipv4_tcp(pkt.get_payload(), time.monotonic())
+        pkt.accept()  # data is never held, altered or dropped
+        if seg is not None:
+            self.flow((seg.src, seg.sport, seg.dport)).on_incoming(seg, seg.time)
+
+    def outgoing(self, pkt: Any) -> None:
+        seg = parse_ipv4_tcp(pkt.get_payload(), time.monotonic())
+        if seg is None:
+            pkt.accept()
+            return
+        self.flow((seg.dst, seg.dport, seg.sport)).on_outgoing(seg, pkt, seg.time)
+
+    # ---- loop ----
+
+    def run(self) -> None:
+        from netfilterqueue import NetfilterQueue
+
+        nfq_in, nfq_out = NetfilterQueue(), NetfilterQueue()
+        nfq_in.bind(self.queue_in, self.incoming)
+        nfq_out.bind(self.queue_out, self.outgoing)
+        fds = {nfq_in.get_fd(): nfq_in, nfq_out.get_fd(): nfq_out}
+        try:
+            self.install_rules()
+            print("ready", flush=True)
+            while not self.stop_requested:
+                now = time.monotonic()
+                for flow in self.flows.values():
+                    flow.on_timer(now)
+                dues = [d for f in self.flows.values() if (d := f.next_due()) is not None]
+                timeout = max(0.0, min(dues) - time.monotonic()) if dues else 0.5
+                try:
+                    readable, _, _ = select.select(list(fds), [], [], min(timeout, 0.5))
+                except InterruptedError:
+                    continue
+                for fd in readable:
+                    fds[fd].run(block=False)
+        finally:
+            self.remove_rules()
+            for flow in self.flows.values():
+                flow.flush()
+            nfq_in.unbind()
+            nfq_out.unbind()
+
+    def report(self) -> dict[str, Any]:
+        flows = {
+            f"{addr}:{rport} > :{lport}": asdict(flow.stats) | {"policy_state": _policy_state(flow)}
+            for (addr, rport, lport), flow in self.flows.items()
+        }
+        return {"policy": self.policy, "params": self.params, "ports": self.ports, "flows": flows}
+
+
+def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
+    p = flow.policy
+    state: dict[str, Any] = {
+        "mss": p.mss,
+        "srtt_s": p.rtt.srtt_s,
+        "rtt_min_s": p.rtt.min_s,
+        "cwnd_estimate": p.cwnd.estimate(),
+    }
+    for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s"):
+        if hasattr(p, name):
+            state[name] = getattr(p, name)
+    return state
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--policy", required=True)
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--port", type=int, action="append", required=True, help="the receiver's listening port"
+    )
+    parser.add_argument("--queue-base", type=int, default=10, help="NFQUEUE numbers used: this and the next")
+    parser.add_argument("--idle-ms", type=float, default=1000)
+    parser.add_argument("--quickack", action="store_true", help="one kernel ACK per segment while running")
+    parser.add_argument("--stats", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        params = dict(p.split("=", 1) for p in args.param)
+        agent = Agent(args.policy, params, args.port, args.queue_base, args.idle_ms / 1000)
+    except ValueError as exc:
+        print(f"agent: {exc}", file=sys.stderr)
+        return 2
+
+    def stop(*_: object) -> None:
+        agent.stop_requested = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    routes = set_quickack(True) if args.quickack else []
+    try:
+        agent.run()
+    finally:
+        if routes:
+            set_quickack(False, routes)
+        if args.stats:
+            args.stats.write_text(json.dumps(agent.report(), indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,446 @@
+"""End-host ACK policies: pure decision logic, events in, decisions out, no I/O.
+
+The agent (hosts/agent.py) sees the receiver's data segments arrive and its kernel's pure ACKs
+leave. For each ACK the safety contract does not already keep, it asks the flow's policy whether
+to release it now or hold it until a due time. A held ACK is superseded by the next one (which
+inherits the earlier due time), so an ACK is never delayed past its due time and never sent after
+a newer one. Times are seconds (float), sequence numbers 32-bit serial numbers, lengths bytes.
+
+Policies and their sources:
+    every_d      Landstrom et al., A4L4 / A8L8: one ACK per d segments, maximum delay
+    dynamic_d    Altman and Jimenez: d = 1, 2, 3, 4 past 2, 5, 9 segments
+    acc          RFC 3449 ACC at the receiver: d doubles on CE, -1 per quiet RTT, >= 2 ACKs per window
+    smartacking  smartacking (section 3): delay = LastSegmentTime - alpha * RTT; Figure 1's EstimateCwnd
+    tack         TACK: f = min(bw / (L * MSS), beta / RTTmin)
+    4w           Landstrom et al., 4W: four ACKs per (estimated) send window
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ackwise.serial import seq_diff, seq_gt
+
+MAX_ACK_DELAY_S = 0.2  # TCP's (and the smartacking paper's) bound on how long an ACK may wait
+DEFAULT_MSS = 1448
+DEFAULT_RTT_S = 0.1  # until the receiver has a sample
+
+
+@dataclass(frozen=True)
+class Release:
+    """Send the ACK now."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Keep the ACK until ``until`` (unless a newer ACK supersedes it)."""
+
+    until: float
+
+
+Decision = Release | Hold
+RELEASE = Release()
+
+
+@dataclass(frozen=True)
+class DataArrival:
+    t: float
+    seq: int
+    length: int
+    ce: bool = False
+    in_order: bool = True  # starts at the receiver's next expected byte
+
+
+# ---- estimates a receiver can make on its own ----
+
+
+@dataclass
+class RttEstimator:
+    """The receiver's RTT from its handshake and from timestamps echoed in the sender's data."""
+
+    srtt_s: float | None = None
+    min_s: float | None = None
+
+    def sample(self, rtt_s: float) -> None:
+        if rtt_s <= 0:
+            return
+        self.srtt_s = rtt_s if self.srtt_s is None else 0.875 * self.srtt_s + 0.125 * rtt_s
+        self.min_s = rtt_s if self.min_s is None else min(self.min_s, rtt_s)
+
+    @property
+    def srtt(self) -> float:
+        return self.srtt_s if self.srtt_s is not None else DEFAULT_RTT_S
+
+    @property
+    def rtt_min(self) -> float:
+        return self.min_s if self.min_s is not None else DEFAULT_RTT_S
+
+
+@dataclass
+class CwndEstimator:
+    """The sender's congestion window in segments, estimated at the receiver for NewReno: the
+    EstimateCwnd procedure of the smartacking paper's Figure 1, with its per-RTT update."""
+
+    starting_cwnd: int = 1  # > -1 while in the initial slow start
+    past_ssthresh: bool = False
+    cwnd_est: float = 0.0
+    ssthresh_est: int = 2
+    segments_this: int = 0
+    segments_last: int = 0
+    acks_this: int = 0
+    acks_last: int = 0
+    cwnd_if_slow_start: int = 0
+    seen_loss_this_interval: bool = False
+    seen_loss_recently: bool = False
+
+    def estimate(self) -> int:
+        if self.starting_cwnd > -1:
+            return self.starting_cwnd
+        if self.past_ssthresh:
+            return int(self.cwnd_est)
+        total = self.segments_last + self.acks_last + self.acks_this
+        if total > self.ssthresh_est:
+            return max(self.ssthresh_est, self.segments_last) + 2
+        return total
+
+    def non_duplicate_ack_sent(self) -> None:
+        self.acks_this += 1
+        if self.starting_cwnd > -1:
+            self.starting_cwnd += 1
+        if self.cwnd_est > 0:
+            self.cwnd_est += 1.0 / self.cwnd_est
+
+    def third_duplicate_ack_sent(self) -> None:
+        self.starting_cwnd = -1
+        self.seen_loss_this_interval = True
+
+    def in_order_segment(self) -> None:
+        self.segments_this += 1
+
+    def once_per_rtt(self) -> None:
+        if (
+            not self.past_ssthresh
+            and self.cwnd_if_slow_start > self.segments_this + 2
+            and self.acks_last > 2
+            and not self.seen_loss_recently
+        ):
+            self.past_ssthresh = True  # switching to congestion avoidance
+            self.cwnd_est = self.segments_this + 1
+        if self.segments_this == 0 and self.segments_last == 0:
+            self.seen_loss_this_interval = True
+        if self.seen_loss_this_interval and not self.seen_loss_recently:
+            self.ssthresh_est = max(self.estimate() // 2, 2)
+            self.starting_cwnd = -1
+            self.past_ssthresh = False
+        if self.segments_this > 1:
+            self.seen_loss_recently = self.seen_loss_this_interval
+        self.seen_loss_this_interval = False
+        self.cwnd_if_slow_start = self.segments_last + self.acks_last + self.acks_this
+        self.segments_last, self.acks_last = self.segments_this, self.acks_this
+        self.segments_this = self.acks_this = 0
+
+
+# ---- the policies ----
+
+
+@dataclass
+class AckPolicy(ABC):
+    """What every policy knows about its flow: MSS, the ACKs it released, RTT and window estimates."""
+
+    name: ClassVar[str]
+    mss: int = DEFAULT_MSS
+    max_delay_s: float = MAX_ACK_DELAY_S
+    rtt: RttEstimator = field(default_factory=RttEstimator)
+    cwnd: CwndEstimator = field(default_factory=CwndEstimator)
+    first_ack: int | None = None
+    last_released_ack: int | None = None
+    last_release_t: float | None = None
+    highest_received: int | None = None  # end of the highest data received
+    next_tick_t: float | None = None
+
+    def on_data(self, ev: DataArrival) -> None:
+        end = (ev.seq + ev.length) % 2**32
+        if self.highest_received is None or seq_gt(end, self.highest_received):
+            self.highest_received = end
+        if ev.in_order:
+            self.cwnd.in_order_segment()
+        self._tick(ev.t)
+
+    def on_release(self, t: float, ack: int) -> None:
+        if self.first_ack is None:
+            self.first_ack = ack
+        if self.last_released_ack is None or seq_gt(ack, self.last_released_ack):
+            self.cwnd.non_duplicate_ack_sent()
+            self.last_released_ack = ack
+        self.last_release_t = t
+        self._tick(t)
+
+    def on_third_duplicate_ack(self) -> None:
+        self.cwnd.third_duplicate_ack_sent()
+
+    def _tick(self, t: float) -> None:
+        """The window estimator's once-per-RTT update, run for each RTT that passed."""
+        if self.next_tick_t is None:
+            self.next_tick_t = t + self.rtt.srtt
+            return
+        while t >= self.next_tick_t:
+            self.cwnd.once_per_rtt()
+            self.next_tick_t += self.rtt.srtt
+
+    def acked_since_release(self, ack: int) -> int:
+        return 0 if self.last_released_ack is None else seq_diff(ack, self.last_released_ack)
+
+    def hold(self, t: float) -> Hold:
+        return Hold(t + self.max_delay_s)
+
+    @abstractmethod
+    def decide(self, t: float, ack: int) -> Decision:
+        """For a pure ACK the safety contract lets the policy hold."""
+
+
+@dataclass
+class EveryD(AckPolicy):
+    """One ACK per d full-sized segments received (A4L4 with d = 4), none held past max_delay_s."""
+
+    name: ClassVar[str] = "every_d"
+    d: int = 2
+
+    def current_d(self, t: float, ack: int) -> int:
+        return self.d
+
+    def decide(self, t: float, ack: int) -> Decision:
+        if self.last_released_ack is None:
+            return RELEASE
+        if self.acked_since_release(ack) >= self.current_d(t, ack) * self.mss:
+            return RELEASE
+        return self.hold(t)
+
+
+@dataclass
+class DynamicD(EveryD):
+    """d = 1, 2, 3, 4 as the segments acknowledged since the flow's first ACK cross l1, l2, l3."""
+
+    name: ClassVar[str] = "dynamic_d"
+    l1: int = 2
+    l2: int = 5
+    l3: int = 9
+
+    def current_d(self, t: float, ack: int) -> int:
+        segments = 0 if self.first_ack is None else seq_diff(ack, self.first_ack) // self.mss
+        return 1 if segments < self.l1 else 2 if segments < self.l2 else 3 if segments < self.l3 else 4
+
+
+@dataclass
+class ReceiverAcc(EveryD):
+    """ACC at the receiver: d doubles on a CE-marked data segment, at most once per RTT, and falls
+    by one per RTT without; d <= max(1, estimated window / 2) keeps two ACKs per window."""
+
+    name: ClassVar[str] = "acc"
+    d: int = 1
+    d_cap: int = 64
+    signal_pending: bool = False
+    changed_t: float | None = None
+    signals: int = 0
+
+    def on_data(self, ev: DataArrival) -> None:
+        super().on_data(ev)
+        if ev.ce:
+            self.signal_pending = True
+
+    def current_d(self, t: float, ack: int) -> int:
+        rtt = self.rtt.srtt
+        rtt_passed = self.changed_t is None or t - self.changed_t >= rtt
+        if self.signal_pending:
+            self.signal_pending = False
+            if rtt_passed:
+                self.d *= 2
+                self.changed_t = t
+                self.signals += 1
+        elif rtt_passed and self.d > 1:
+            self.d -= 1
+            self.changed_t = (self.changed_t or t) + rtt
+        self.d = max(1, min(self.d, self.d_cap, max(1, self.cwnd.estimate() // 2)))
+        return self.d
+
+
+@dataclass
+class FourW(EveryD):
+    """Four ACKs per send window (the window estimated as for smartacking)."""
+
+    name: ClassVar[str] = "4w"
+    acks_per_window: int = 4
+
+    def current_d(self, t: float, ack: int) -> int:
+        return max(1, self.cwnd.estimate() // self.acks_per_window)
+
+
+@dataclass
+class Smartacking(AckPolicy):
+    """ACK now while the bottleneck is underused, otherwise delay the ACK until just before the
+    sender would run out of window: delay = LastSegmentTime - alpha * RTT, with
+    LastSegmentTime = (CwndEst + LastACKed - LastReceived) * ISAT (segments)."""
+
+    name: ClassVar[str] = "smartacking"
+    alpha: float = 1.0
+    extended: bool = False  # the paper's extended-alpha variant (section 4.1)
+    isat_s: float | None = None
+    last_arrival_t: float | None = None
+    outliers_in_a_row: int = 0
+    # extended smartacking
+    beta: float = 1.0
+    gamma: int = 0
+    alpha_frozen: bool = True  # alpha is not reduced before the third duplicate ACK
+    last_cwnd_estimate: int = 0
+
+    ISAT_GAIN: ClassVar[float] = 0.25
+    OUTLIER_FACTOR: ClassVar[float] = 3.0
+    MAX_OUTLIERS_IGNORED: ClassVar[int] = 2
+
+    def on_data(self, ev: DataArrival) -> None:
+        if ev.in_order and self.last_arrival_t is not None:
+            self._isat_sample(ev.t - self.last_arrival_t)
+        if ev.in_order:
+            self.last_arrival_t = ev.t
+        super().on_data(ev)
+
+    def _isat_sample(self, gap: float) -> None:
+        # The first segment of a window arrives after the gap between windows: not an
+        # inter-segment time. A gap of more than half an RTT marks it.
+        if gap > self.rtt.srtt / 2:
+            return
+        if self.isat_s is None:
+            self.isat_s = gap
+            return
+        if gap >= self.OUTLIER_FACTOR * self.isat_s and self.outliers_in_a_row < self.MAX_OUTLIERS_IGNORED:
+            self.outliers_in_a_row += 1
+            return
+        self.outliers_in_a_row = 0
+        self.isat_s += self.ISAT_GAIN * (gap - self.isat_s)
+
+    def last_segment_time(self) -> float | None:
+        if self.isat_s is None or self.highest_received is None or self.last_released_ack is None:
+            return None
+        expected = self.cwnd.estimate() + (seq_diff(self.last_released_ack, self.highest_received) / self.mss)
+        return max(0.0, expected) * self.isat_s
+
+    def decide(self, t: float, ack: int) -> Decision:
+        lst = self.last_segment_time()
+        budget = self.alpha * self.rtt.srtt
+        if lst is None or lst < budget:
+            return RELEASE
+        return Hold(t + min(lst - budget, self.max_delay_s))
+
+    def on_third_duplicate_ack(self) -> None:
+        super().on_third_duplicate_ack()
+        self.alpha_frozen = False
+
+    def on_release(self, t: float, ack: int) -> None:
+        single = self.last_released_ack is not None and seq_diff(ack, self.last_released_ack) <= self.mss
+        super().on_release(t, ack)
+        if not self.extended:
+            return
+        estimate = self.cwnd.estimate()
+        if not self.alpha_frozen and estimate < self.last_cwnd_estimate:
+            self.beta = self.alpha  # the level alpha climbs back to, as ssthresh for cwnd
+            self.alpha *= 0.9
+        self.last_cwnd_estimate = estimate
+        self.gamma += 1 if single else -1
+        if self.gamma < 0 and -self.gamma > 4 * max(1, estimate):
+            self.gamma = 0
+            self.alpha = (
+                min(1.0, self.alpha + 0.05) if self.beta > self.alpha else max(0.0, self.alpha - 0.01)
+            )
+
+
+@dataclass
+class Tack(AckPolicy):
+    """TACK: ACK frequency f = min(bw / (L * MSS), beta / RTTmin), so one ACK per
+    max(L * MSS / bw, RTTmin / beta). bw is the receiver's windowed-max delivery rate."""
+
+    name: ClassVar[str] = "tack"
+    beta: int = 4
+    L: int = 2
+    window_bytes: int = 0
+    window_start_t: float | None = None
+    bw_bytes_per_s: float | None = None
+
+    def on_data(self, ev: DataArrival) -> None:
+        super().on_data(ev)
+        if self.window_start_t is None:
+            self.window_start_t = ev.t
+        self.window_bytes += ev.length
+        span = ev.t - self.window_start_t
+        if span >= self.rtt.rtt_min:  # one delivery-rate sample per RTTmin
+            rate = self.window_bytes / span
+            self.bw_bytes_per_s = (
+                rate if self.bw_bytes_per_s is None else max(rate, 0.9 * self.bw_bytes_per_s)
+            )
+            self.window_start_t, self.window_bytes = ev.t, 0
+
+    def interval(self) -> float:
+        by_time = self.rtt.rtt_min / self.beta
+        by_bytes = self.L * self.mss / self.bw_bytes_per_s if self.bw_bytes_per_s else 0.0
+        return max(by_time, by_bytes)
+
+    def decide(self, t: float, ack: int) -> Decision:
+        if self.last_release_t is None:
+            return RELEASE
+        due = self.last_release_t + self.interval()
+        if t >= due:
+            return RELEASE
+        return Hold(min(due, t + self.max_delay_s))
+
+
+POLICIES: dict[str, type[AckPolicy]] = {
+    cls.name: cls for cls in (EveryD, DynamicD, ReceiverAcc, Smartacking, Tack, FourW)
+}
+# The kernel's own behaviour, without the agent.
+KERNEL_BASELINES = ("delayed", "quickack")
+
+
+TUNABLE = (
+    "mss",
+    "max_delay_s",
+    "d",
+    "l1",
+    "l2",
+    "l3",
+    "d_cap",
+    "alpha",
+    "extended",
+    "beta",
+    "L",
+    "acks_per_window",
+)
+
+
+def make_policy(name: str, params: dict[str, str]) -> AckPolicy:
+    """``every_d``, ``{"d": "4"}`` -> a policy, with its parameters typed and checked."""
+    if name not in POLICIES:
+        raise ValueError(
+            f"unknown host policy {name!r}; known: {', '.join(POLICIES)} "
+            f"(kernel baselines without the agent: {', '.join(KERNEL_BASELINES)})"
+        )
+    cls = POLICIES[name]
+    fields_ = {f.name: f for f in cls.__dataclass_fields__.values() if f.name in TUNABLE}
+    values: dict[str, object] = {}
+    for key, text in params.items():
+        if key not in fields_:
+            raise ValueError(f"{name} has no parameter {key!r} (it takes: {', '.join(sorted(fields_))})")
+        default = fields_[key].default
+        try:
+            if isinstance(default, bool):
+                values[key] = text.lower() in ("1", "true", "yes", "on")
+            elif isinstance(default, int):
+                values[key] = int(text)
+                if values[key] < 1:  # type: ignore[operator]
+                    raise ValueError(f"{name} {key} must be at least 1")
+            else:
+                values[key] = float(text)
+        except ValueError as exc:
+            raise ValueError(
+                str(exc) if "at least" in str(exc) else f"{name} {key}={text!r}: not a number"
+            ) from None
+    return cls(**values)  # type: ignore[arg-type]

@@ -1,0 +1,235 @@
+"""One receiving flow as the agent sees it: the data coming in, the kernel's ACKs going out.
+
+Computes the safety contract's facts (ackwise.safety, the same definition as the switch's) for each
+pure ACK, asks the flow's policy about the others, and holds at most one ACK: a newer ACK
+supersedes a held one (which is dropped, its due time inherited), so an ACK is never sent after a
+newer one and never later than its due time. Packets are opaque handles with accept() and drop().
+
+At the receiver every ACK acknowledges all data received so far, so the contract's end-of-burst
+rule (acks_all_data) cannot be the switch's; it is met by the hold timer instead: no held ACK
+outlives its due time unless a newer ACK carrying its news has been released.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ackwise.packets import ACK, CWR, ECE, FIN, PSH, RST, SYN, URG, TcpSegment
+from ackwise.safety import AckFacts, KeepReason, keep_reason
+from ackwise.serial import seq_geq, seq_gt, seq_leq, seq_lt
+
+from .policies import AckPolicy, DataArrival, Hold
+
+
+class PacketHandle(Protocol):
+    def accept(self) -> None: ...
+
+    def drop(self) -> None: ...
+
+
+@dataclass
+class Held:
+    pkt: PacketHandle
+    seg: TcpSegment
+    due: float
+
+
+@dataclass
+class FlowStats:
+    data_segments: int = 0
+    acks_seen: int = 0
+    released_kept: dict[str, int] = field(default_factory=dict)  # by safety reason
+    released_by_policy: int = 0
+    released_on_timer: int = 0
+    superseded: int = 0
+    other_segments: int = 0
+
+
+class ReceiverFlow:
+    def __init__(self, policy: AckPolicy, idle_s: float = 1.0) -> None:
+        self.policy = policy
+        self.idle_s = idle_s
+        self.stats = FlowStats()
+        self.held: Held | None = None
+        self.rcv_nxt: int | None = None
+        self.last_activity: float | None = None
+        # the previous ACK, for the contract's facts
+        self.ack_last: int | None = None
+        self.window_last = 0
+        self.ece_cwr_last = 0
+        self.ws_shift = 0
+        self.sack_first: tuple[int, int] | None = None
+        self.sack_high: int | None = None
+        self.ts_val_max: int | None = None
+        self.ts_ecr_max: int | None = None
+        self.dup_acks_in_a_row = 0
+        # RTT at the receiver: SYN-ACK -> handshake ACK, released TSval -> echoed TSecr
+        self.synack_t: float | None = None
+        self.released_ts: OrderedDict[int, float] = OrderedDict()
+
+    # ---- incoming ----
+
+    def on_incoming(self, seg: TcpSegment, t: float) -> None:
+        self.last_activity = t
+        if self.synack_t is not None and seg.flags & SYN == 0 and seg.flags & ACK:
+            self.policy.rtt.sample(t - self.synack_t)
+            self.synack_t = None
+        if seg.ts_ecr is not None and seg.ts_ecr in self.released_ts:
+            self.policy.rtt.sample(t - self.released_ts[seg.ts_ecr])
+            while self.released_ts and next(iter(self.released_ts)) != seg.ts_ecr:
+                self.released_ts.popitem(last=False)
+            self.released_ts.popitem(last=False)
+        if seg.payload_len == 0:
+            return
+        self.stats.data_segments += 1
+        in_order = self.rcv_nxt is None or seg.seq == self.rcv_nxt
+        end = (seg.seq + seg.payload_len) % 2**32
+        if self.rcv_nxt is None or (seq_leq(seg.seq, self.rcv_nxt) and seq_gt(end, self.rcv_nxt)):
+            self.rcv_nxt = end
+        self.policy.on_data(DataArrival(t, seg.seq, seg.payload_len, ce=seg.ecn == 3, in_order=in_order))
+
+    # ---- outgoing ----
+
+    def on_outgoing(self, seg: TcpSegment, pkt: PacketHandle, t: float) -> None:
+        if seg.flags & SYN:
+            self.synack_t = t
+            if seg.ws_shift is not None:
+                self.ws_shift = seg.ws_shift
+        if not seg.is_pure_ack:  # data, SYN, FIN, RST: never held
+            self.stats.other_segments += 1
+            self._supersede(seg)
+            pkt.accept()
+            self._remember(seg)
+            return
+        self.stats.acks_seen += 1
+        reason = keep_reason(self.facts(seg, t))
+        if reason is not KeepReason.NONE:
+            self.stats.released_kept[reason.name.lower()] = (
+                self.stats.released_kept.get(reason.name.lower(), 0) + 1
+            )
+            self._release_now(seg, pkt, t)
+        else:
+            decision = self.policy.decide(t, seg.ack)
+            if isinstance(decision, Hold):
+                due = decision.until
+                if self.held is not None:
+                    due = min(due, self.held.due)
+                    self._drop_held()
+                self.held = Held(pkt, seg, due)
+            else:
+                self.stats.released_by_policy += 1
+                self._release_now(seg, pkt, t)
+        self._remember(seg)
+
+    def facts(self, seg: TcpSegment, t: float) -> AckFacts:
+        valid = self.ack_last is not None
+        ece_cwr = seg.flags & (ECE | CWR)
+        mss = self.policy.mss
+        sack_first = seg.sack[0] if seg.sack else None
+        dsack = bool(seg.sack) and (
+            seq_lt(seg.sack[0][0], seg.ack)
+            or (
+                len(seg.sack) >= 2
+                and seq_geq(seg.sack[0][0], seg.sack[1][0])
+                and seq_leq(seg.sack[0][1], seg.sack[1][1])
+            )
+        )
+        return AckFacts(
+            flags_keep=seg.flags & (SYN | FIN | RST | URG | PSH) != 0,
+            has_payload=seg.payload_len > 0,
+            first_ack=not valid,
+            window_update=valid and seg.ack == self.ack_last and seg.window != self.window_last,
+            dup_ack=valid and not seq_gt(seg.ack, self.ack_last),  # type: ignore[arg-type]
+            dsack=dsack,
+            sack_news=sack_first is not None
+            and (
+                sack_first != self.sack_first
+                or self.sack_high is None
+                or seq_gt(sack_first[1], self.sack_high)
+            ),
+            ece_cwr_change=valid and ece_cwr != self.ece_cwr_last,
+            window_reopen=valid
+            and (self.window_last << self.ws_shift) < mss <= (seg.window << self.ws_shift),
+            unknown_option=seg.unknown_option,
+            ts_reordered=seg.ts_val is not None
+            and self.ts_val_max is not None
+            and (
+                seq_lt(seg.ts_val, self.ts_val_max)
+                or (
+                    seg.ts_ecr is not None
+                    and self.ts_ecr_max is not None
+                    and seq_lt(seg.ts_ecr, self.ts_ecr_max)
+                )
+            ),
+            idle=self.last_activity is not None and t - self.last_activity > self.idle_s and valid,
+            acks_all_data=False,  # met by the hold timer at the receiver (module docstring)
+        )
+
+    def _remember(self, seg: TcpSegment) -> None:
+        if seg.flags & ACK == 0:
+            return
+        if self.ack_last is not None and not seq_gt(seg.ack, self.ack_last) and seg.is_pure_ack:
+            self.dup_acks_in_a_row += 1
+            if self.dup_acks_in_a_row == 3:
+                self.policy.on_third_duplicate_ack()
+        else:
+            self.dup_acks_in_a_row = 0
+        if self.ack_last is None or seq_gt(seg.ack, self.ack_last):
+            self.ack_last = seg.ack
+        self.window_last = seg.window
+        self.ece_cwr_last = seg.flags & (ECE | CWR)
+        if seg.sack:
+            self.sack_first = seg.sack[0]
+            if self.sack_high is None or seq_gt(seg.sack[0][1], self.sack_high):
+                self.sack_high = seg.sack[0][1]
+        else:
+            self.sack_first = None
+        if seg.ts_val is not None:
+            if self.ts_val_max is None or seq_gt(seg.ts_val, self.ts_val_max):
+                self.ts_val_max = seg.ts_val
+            if seg.ts_ecr is not None and (self.ts_ecr_max is None or seq_gt(seg.ts_ecr, self.ts_ecr_max)):
+                self.ts_ecr_max = seg.ts_ecr
+
+    # ---- holding and releasing ----
+
+    def _supersede(self, seg: TcpSegment) -> None:
+        """A segment carrying an ACK at least as new as the held one makes it redundant."""
+        if self.held is not None and seg.flags & ACK and seq_geq(seg.ack, self.held.seg.ack):
+            self._drop_held()
+
+    def _drop_held(self) -> None:
+        assert self.held is not None
+        self.held.pkt.drop()
+        self.held = None
+        self.stats.superseded += 1
+
+    def _release_now(self, seg: TcpSegment, pkt: PacketHandle, t: float) -> None:
+        if self.held is not None:
+            self._drop_held()  # older than this one: never sent after it
+        pkt.accept()
+        self._released(seg, t)
+
+    def _released(self, seg: TcpSegment, t: float) -> None:
+        self.policy.on_release(t, seg.ack)
+        if seg.ts_val is not None and seg.ts_val not in self.released_ts:
+            self.released_ts[seg.ts_val] = t
+            while len(self.released_ts) > 64:
+                self.released_ts.popitem(last=False)
+
+    def next_due(self) -> float | None:
+        return self.held.due if self.held is not None else None
+
+    def on_timer(self, t: float) -> None:
+        if self.held is not None and self.held.due <= t:
+            held, self.held = self.held, None
+            held.pkt.accept()
+            self.stats.released_on_timer += 1
+            self._released(held.seg, t)
+
+    def flush(self) -> None:
+        """Release whatever is held (the agent is stopping): nothing is lost."""
+        if self.held is not None:
+            self.held.pkt.accept()
+            self.held = None

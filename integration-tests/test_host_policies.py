@@ -1,0 +1,109 @@
+"""End-host ACK policies on the Mininet dumbbell: each completes a transfer byte-exact, the pure
+ACKs on the receiver's uplink follow the policy, and a killed agent does not stop the transfer."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from ackwise.experiments.traffic import Capture, TcpSampler, Transfer, run_transfers
+from ackwise.hosts.mininet_agent import HostAgent
+from ackwise.topologies.testbed import Testbed
+
+from ackwise import ecn
+
+SIZE = 2_000_000
+SEGMENTS = -(-SIZE // 1448)
+CASES = {
+    "delayed": {},
+    "quickack": {},
+    "every_d": {"d": "4"},
+    "dynamic_d": {},
+    "acc": {},
+    "smartacking": {},
+    "smartacking-extended": {"extended": "yes"},
+    "tack": {},
+    "4w": {},
+}
+
+
+def receiver_uplink(testbed: Testbed) -> str:
+    s2 = testbed.switch("s2")
+    return s2.data_ports()[s2.port_to("r1")]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_policy_on_the_receiver(case: str) -> None:
+    policy = case.split("-")[0]
+    with Testbed.create("dumbbell", fwd_delay_ms=10, rev_delay_ms=10) as testbed:
+        sender, receiver = testbed.host("h1"), testbed.host("r1")
+        sender_ip, receiver_ip = sender.IP(), receiver.IP()
+        agent = HostAgent(receiver, policy, CASES[case]).start()
+        capture = Capture(receiver_uplink(testbed))
+        sampler = TcpSampler(sender, receiver_ip).start()
+        (result,) = run_transfers([(sender, receiver)], SIZE)
+        tcp = sampler.stop()
+        report = agent.stop()
+        directions = capture.stop()
+    data = sum(s.data_segments for d, s in directions.items() if d.startswith(f"{sender_ip}:"))
+    acks = sum(s.pure_acks for d, s in directions.items() if d.startswith(f"{receiver_ip}:"))
+    print(
+        f"{case}: {acks} pure ACKs / {data} data segments = {acks / data:.1%}, completion "
+        f"{result.completion_s:.2f} s, RTOs {tcp['rto_timeouts']}"
+    )
+    assert result.byte_exact
+    assert data == SEGMENTS  # loss-free: nothing retransmitted
+    assert not report.get("agent_died", False)
+    if case == "every_d":
+        assert 0.20 <= acks / data <= 0.30
+    if case == "quickack":
+        assert acks >= 0.95 * data
+    if case == "delayed":
+        assert 0.4 <= acks / data <= 0.75
+
+
+def test_killing_the_agent_does_not_stop_the_transfer() -> None:
+    with Testbed.create("dumbbell", fwd_delay_ms=10, rev_delay_ms=10) as testbed:
+        sender, receiver = testbed.host("h1"), testbed.host("r1")
+        agent = HostAgent(receiver, "every_d", {"d": "4"}).start()
+        transfer = Transfer(sender, receiver, 4_000_000).start()
+        while transfer.progress() < 1_000_000:
+            time.sleep(0.05)
+        agent.kill()
+        result = transfer.wait()
+        report = agent.stop()
+    assert result.byte_exact
+    assert report["agent_died"] is True
+
+
+def test_receiver_acc_reacts_to_ce_marks() -> None:
+    """s1's forward queue marks CE above 10 packets: the receiver's d grows and its ACKs thin."""
+    with Testbed.create(
+        "dumbbell",
+        bottleneck="switch",
+        fwd_queue_pps=826,
+        rev_queue_pps=2000,
+        fwd_delay_ms=10,
+        rev_delay_ms=10,
+    ) as testbed:
+        sender, receiver = testbed.host("h1"), testbed.host("r1")
+        sender_ip, receiver_ip = sender.IP(), receiver.IP()
+        s1 = testbed.switch("s1")
+        with s1.client() as client:
+            ecn.set_threshold(client, s1.port_to("e1"), 10)
+        agent = HostAgent(receiver, "acc", {}).start()
+        capture = Capture(receiver_uplink(testbed))
+        (result,) = run_transfers([(sender, receiver)], SIZE)
+        report = agent.stop()
+        directions = capture.stop()
+    data = sum(s.data_segments for d, s in directions.items() if d.startswith(f"{sender_ip}:"))
+    marked = sum(s.ce_marked for d, s in directions.items() if d.startswith(f"{sender_ip}:"))
+    acks = sum(s.pure_acks for d, s in directions.items() if d.startswith(f"{receiver_ip}:"))
+    (flow,) = report["agent"]["flows"].values()
+    print(
+        f"acc with CE: {marked} CE-marked segments, d reached {flow['policy_state']['d']} after "
+        f"{flow['policy_state']['signals']} signals, {acks / data:.1%} pure ACKs per data segment"
+    )
+    assert result.byte_exact
+    assert marked > 0 and flow["policy_state"]["signals"] > 0
+    assert acks < 0.5 * data
