@@ -53,6 +53,7 @@ class TransferResult:
     sender_sha256: str
     receiver_sha256: str | None
     started_at: float
+    max_stall_s: float | None = None  # longest time the receiver got no new bytes (None: not watched)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -73,12 +74,24 @@ class Transfer:
     ) -> None:
         self.sender, self.receiver = sender, receiver
         self.size_bytes, self.port, self.seed, self.timeout_s = size_bytes, port, seed, timeout_s
-        self._progress = Path(tempfile.mkstemp(prefix="transfer-progress-")[1])
+        self._progress: Path | None = None
         self._recv: subprocess.Popen[str] | None = None
         self._send: subprocess.Popen[str] | None = None
+        self._last_bytes = -1
+        self._last_change: float | None = None
+        self.max_stall_s = 0.0
+
+    def watch(self, now: float) -> None:
+        """Call regularly while the transfer runs: tracks the longest stretch without new bytes."""
+        done = self.progress()
+        if done != self._last_bytes or self._last_change is None:
+            self._last_bytes, self._last_change = done, now
+        elif done < self.size_bytes:
+            self.max_stall_s = max(self.max_stall_s, now - self._last_change)
 
     def start(self) -> Transfer:
         module = "ackwise.experiments.transfer"
+        self._progress = Path(tempfile.mkstemp(prefix="ackwise-transfer-progress-")[1])
         self._recv = self.receiver.popen(
             [
                 PYTHON,
@@ -120,6 +133,8 @@ class Transfer:
         return self
 
     def progress(self) -> int:
+        if self._progress is None:
+            return 0
         try:
             return int(self._progress.read_text() or 0)
         except (OSError, ValueError):
@@ -138,7 +153,7 @@ class Transfer:
             self.kill()
             raise TrafficError(f"transfer {self.sender.name} -> {self.receiver.name} timed out") from exc
         finally:
-            self._progress.unlink(missing_ok=True)
+            self._remove_progress()
         sent = _json_line(send_out + send_err, f"transfer sender on {self.sender.name}")
         if "error" in sent:
             raise TrafficError(f"transfer {self.sender.name} -> {self.receiver.name}: {sent['error']}")
@@ -153,6 +168,7 @@ class Transfer:
             sender_sha256=sent["sha256"],
             receiver_sha256=received.get("sha256"),
             started_at=sent["started_at"],
+            max_stall_s=self.max_stall_s if self._last_change is not None else None,
         )
         if not result.byte_exact:
             raise TrafficError(
@@ -167,6 +183,11 @@ class Transfer:
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        self._remove_progress()
+
+    def _remove_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.unlink(missing_ok=True)
 
 
 def run_transfers(
@@ -188,6 +209,9 @@ def run_transfers(
                 time.sleep(stagger_s)
             t.start()
         while not all(t.done() for t in transfers):
+            now = time.monotonic()
+            for t in transfers:
+                t.watch(now)
             if on_progress is not None:
                 on_progress(transfers)
             time.sleep(0.1)
@@ -196,6 +220,37 @@ def run_transfers(
         return [t.wait() for t in transfers]
     finally:
         for t in transfers:
+            t.kill()
+
+
+def run_transfer_streams(
+    streams: list[list[tuple[Any, Any, int]]], base_port: int = 5001, timeout_s: float = 300
+) -> list[list[TransferResult]]:
+    """Several streams at once, each a sequence of (sender, receiver, size) transfers one after
+    the other; every transfer gets its own port. Results per stream, in order."""
+    results: list[list[TransferResult]] = [[] for _ in streams]
+    queues = [list(stream) for stream in streams]
+    running: dict[int, Transfer] = {}
+    port = base_port
+    try:
+        while any(queues) or running:
+            for i, queue in enumerate(queues):
+                if i not in running and queue:
+                    sender, receiver, size = queue.pop(0)
+                    running[i] = Transfer(
+                        sender, receiver, size, port, seed=port, timeout_s=timeout_s
+                    ).start()
+                    port += 1
+            now = time.monotonic()
+            for i, t in list(running.items()):
+                t.watch(now)
+                if t.done():
+                    results[i].append(t.wait())
+                    del running[i]
+            time.sleep(0.05)
+        return results
+    finally:
+        for t in running.values():
             t.kill()
 
 
@@ -318,12 +373,14 @@ class OnOffUdp:
 
 
 class Capture:
-    """tcpdump of packet headers (TCP only, unless ``bpf`` says otherwise) on one interface, in the
-    root namespace (node=None) or a host's."""
+    """tcpdump of packet headers (TCP only, unless ``bpf`` says otherwise; "" for everything) on one
+    interface, in the root namespace (node=None) or a host's. Without ``directory`` the pcap goes to
+    a temporary directory that ``stop()`` removes unless told to keep it (then ``discard()`` does)."""
 
     def __init__(self, intf: str, node: Any = None, directory: Path | None = None, bpf: str = "tcp") -> None:
         self.intf, self.node = intf, node
-        self.directory = directory or Path(tempfile.mkdtemp(prefix="capture-"))
+        self._own_directory = directory is None
+        self.directory = directory or Path(tempfile.mkdtemp(prefix="ackwise-capture-"))
         self.path = self.directory / f"{intf}.pcap"
         cmd = [
             "tcpdump",
@@ -336,7 +393,7 @@ class Capture:
             "-n",
             "-U",
             "--immediate-mode",
-            "tcp",
+            *([bpf] if bpf else []),
         ]
         popen = node.popen if node is not None else subprocess.Popen
         self.proc = popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -345,9 +402,13 @@ class Capture:
         line = self.proc.stderr.readline()
         if "listening on" not in line:
             self.proc.kill()
+            self.proc.wait()
+            self.discard()
             raise TrafficError(f"tcpdump on {intf} did not start: {line.strip() or 'no output'}")
 
-    def stop(self, settle_s: float = 0.3, timeout_s: float = 10.0) -> dict[str, DirectionStats]:
+    def stop(
+        self, settle_s: float = 0.3, timeout_s: float = 10.0, keep_pcap: bool = False
+    ) -> dict[str, DirectionStats]:
         """Stop once tcpdump has caught up: on a busy machine it can lag behind the traffic, and
         whatever it has not read when interrupted is lost. With --immediate-mode and -U every
         packet is written as it arrives, so the file stops growing when it has caught up."""
@@ -370,12 +431,22 @@ class Capture:
                 _, err = self.proc.communicate()
         dropped = re.search(r"(\d+) packets? dropped by kernel", err or "")
         self.kernel_drops = int(dropped.group(1)) if dropped else 0
-        if self.kernel_drops:
-            raise TrafficError(
-                f"capture on {self.intf} lost {self.kernel_drops} packets in the kernel: "
-                "counts from it would be wrong"
-            )
-        return direction_stats(self.path) if self.path.exists() else {}
+        try:
+            if self.kernel_drops:
+                raise TrafficError(
+                    f"capture on {self.intf} lost {self.kernel_drops} packets in the kernel: "
+                    "counts from it would be wrong"
+                )
+            return direction_stats(self.path) if self.path.exists() else {}
+        finally:
+            if not keep_pcap:
+                self.discard()
+
+    def discard(self) -> None:
+        """Remove the pcap, and its directory if this capture made it."""
+        self.path.unlink(missing_ok=True)
+        if self._own_directory and self.directory.exists():
+            self.directory.rmdir()
 
 
 # ---- sender-side TCP state ----

@@ -29,7 +29,7 @@ class HostAgent:
         if policy not in KERNEL_BASELINES:
             make_policy(policy, self.params)  # bad parameters fail here, not on the host
         self.proc: subprocess.Popen[str] | None = None
-        self.stats_path = Path(tempfile.mkstemp(prefix=f"agent-{host.name}-", suffix=".json")[1])
+        self.stats_path = Path(tempfile.mkstemp(prefix=f"ackwise-agent-{host.name}-", suffix=".json")[1])
         self.died = False
 
     def start(self) -> HostAgent:

@@ -59,6 +59,16 @@ class Netns:
         subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
 
 
+@pytest.fixture(autouse=True)
+def no_files_left_behind() -> Iterator[None]:
+    """Every temporary file and directory the test bed makes is named /tmp/ackwise-*: a test
+    must leave none of its own behind."""
+    before = set(Path("/tmp").glob("ackwise-*"))
+    yield
+    left = sorted(str(p) for p in set(Path("/tmp").glob("ackwise-*")) - before)
+    assert not left, f"left behind: {', '.join(left)}"
+
+
 @pytest.fixture
 def netns(request: pytest.FixtureRequest) -> Iterator[Netns]:
     ns = Netns(f"awit{os.getpid() % 10000}{request.node.name[:6]}")

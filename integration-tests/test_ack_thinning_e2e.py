@@ -9,11 +9,11 @@ flight still unacknowledged beyond it, so the safety contract's end-of-burst rul
 from __future__ import annotations
 
 import pytest
-from ackwise.experiments.traffic import Capture, TcpSampler, run_transfers
-from ackwise.topologies.testbed import Testbed
 
+from ackwise.experiments.traffic import Capture, TcpSampler, run_transfers
 from ackwise.policies import PolicyParams
 from ackwise.thinning import FILTER_STATS, read_flows, set_default_policy
+from ackwise.topologies.testbed import Testbed
 
 SIZE = 2_000_000
 

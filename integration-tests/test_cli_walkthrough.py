@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from conftest import REPO, Netns
 
@@ -35,3 +36,6 @@ def test_readme_walkthrough_runs_as_written(netns: Netns, cli_env: dict[str, str
     assert out.count("forwarding.ipv4_lpm: 0 of 1024 entries") == 1
     assert "stopped simple_switch pid" in out
     assert netns.pids() == [], "the walk-through left processes behind"
+    # Nor files: the state file, the switch's output and its notification socket went with it.
+    assert list(Path(cli_env["ACKWISE_STATE_DIR"]).iterdir()) == []
+    assert not Path("/tmp/ackwise-bmv2-9090-notifications.ipc").exists()

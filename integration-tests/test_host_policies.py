@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 
 import pytest
+
+from ackwise import ecn
 from ackwise.experiments.traffic import Capture, TcpSampler, Transfer, run_transfers
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.topologies.testbed import Testbed
-
-from ackwise import ecn
 
 SIZE = 2_000_000
 SEGMENTS = -(-SIZE // 1448)

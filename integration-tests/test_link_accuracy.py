@@ -7,6 +7,7 @@ import statistics
 import time
 
 import pytest
+
 from ackwise.experiments.traffic import iperf3_bulk, iperf3_goodput_bps
 from ackwise.topologies.testbed import Testbed
 from ackwise.topologies.wireless import preset, saturated_throughput_bps

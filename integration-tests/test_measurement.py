@@ -10,10 +10,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import VENV_BIN
+
 from ackwise.experiments.pcapstats import read_frames
 from ackwise.experiments.traffic import Capture, OnOffUdp, TcpSampler, run_transfers
 from ackwise.topologies.testbed import Testbed
-from conftest import VENV_BIN
 
 
 def test_capture_counts_every_segment_linkem_delivered() -> None:
@@ -28,7 +29,7 @@ def test_capture_counts_every_segment_linkem_delivered() -> None:
         (result,) = run_transfers([(sender, receiver)], size)
         tcp = sampler.stop()
         time.sleep(1)  # the connection's teardown is done: linkem's counters stop moving
-        directions = capture.stop()
+        directions = capture.stop(keep_pcap=True)
         wires = {w["in"]: w for w in testbed.link_stats()["e1"]["wires"]}
     forward = next(s for d, s in directions.items() if d.startswith(f"{sender_ip}:"))
     reverse = next(s for d, s in directions.items() if d.startswith(f"{receiver_ip}:"))
@@ -37,7 +38,10 @@ def test_capture_counts_every_segment_linkem_delivered() -> None:
     assert forward.data_segments == math.ceil(size / 1448)
     assert forward.data_bytes == size
     assert forward.retransmissions == 0 and tcp["retransmitted_segments"] == 0 and tcp["rto_timeouts"] == 0
-    frames = list(read_frames(capture.path))
+    try:
+        frames = list(read_frames(capture.path))
+    finally:
+        capture.discard()
     assert len(frames) == wires["e1-eth1"]["delivered"] + wires["e1-eth2"]["rx"]
     non_tcp = len(frames) - sum(s.data_segments + s.pure_acks + s.other for s in directions.values())
     assert non_tcp <= 2, f"{non_tcp} frames besides the flow's (expected at most interface start-up chatter)"

@@ -6,6 +6,7 @@ import subprocess
 from typing import Any
 
 import pytest
+
 from ackwise.experiments.traffic import iperf3_bulk, iperf3_goodput_bps
 from ackwise.topologies.testbed import Testbed
 

@@ -3,6 +3,7 @@ control plane."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ class BMv2Switch(RootNode):
         cpu_port: int | None = None,
         **params: Any,
     ) -> None:
+        """``cpu_port``: a port wired to a veth pair <name>-cpu / <name>-cpua in the root namespace,
+        the second end for an agent (the AP proxy's repair agent)."""
         RootNode.__init__(self, name, **params)
         self.program = program
         self.thrift_port = thrift_port or free_thrift_port()
@@ -58,8 +61,19 @@ class BMv2Switch(RootNode):
                 return port
         raise KeyError(f"{self.name} has no link to {node_name}")
 
+    @property
+    def cpu_intfs(self) -> tuple[str, str]:
+        return f"{self.name}-cpu", f"{self.name}-cpua"
+
     def start(self, controllers: Any) -> None:
         ports = self.data_ports()
+        if self.cpu_port is not None:
+            switch_side, agent_side = self.cpu_intfs
+            subprocess.run(
+                ["ip", "link", "add", switch_side, "type", "veth", "peer", "name", agent_side], check=True
+            )
+            prepare_root_intf(agent_side)
+            ports[self.cpu_port] = switch_side
         for intf in ports.values():
             prepare_root_intf(intf)
         log_file = str(Path(self.log_dir) / f"{self.name}.log") if self.log_dir else None
@@ -69,7 +83,6 @@ class BMv2Switch(RootNode):
             thrift_port=self.thrift_port,
             log_file=log_file,
             pcap_dir=self.pcap_dir,
-            cpu_port=self.cpu_port,
         )
         self.running = start_switch(spec)
 
@@ -80,6 +93,8 @@ class BMv2Switch(RootNode):
         if self.running is not None:
             self.running.stop()
             self.running = None
+        if self.cpu_port is not None:
+            subprocess.run(["ip", "link", "del", self.cpu_intfs[0]], stderr=subprocess.DEVNULL)
         _taken_thrift_ports.discard(self.thrift_port)
         RootNode.stop(self, deleteIntfs)
 

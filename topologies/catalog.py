@@ -38,12 +38,27 @@ class HostAddressing:
         return {"ip": f"10.0.{i // 250}.{i % 250 + 1}/16", "mac": f"00:00:00:00:{i // 256:02x}:{i % 256:02x}"}
 
 
+@dataclass(frozen=True)
+class ApProxySetting:
+    """An AP switch running ap_proxy: its uplink neighbour, the node its stations hang off, the
+    CPU port wired to the repair agent, the station parameters."""
+
+    switch: str
+    uplink_toward: str
+    wireless_toward: str
+    cpu_port: int
+    stations: tuple[str, ...]
+    budget_bytes: int
+    agent: bool
+
+
 @dataclass
 class TopoMeta:
     name: str
     params: dict[str, Any]
     flows: list[tuple[str, str]] = field(default_factory=list)
     queues: list[QueueSetting] = field(default_factory=list)
+    ap: ApProxySetting | None = None
 
 
 class AckwiseTopo(Topo):
@@ -58,8 +73,8 @@ class AckwiseTopo(Topo):
     def host(self, name: str, cc: str, ecn: bool) -> str:
         return self.addHost(name, cls=AckwiseHost, cc=cc, ecn=ecn, **self.addressing.take())
 
-    def bmv2(self, name: str, program: str, log_dir: str | None) -> str:
-        return self.addSwitch(name, cls=BMv2Switch, program=program, log_dir=log_dir)
+    def bmv2(self, name: str, program: str, log_dir: str | None, cpu_port: int | None = None) -> str:
+        return self.addSwitch(name, cls=BMv2Switch, program=program, log_dir=log_dir, cpu_port=cpu_port)
 
     def wire(self, name: str, a: str, b: str, forward: LinkParams, reverse: LinkParams, backend: str) -> str:
         """A link from a to b through an emulator node (forward = a -> b)."""
@@ -159,8 +174,21 @@ class ParkingLot(AckwiseTopo):
             self.meta.flows.append((h, r))
 
 
+def budget_for_buffer(buffer_pkts: int, n_stations: int, mss: int = 1448) -> int:
+    """A per-station proxy budget whose sum over all stations is half the AP's queue: spoofed
+    ACKs let a sender fill the budget at once, and the queue must also hold repairs."""
+    return max(4, buffer_pkts // (2 * n_stations)) * mss
+
+
 class Wlan(AckwiseTopo):
-    """srv -- wired link -- ap (bmv2) -- one shared wireless medium -- sta1..staN."""
+    """srv -- wired link -- ap (bmv2) -- one shared wireless medium -- sta1..staN.
+
+    With ``proxy=True`` the AP runs ap_proxy with its repair agent on a CPU port (``agent=False``
+    leaves the agent out: the proxy then never spoofs). The per-station budget defaults to half
+    the AP's share of the medium's buffer: with every station busy, what the proxy lets the
+    sender put in flight still fits the AP's queue (docs/ap-proxy.md)."""
+
+    AP_CPU_PORT = 100
 
     def build(
         self,
@@ -173,6 +201,9 @@ class Wlan(AckwiseTopo):
         wired_delay_ms: float = 10.0,
         wired_buffer_pkts: int = 1000,
         program: str = "ack_switch",
+        proxy: bool = False,
+        proxy_budget_bytes: int | None = None,
+        agent: bool = True,
         cc: str = "cubic",
         ecn: bool = True,
         backend: str = "auto",
@@ -182,7 +213,16 @@ class Wlan(AckwiseTopo):
             raise ValueError("a WLAN needs at least one station")
         self.meta = TopoMeta("wlan", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
         srv = self.host("srv", cc, ecn)
-        ap = self.bmv2("ap", program, log_dir)
+        if proxy:
+            program = "ap_proxy"
+            stations = tuple(f"sta{k}" for k in range(1, n_stations + 1))
+            if proxy_budget_bytes is None:
+                proxy_budget_bytes = budget_for_buffer(medium_buffer_pkts, n_stations)
+                self.meta.params["proxy_budget_bytes"] = proxy_budget_bytes
+            self.meta.ap = ApProxySetting(
+                "ap", "e1", "air", self.AP_CPU_PORT, stations, proxy_budget_bytes, agent
+            )
+        ap = self.bmv2("ap", program, log_dir, cpu_port=self.AP_CPU_PORT if proxy else None)
         wired = LinkParams(_mbps(wired_rate_mbps), wired_delay_ms, 0.0, wired_buffer_pkts)
         self.wire("e1", srv, ap, wired, wired, backend)
         hops = [(2 * k - 1, 2 * k) for k in range(1, n_stations + 1)]

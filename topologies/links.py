@@ -114,7 +114,7 @@ class LinkemProcess:
     """One linkem process for a configuration; stopped by pid, leaving its counters behind."""
 
     def __init__(self, name: str, config_lines: list[str]) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"linkem-{name}-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"ackwise-linkem-{name}-"))
         self.stats_path = self.workdir / "stats.json"
         self.config_path = self.workdir / "linkem.conf"
         self.config_path.write_text("\n".join([f"stats {self.stats_path}", *config_lines]) + "\n")

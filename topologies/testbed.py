@@ -3,8 +3,12 @@ cleanup that removes exactly what was created (by pid and by name), also on fail
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
+import tempfile
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +18,7 @@ from typing import Any
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
+from ackwise.ap import StationParams, agent_stats_path, configure_ap, read_agent_report
 from ackwise.p4names import L2_EXACT
 from ackwise.thinning import set_queue_depth
 
@@ -21,10 +26,11 @@ from .bmv2 import BMv2Switch
 from .catalog import TOPOLOGIES, AckwiseTopo, describe_params
 from .hosts import AckwiseHost
 from .links import LinkEmulator, WirelessMedium
+from .stale import StaleInterfaceInUse, remove_stale_intfs
 
 
 class TestbedError(RuntimeError):
-    pass
+    __test__ = False
 
 
 class Testbed:
@@ -36,6 +42,8 @@ class Testbed:
         self.root_intfs: list[str] = []
         self.pids: dict[str, int] = {}
         self.final_link_stats: dict[str, Any] = {}
+        self.ap_agent: subprocess.Popen[str] | None = None
+        self.final_agent_report: dict[str, Any] = {}
 
     @classmethod
     def create(cls, name: str, **params: Any) -> Testbed:
@@ -59,6 +67,15 @@ class Testbed:
         if os.geteuid() != 0:
             raise TestbedError("the test bed creates namespaces and interfaces: run it as root")
         setLogLevel("warning")
+        try:
+            removed = remove_stale_intfs(self.topo)
+        except StaleInterfaceInUse as exc:
+            raise TestbedError(str(exc)) from None
+        if removed:
+            print(
+                f"ackwise: removed interfaces an earlier test bed left behind: {', '.join(removed)}",
+                file=sys.stderr,
+            )
         self.net = Mininet(
             topo=self.topo, controller=None, autoStaticArp=True, build=False, waitConnected=False
         )
@@ -69,15 +86,17 @@ class Testbed:
             self._track()
             self.install_forwarding()
             self._set_queues()
+            self._start_ap_proxy()
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        """Stop switches and emulators (by pid), then hosts and links. Safe to call twice."""
+        """Stop the AP agent, switches and emulators (by pid), then hosts and links. Safe to call twice."""
         if self.net is None:
             return
+        self._stop_ap_agent()
         net, self.net = self.net, None
         for node in net.switches:
             try:
@@ -198,6 +217,81 @@ class Testbed:
             with switch.client() as client:
                 client.set_queue_rate(port, q.rate_pps)
                 set_queue_depth(client, port, q.depth_pkts)
+
+    # ---- the AP proxy ----
+
+    def _start_ap_proxy(self) -> None:
+        setting = self.topo.meta.ap
+        if setting is None:
+            return
+        ap = self.switch(setting.switch)
+        uplink = ap.port_to(setting.uplink_toward)
+        wireless = [
+            p
+            for p, intf in ap.intfs.items()
+            if intf.link is not None and _far_end(intf).node.name == setting.wireless_toward
+        ]
+        params = StationParams(budget_bytes=setting.budget_bytes)
+        with ap.client() as client:
+            configure_ap(
+                client,
+                [uplink],
+                wireless,
+                setting.cpu_port,
+                [(f"{self.host(s).IP()}/32", params) for s in setting.stations],
+            )
+        if setting.agent:
+            self.ap_agent_stats = agent_stats_path(ap.thrift_port)
+            self.ap_agent_log = Path(tempfile.mkstemp(prefix="ackwise-ap-agent-", suffix=".log")[1])
+            with self.ap_agent_log.open("w") as log:  # a file, not a pipe nobody drains
+                self.ap_agent = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "ackwise.ap_agent",
+                        "--iface",
+                        ap.cpu_intfs[1],
+                        "--thrift-port",
+                        str(ap.thrift_port),
+                        "--stats",
+                        str(self.ap_agent_stats),
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    text=True,
+                )
+            self.pids["ap repair agent"] = self.ap_agent.pid
+            assert self.ap_agent.stdout is not None
+            if self.ap_agent.stdout.readline().strip() != "ready":
+                raise TestbedError(
+                    f"the AP repair agent did not start: {self.ap_agent_log.read_text().strip()}"
+                )
+
+    def ap_agent_report(self) -> dict[str, Any]:
+        """The repair agent's counters: live while it runs, its last report after stop()."""
+        if self.ap_agent is None:
+            return self.final_agent_report
+        return read_agent_report(self.ap_agent_stats) or {}
+
+    def _stop_ap_agent(self) -> None:
+        agent, self.ap_agent = self.ap_agent, None
+        if agent is None:
+            return
+        if agent.poll() is None:
+            agent.terminate()
+            try:
+                agent.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait()
+        if agent.stdout is not None:
+            agent.stdout.close()
+        try:
+            self.final_agent_report = json.loads(self.ap_agent_stats.read_text())
+        except (OSError, ValueError):
+            self.final_agent_report = {}
+        for path in (self.ap_agent_stats, self.ap_agent_log):
+            path.unlink(missing_ok=True)
 
     # ---- checks and description ----
 

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import __version__, ecn, policy_cli, topo_cli
+from . import __version__, ap_cli, ecn, policy_cli, topo_cli
 from .apply import ConfigError, apply_config, load_config
 from .cli_output import emit, render_table
 from .client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
@@ -568,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
 
     policy_cli.add_commands(sub, add, group, client_for)
+    ap_cli.add_commands(add, group, client_for)
     topo_cli.add_commands(sub, add, group)
     return parser
 

@@ -123,6 +123,7 @@ class SwitchClient:
         self._transport: Any = None
         self._standard: Any = None
         self._sswitch: Any = None
+        self._pre: Any = None
         self._program: Program | None = None
 
     @property
@@ -139,6 +140,7 @@ class SwitchClient:
                 f"('ackwise switch start') or pass the right --thrift-port"
             )
         ensure_bmv2_bindings()
+        from bm_runtime.simple_pre_lag import SimplePreLAG
         from bm_runtime.standard import Standard
         from sswitch_runtime import SimpleSwitch
         from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
@@ -157,6 +159,7 @@ class SwitchClient:
             ) from exc
         self._transport = transport
         self._standard = Standard.Client(TMultiplexedProtocol.TMultiplexedProtocol(protocol, "standard"))
+        self._pre = SimplePreLAG.Client(TMultiplexedProtocol.TMultiplexedProtocol(protocol, "simple_pre_lag"))
         self._sswitch = SimpleSwitch.Client(
             TMultiplexedProtocol.TMultiplexedProtocol(protocol, "simple_switch")
         )
@@ -542,6 +545,27 @@ class SwitchClient:
             f"reading mirroring session {session}", lambda: self._sswitch.mirroring_session_get(session)
         )
         return int(cfg.port)
+
+    # ---- multicast ----
+
+    def mc_group_set(self, group: int, replicas: Sequence[tuple[int, int]]) -> None:
+        """Create multicast group ``group`` with one copy per (rid, port)."""
+        handle = self._call(
+            f"creating multicast group {group}", lambda: self._pre.bm_mc_mgrp_create(0, group)
+        )
+        for rid, port in replicas:
+            port_map = "1" + "0" * port  # bit i from the right is port i
+            node = self._call(
+                f"creating a multicast node for port {port}",
+                lambda rid=rid, port_map=port_map: self._pre.bm_mc_node_create(0, rid, port_map, ""),
+            )
+            self._call(
+                f"adding port {port} to multicast group {group}",
+                lambda node=node: self._pre.bm_mc_node_associate(0, handle, node),
+            )
+
+    def mc_entries(self) -> str:
+        return str(self._call("reading multicast groups", lambda: self._pre.bm_mc_get_entries(0)))
 
     # ---- egress queues ----
 

@@ -8,15 +8,17 @@ after the Thrift port, so later commands can find them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .client import SwitchClient, SwitchError, SwitchUnreachable, port_answers
+from .client import SwitchClient, SwitchError, SwitchOperationError, SwitchUnreachable, port_answers
 from .toolchain import SIMPLE_SWITCH, find_tool
 
 STATE_DIR_ENV = "ACKWISE_STATE_DIR"
@@ -39,6 +41,10 @@ class SwitchSpec:
     enable_swap: bool = True  # lets 'ackwise load' replace the running program
     extra_args: list[str] = field(default_factory=list)
 
+    @property
+    def notifications_path(self) -> str:
+        return f"/tmp/ackwise-bmv2-{self.thrift_port}-notifications.ipc"
+
     def command(self) -> list[str]:
         cmd = [find_tool(SIMPLE_SWITCH)]
         for port, iface in sorted(self.ports.items()):
@@ -46,7 +52,7 @@ class SwitchSpec:
         cmd += ["--thrift-port", str(self.thrift_port), "--device-id", str(self.device_id)]
         # Each switch needs its own notification socket, or a second one on this machine steals it;
         # the Thrift port is unique among running switches. (/tmp: Unix socket paths are short.)
-        cmd += ["--notifications-addr", f"ipc:///tmp/ackwise-bmv2-{self.thrift_port}-notifications.ipc"]
+        cmd += ["--notifications-addr", f"ipc://{self.notifications_path}"]
         if self.log_file:
             cmd += ["--log-file", self.log_file, "--log-level", self.log_level, "--log-flush"]
         if self.pcap_dir:
@@ -73,7 +79,22 @@ class RunningSwitch:
         return _is_simple_switch(self.pid)
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop this switch (SIGTERM, then SIGKILL); a no-op if it already exited."""
+        """Stop this switch (SIGTERM, then SIGKILL); a no-op if it already exited. Its
+        notification socket and output file go with it."""
+        self._terminate(timeout_s)
+        Path(self.spec.notifications_path).unlink(missing_ok=True)
+        Path(self.output_file).unlink(missing_ok=True)
+        # The next switch on this port must not find it taken: say so here if something still holds it.
+        deadline = time.monotonic() + 2.0
+        while port_answers("localhost", self.spec.thrift_port, timeout_s=0.2):
+            if time.monotonic() > deadline:
+                raise SwitchError(
+                    f"simple_switch pid {self.pid} exited but Thrift port {self.spec.thrift_port} "
+                    f"still answers{listener(self.spec.thrift_port)}"
+                )
+            time.sleep(0.05)
+
+    def _terminate(self, timeout_s: float) -> None:
         if not self.alive:
             _reap(self.pid)
             return
@@ -130,7 +151,7 @@ def start_switch(spec: SwitchSpec, timeout_s: float = 20.0, detach: bool = False
         raise SwitchError(f"{spec.program_json} does not exist: run 'make build' first")
     if port_answers("localhost", spec.thrift_port):
         raise SwitchError(
-            f"Thrift port {spec.thrift_port} is already in use: stop that switch "
+            f"Thrift port {spec.thrift_port} is already in use{listener(spec.thrift_port)}: stop that switch "
             f"('ackwise --thrift-port {spec.thrift_port} switch stop') or pick another port"
         )
     for iface in spec.ports.values():
@@ -147,10 +168,22 @@ def start_switch(spec: SwitchSpec, timeout_s: float = 20.0, detach: bool = False
             start_new_session=detach,
         )
     running = RunningSwitch(spec, proc.pid, time.time(), output_file)
+    try:
+        _wait_until_ready(proc, running, timeout_s)
+    except BaseException:
+        with contextlib.suppress(SwitchError):  # the reason it failed matters more
+            running.stop()
+        raise
+    return running
+
+
+def _wait_until_ready(proc: subprocess.Popen[bytes], running: RunningSwitch, timeout_s: float) -> None:
+    spec, output_file = running.spec, running.output_file
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
             tail = Path(output_file).read_text(errors="replace").strip().splitlines()[-3:]
+            Path(output_file).unlink(missing_ok=True)
             raise SwitchError(
                 f"simple_switch exited with status {proc.returncode} while starting: "
                 + (" | ".join(tail) or "no output")
@@ -159,16 +192,34 @@ def start_switch(spec: SwitchSpec, timeout_s: float = 20.0, detach: bool = False
             try:
                 with SwitchClient("localhost", spec.thrift_port, timeout_s=2.0) as client:
                     client.info()
-                return running
+                return
             except SwitchUnreachable:
                 pass
+            except SwitchOperationError as exc:
+                if not not_ready_yet(exc):
+                    raise
         if time.monotonic() > deadline:
-            running.stop()
+            tail = Path(output_file).read_text(errors="replace").strip().splitlines()[-3:]
             raise SwitchError(
                 f"simple_switch did not answer on Thrift port {spec.thrift_port} within "
-                f"{timeout_s:.0f} s (output in {output_file})"
+                f"{timeout_s:.0f} s: " + (" | ".join(tail) or "no output")
             )
         time.sleep(0.05)
+
+
+def not_ready_yet(exc: SwitchOperationError) -> bool:
+    """bmv2 starts its Thrift server before it registers the simple_switch service: a call in
+    between fails with "Unknown service: simple_switch"."""
+    return "Unknown service: simple_switch" in str(exc)
+
+
+def listener(port: int) -> str:
+    """ " by NAME (pid N)" for the process listening on TCP ``port``, if ss can tell."""
+    out = subprocess.run(
+        ["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True, check=False
+    ).stdout
+    users = re.findall(r'\("([^"]+)",pid=(\d+)', out)
+    return "".join(f" by {name} (pid {pid})" for name, pid in users[:1])
 
 
 def _is_simple_switch(pid: int) -> bool:

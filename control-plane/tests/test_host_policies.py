@@ -1,6 +1,7 @@
 """End-host ACK policies on synthetic event traces."""
 
 import pytest
+
 from ackwise.hosts.policies import (
     RELEASE,
     DataArrival,

@@ -1,10 +1,11 @@
 from pathlib import Path
 
-from ackwise.experiments.pcapstats import direction_stats
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
+
+from ackwise.experiments.pcapstats import direction_stats
 
 DATA = "10.0.0.1:40000 > 10.0.0.2:5001"
 ACKS = "10.0.0.2:5001 > 10.0.0.1:40000"

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 from ackwise.hosts.policies import EveryD
 from ackwise.hosts.receiver import ReceiverFlow
-
 from ackwise.packets import ACK, ECE, FIN, PSH, TcpSegment
 
 MSS = 1448

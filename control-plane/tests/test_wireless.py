@@ -1,4 +1,5 @@
 import pytest
+
 from ackwise.topologies.wireless import MAC_BYTES_BEYOND_ETHERNET, PRESETS, preset, saturated_throughput_bps
 
 

@@ -20,6 +20,8 @@
 #define ACK_POLICY_TABLE_SIZE 256
 #define PORTS 512               // port_t is 9 bits
 #define ECN_PORT_TABLE_SIZE 64
+#define AP_PORT_ROLE_TABLE_SIZE 64
+#define AP_STATIONS_TABLE_SIZE 256
 const bit<32> BMV2_DEFAULT_QUEUE_DEPTH = 64;    // simple_switch's egress queue, in packets
 
 // One slot per malformed_reason_t / drop_reason_t value below.
@@ -121,5 +123,34 @@ const bit<32> STAT_ACKS_FILTERED = 5;   // dropped at egress by the filter polic
 const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;
 // RTTmin is a windowed minimum over this long.
 const bit<48> RTT_MIN_WINDOW_US = 10000000;
+
+// ---- AP proxy (mirrored in control-plane/ackwise/ap.py) ----
+const bit<16> ETHERTYPE_AP_HEARTBEAT = 0x88B5;  // IEEE local experimental: the repair agent's heartbeat
+typedef bit<8> ap_mode_t;
+const ap_mode_t AP_MODE_PASS = 0;       // forward untouched (not yet fast, or back to it)
+const ap_mode_t AP_MODE_FAST = 1;       // spoof ACKs for in-order data
+const ap_mode_t AP_MODE_HOLDOFF = 2;    // left fast mode until ap.holdoff_until_us
+const ap_mode_t AP_MODE_OFF = 3;        // left fast mode for good
+typedef bit<8> ap_role_t;
+const ap_role_t AP_ROLE_NONE = 0;
+const ap_role_t AP_ROLE_UPLINK = 1;
+const ap_role_t AP_ROLE_WIRELESS = 2;
+const ap_role_t AP_ROLE_CPU = 3;
+// Multicast copies of a spoofed segment.
+const bit<16> AP_RID_STATION = 0;
+const bit<16> AP_RID_CPU = 1;
+const bit<16> AP_RID_SPOOF = 2;
+// The agent counts as gone after this long without a heartbeat.
+const bit<48> AP_AGENT_TIMEOUT_US = 500000;
+// Index into the ap.stats counter.
+const bit<32> AP_STAT_SPOOFED = 0;
+const bit<32> AP_STAT_CONSUMED = 1;         // station ACKs at or below the spoofed point
+const bit<32> AP_STAT_DUP_TO_AGENT = 2;     // duplicates among them: a wireless loss
+const bit<32> AP_STAT_BUDGET_STALLS = 3;    // in-order data not spoofed: over budget
+const bit<32> AP_STAT_NOT_SPOOFED = 4;      // in fast mode but out of order, FIN/RST/URG, or no window
+const bit<32> AP_STAT_STALL_EXITS = 5;      // left fast mode: the station stopped advancing
+const bit<32> AP_STAT_COLLISIONS = 6;
+#define AP_STATS 7
+// Packet-outs from the agent to stations (local repairs) are counted in ap.repairs.
 
 #endif

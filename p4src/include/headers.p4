@@ -153,6 +153,16 @@ header tcp_opt_sack_4_h {
     bit<32> right_3;
 }
 
+// The options of an ACK the AP proxy writes on the station's behalf: NOP NOP Timestamps.
+header tcp_spoof_ts_h {
+    bit<8> nop_1;
+    bit<8> nop_2;
+    bit<8> kind;
+    bit<8> len;
+    bit<32> ts_val;
+    bit<32> ts_ecr;
+}
+
 struct headers_t {
     ethernet_h ethernet;
     ipv4_h ipv4;
@@ -160,6 +170,7 @@ struct headers_t {
     tcp_h tcp;
     tcp_option_u[TCP_OPTIONS_MAX] tcp_options;
     tcp_opt_padding_h tcp_padding;
+    tcp_spoof_ts_h spoof_ts;
     udp_h udp;
 }
 
@@ -220,6 +231,21 @@ struct ack_meta_t {
     bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue
 }
 
+// What the AP proxy decided at ingress, for the egress copies of a packet.
+struct ap_meta_t {
+    bool spoof;                 // a copy of this packet becomes an ACK to the sender (multicast rid 2)
+    bool window_update;         // ...made from the station's own ACK (no address swap), not from data
+    mac_addr_t sender_mac;      // the data's Ethernet addresses as it arrived (before any routing):
+    mac_addr_t receiver_mac;    // the spoofed ACK goes back between them
+    bit<32> ack_seq;            // the spoofed ACK's fields
+    bit<32> ack_ack;
+    bit<16> ack_window;
+    bit<8> ack_flags;
+    bool ack_has_ts;
+    bit<32> ack_ts_val;
+    bit<32> ack_ts_ecr;
+}
+
 // Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
 struct local_metadata_t {
     parser_meta_t parser_meta;
@@ -230,6 +256,8 @@ struct local_metadata_t {
     bool tcp_rewritten;         // a TCP field changed: recompute the TCP checksum
     ack_policy_params_t ack_policy;
     ack_meta_t ack;
+    ap_meta_t ap;
+    bool tcp_rewritten_no_payload;  // a TCP header rewritten for a packet whose payload is cut off
 }
 
 #endif

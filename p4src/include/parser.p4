@@ -262,6 +262,7 @@ control AckwiseDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp);
         packet.emit(hdr.tcp_options);
         packet.emit(hdr.tcp_padding);
+        packet.emit(hdr.spoof_ts);
         packet.emit(hdr.udp);
     }
 }

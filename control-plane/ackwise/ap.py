@@ -1,0 +1,209 @@
+"""Control plane of the AP proxy (p4src/ap_proxy.p4): port roles, the stations served, the
+multicast groups that make a spoofed segment's three copies, and the per-flow records."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+from .client import SwitchClient
+from .flowkey import FLOW_SLOTS, FlowKey
+from .serial import seq_diff
+
+ETHERTYPE_HEARTBEAT = 0x88B5  # ETHERTYPE_AP_HEARTBEAT in constants.p4
+AGENT_TIMEOUT_MS = 500  # AP_AGENT_TIMEOUT_US in constants.p4: no heartbeat this long, no spoofing
+
+
+class ApMode(IntEnum):
+    """AP_MODE_* in constants.p4."""
+
+    PASS = 0
+    FAST = 1
+    HOLDOFF = 2
+    OFF = 3
+
+
+class ApStat(IntEnum):
+    """Index into ap.stats (AP_STAT_* in constants.p4)."""
+
+    SPOOFED = 0
+    CONSUMED = 1
+    DUP_TO_AGENT = 2
+    BUDGET_STALLS = 3
+    NOT_SPOOFED = 4
+    STALL_EXITS = 5
+    COLLISIONS = 6
+
+
+class Rid(IntEnum):
+    """Multicast copies of a spoofed segment (AP_RID_* in constants.p4)."""
+
+    STATION = 0
+    CPU = 1
+    SPOOF = 2
+
+
+@dataclass(frozen=True)
+class StationParams:
+    """How the proxy treats flows to a station (prefix)."""
+
+    # Spoofed but not yet acknowledged by the station: at most this. The sum over busy stations
+    # must fit the queue in front of the air (docs/ap-proxy.md).
+    budget_bytes: int = 64 * 1024
+    fast_after_segments: int = 4  # in-order segments after the handshake before spoofing
+    stall_timeout_ms: int = 1000  # station ACK stuck with data outstanding this long: leave fast mode
+    holdoff_ms: int = 2000  # ...for this long (0: for good)
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, int) or value < 0 or value >= 2**32:
+                raise ValueError(f"{name}={value!r}: a non-negative integer below 2**32")
+        if self.budget_bytes < 1:
+            raise ValueError("budget_bytes must be at least one byte")
+
+
+def multicast_group(station_port: int, uplink_port: int) -> int:
+    """The group the P4 picks for a spoofed segment: (station port << 8) | uplink port."""
+    if not (0 <= station_port < 256 and 0 <= uplink_port < 256):
+        raise ValueError("AP ports must be below 256 (multicast group ids are 16 bits)")
+    return station_port << 8 | uplink_port
+
+
+def configure_ap(
+    client: SwitchClient,
+    uplink_ports: list[int],
+    wireless_ports: list[int],
+    cpu_port: int,
+    stations: list[tuple[str, StationParams]],
+) -> None:
+    """Port roles, the multicast groups and the stations. Group (wireless << 8) | uplink makes a
+    spoofed segment's three copies (station, agent, ACK to the sender); (wireless << 8) | 0 a
+    copied segment's two (station, agent); (0 << 8) | uplink a window update's two (the station's
+    ACK to the agent, an ACK to the sender)."""
+    if 0 in wireless_ports or 0 in uplink_ports:
+        raise ValueError("the AP cannot use port 0: multicast group ids use 0 for 'none'")
+    for port in uplink_ports:
+        client.table_add("ap.port_role", "ap.uplink", {"port": str(port)})
+    for port in wireless_ports:
+        client.table_add("ap.port_role", "ap.wireless", {"port": str(port)}, {"cpu": cpu_port})
+    client.table_add("ap.port_role", "ap.cpu", {"port": str(cpu_port)})
+    for u in uplink_ports:
+        client.mc_group_set(multicast_group(0, u), [(Rid.CPU, cpu_port), (Rid.SPOOF, u)])
+        for w in wireless_ports:
+            client.mc_group_set(
+                multicast_group(w, u), [(Rid.STATION, w), (Rid.CPU, cpu_port), (Rid.SPOOF, u)]
+            )
+    for w in wireless_ports:
+        client.mc_group_set(multicast_group(w, 0), [(Rid.STATION, w), (Rid.CPU, cpu_port)])
+    for prefix, params in stations:
+        add_station(client, prefix, params)
+
+
+def add_station(client: SwitchClient, prefix: str, params: StationParams) -> int:
+    net = ipaddress.IPv4Network(prefix)
+    return client.table_add(
+        "ap.stations",
+        "ap.serve",
+        {"station": str(net)},
+        {
+            "budget_bytes": params.budget_bytes,
+            "fast_after_segments": params.fast_after_segments,
+            "stall_timeout_ms": params.stall_timeout_ms,
+            "holdoff_ms": params.holdoff_ms,
+        },
+    )
+
+
+def list_stations(client: SwitchClient) -> list[dict[str, Any]]:
+    out = []
+    for e in client.table_entries("ap.stations"):
+        (key,) = e.key
+        prefix = ipaddress.IPv4Network((key.value, key.prefix_len or 0))
+        out.append({"handle": e.handle, "station": str(prefix), **e.params})
+    return out
+
+
+def leave_fast_mode(client: SwitchClient, key: FlowKey, holdoff_ms: int) -> None:
+    """What the agent does on trouble: the flow stops being spoofed (for holdoff_ms, or for good)."""
+    if holdoff_ms == 0:
+        client.register_write("ap.mode", key.slot, ApMode.OFF)
+        return
+    until = client.time_elapsed_us() + holdoff_ms * 1000
+    client.register_write("ap.holdoff_until_us", key.slot, until)
+    client.register_write("ap.mode", key.slot, ApMode.HOLDOFF)
+
+
+@dataclass
+class ApFlow:
+    slot: int
+    key: FlowKey
+    mode: str
+    spoofed: int
+    station_ack: int
+    outstanding_bytes: int  # spoofed, not yet acknowledged by the station
+    spoofed_acks: int
+    consumed_acks: int
+    dup_acks_to_agent: int
+    budget_stalls: int
+    window_updates: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"key": str(self.key)}
+
+
+COUNTERS = ("spoofed_acks", "consumed_acks", "dup_acks_to_agent", "budget_stalls", "window_updates")
+
+
+def read_flows(client: SwitchClient) -> list[ApFlow]:
+    names = ("key_addrs", "key_ports", "mode", "state", "spoofed", "station_ack", *COUNTERS)
+    regs = {name: client.register_read_all(f"ap.{name}") for name in names}
+    flows = []
+    for slot in range(FLOW_SLOTS):
+        if regs["key_addrs"][slot] == 0 and regs["key_ports"][slot] == 0:
+            continue
+        spoof_valid = regs["state"][slot] & 0x04  # AP_SPOOF_VALID
+        spoofed, station_ack = regs["spoofed"][slot], regs["station_ack"][slot]
+        flows.append(
+            ApFlow(
+                slot=slot,
+                key=FlowKey.from_registers(regs["key_addrs"][slot], regs["key_ports"][slot]),
+                mode=ApMode(regs["mode"][slot]).name.lower(),
+                spoofed=spoofed,
+                station_ack=station_ack,
+                outstanding_bytes=max(0, seq_diff(spoofed, station_ack)) if spoof_valid else 0,
+                **{name: regs[name][slot] for name in COUNTERS},
+            )
+        )
+    return flows
+
+
+def read_stats(client: SwitchClient) -> dict[str, int]:
+    stats = {s.name.lower(): client.counter_read("ap.stats", s).packets for s in ApStat}
+    stats["repairs"] = client.counter_read("ap.repairs", 0).packets
+    alive_at = client.register_read("ap.agent_alive_at_us", 0)
+    stats["agent_heartbeat_age_ms"] = (client.time_elapsed_us() - alive_at) // 1000 if alive_at else -1
+    return stats
+
+
+def agent_stats_path(thrift_port: int) -> Path:
+    """Where the repair agent of the switch on this Thrift port writes its counters by default."""
+    return Path(tempfile.gettempdir()) / f"ackwise-ap-agent-{thrift_port}.json"
+
+
+def read_agent_report(path: Path) -> dict[str, Any] | None:
+    """The agent's last report, or None when there is none or its writer is gone."""
+    try:
+        report: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    pid = report.get("pid")
+    if not isinstance(pid, int) or not Path(f"/proc/{pid}").exists():
+        return None
+    report["age_s"] = round(max(0.0, time.time() - path.stat().st_mtime), 1)
+    return report

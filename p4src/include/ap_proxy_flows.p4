@@ -1,0 +1,309 @@
+// The AP proxy's per-flow state and decisions (FastACK-style): for a flow from a wired sender to a
+// station it serves, in fast mode, each in-order data segment goes to the station, a copy goes to
+// the repair agent, and a spoofed ACK goes back to the sender (the three copies of multicast group
+// (station port << 8) | uplink port). The station's own ACKs at or below the spoofed point are
+// consumed: they go to the agent, not to the sender; the agent sees the others too.
+#ifndef ACKWISE_AP_PROXY_FLOWS_P4
+#define ACKWISE_AP_PROXY_FLOWS_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+#include "serial.p4"
+#include "flow_key.p4"
+#include "ap_stations.p4"
+
+// Written by the agent's heartbeats (ingress, CPU port), read by every spoofing decision.
+@name(".ap.agent_alive_at_us") register<bit<48>>(1) ap_agent_alive_at;
+
+// Bits of ap.state.
+const bit<8> AP_ESTABLISHED = 0x01;     // the station's SYN or SYN-ACK was seen
+const bit<8> AP_RCV_VALID = 0x02;       // rcv_nxt holds the in-order point
+const bit<8> AP_SPOOF_VALID = 0x04;     // spoofed holds the highest spoofed ACK
+const bit<8> AP_ECE_PENDING = 0x08;     // CE seen on the data, CWR not yet
+const bit<8> AP_COPIED_VALID = 0x10;    // copied_to holds the end of the data the agent has a copy of
+const bit<8> AP_STATION_ACK_VALID = 0x20;  // station_ack holds this connection's highest station ACK
+
+control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
+                     in time_us_t now, in ap_role_t role, in ap_station_params_t station, in port_t ingress_port,
+                     in port_t cpu_port, inout port_t egress_port, out bit<16> mcast_grp, inout ap_meta_t ap) {
+    FlowKey() flow_key;
+
+    @name(".ap.stats") counter(AP_STATS, CounterType.packets) stats;
+    @name(".ap.key_addrs") register<bit<64>>(FLOW_SLOTS) key_addrs_reg;
+    @name(".ap.key_ports") register<bit<32>>(FLOW_SLOTS) key_ports_reg;
+    @name(".ap.last_seen_us") register<bit<48>>(FLOW_SLOTS) last_seen_reg;
+    @name(".ap.closed") register<bit<8>>(FLOW_SLOTS) closed_reg;
+    @name(".ap.mode") register<bit<8>>(FLOW_SLOTS) mode_reg;
+    @name(".ap.holdoff_until_us") register<bit<48>>(FLOW_SLOTS) holdoff_until_reg;
+    @name(".ap.state") register<bit<8>>(FLOW_SLOTS) state_reg;
+    @name(".ap.rcv_nxt") register<bit<32>>(FLOW_SLOTS) rcv_nxt_reg;
+    @name(".ap.in_order") register<bit<32>>(FLOW_SLOTS) in_order_reg;
+    @name(".ap.spoofed") register<bit<32>>(FLOW_SLOTS) spoofed_reg;
+    @name(".ap.station_ack") register<bit<32>>(FLOW_SLOTS) station_ack_reg;
+    @name(".ap.station_ack_at_us") register<bit<48>>(FLOW_SLOTS) station_ack_at_reg;
+    @name(".ap.station_window") register<bit<32>>(FLOW_SLOTS) station_window_reg;  // bytes
+    @name(".ap.station_ws") register<bit<8>>(FLOW_SLOTS) station_ws_reg;
+    @name(".ap.station_ts") register<bit<32>>(FLOW_SLOTS) station_ts_reg;
+    @name(".ap.station_seq") register<bit<32>>(FLOW_SLOTS) station_seq_reg;
+    @name(".ap.spoofed_acks") register<bit<32>>(FLOW_SLOTS) spoofed_acks_reg;
+    @name(".ap.consumed_acks") register<bit<32>>(FLOW_SLOTS) consumed_acks_reg;
+    @name(".ap.dup_acks_to_agent") register<bit<32>>(FLOW_SLOTS) dup_to_agent_reg;
+    @name(".ap.budget_stalls") register<bit<32>>(FLOW_SLOTS) budget_stalls_reg;
+    @name(".ap.advertised_edge") register<bit<32>>(FLOW_SLOTS) advertised_edge_reg;  // last told the sender
+    @name(".ap.copied_to") register<bit<32>>(FLOW_SLOTS) copied_to_reg;
+    @name(".ap.window_updates") register<bit<32>>(FLOW_SLOTS) window_updates_reg;
+
+    apply {
+        mcast_grp = 0;
+        ap.spoof = false;
+        ap.window_update = false;
+
+        bit<64> key_addrs;
+        bit<32> key_ports;
+        bit<32> slot;
+        bit<1> direction;
+        flow_key.apply(ipv4, tcp, key_addrs, key_ports, slot, direction);
+
+        bit<64> stored_addrs;
+        bit<32> stored_ports;
+        bit<48> last_seen;
+        bit<8> closed;
+        key_addrs_reg.read(stored_addrs, slot);
+        key_ports_reg.read(stored_ports, slot);
+        last_seen_reg.read(last_seen, slot);
+        closed_reg.read(closed, slot);
+        bool owned = stored_addrs == key_addrs && stored_ports == key_ports;
+        if (!owned && ((stored_addrs == 0 && stored_ports == 0) || closed != 0
+                       || now - last_seen > RECLAIM_IDLE_DEFAULT_US)) {
+            key_addrs_reg.write(slot, key_addrs);
+            key_ports_reg.write(slot, key_ports);
+            closed_reg.write(slot, 0);
+            mode_reg.write(slot, AP_MODE_PASS);
+            state_reg.write(slot, 0);
+            in_order_reg.write(slot, 0);
+            spoofed_acks_reg.write(slot, 0);
+            consumed_acks_reg.write(slot, 0);
+            dup_to_agent_reg.write(slot, 0);
+            budget_stalls_reg.write(slot, 0);
+            owned = true;
+        } else if (!owned) {
+            stats.count(AP_STAT_COLLISIONS);
+        }
+
+        if (owned) {
+            last_seen_reg.write(slot, now);
+            if (tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
+                closed_reg.write(slot, 1);
+            }
+            bit<8> state;
+            bit<8> mode;
+            bit<32> station_ack;
+            bit<32> station_window;
+            bit<8> station_ws;
+            bit<32> spoofed;
+            state_reg.read(state, slot);
+            mode_reg.read(mode, slot);
+            station_ack_reg.read(station_ack, slot);
+            station_window_reg.read(station_window, slot);
+            station_ws_reg.read(station_ws, slot);
+            spoofed_reg.read(spoofed, slot);
+
+            if (role == AP_ROLE_UPLINK) {
+                // ---- from the sender to the station ----
+                if (tcp.flags & TCP_FLAG_SYN != 0) {
+                    // A new connection (SYN, or SYN-ACK when the station opened it): keep only
+                    // what the station's own SYN may already have told.
+                    state = (state & AP_ESTABLISHED) | AP_RCV_VALID;
+                    rcv_nxt_reg.write(slot, tcp.seq_no + 1);
+                    mode = AP_MODE_PASS;
+                    in_order_reg.write(slot, 0);
+                } else if (payload_len != 0) {
+                    bit<32> end = tcp.seq_no + (bit<32>)payload_len;
+                    bit<32> rcv_nxt;
+                    rcv_nxt_reg.read(rcv_nxt, slot);
+                    bool in_order = state & AP_RCV_VALID != 0 && tcp.seq_no == rcv_nxt;
+                    bit<32> in_order_count;  // before this segment: it is spoofed after N have passed
+                    in_order_reg.read(in_order_count, slot);
+                    if (in_order) {
+                        rcv_nxt_reg.write(slot, end);
+                    }
+                    if (ipv4.ecn == 3) {
+                        state = state | AP_ECE_PENDING;
+                    }
+                    if (tcp.flags & TCP_FLAG_CWR != 0) {
+                        state = state & ~AP_ECE_PENDING;
+                    }
+
+                    // Mode: back from a hold-off, out on a stall, in after N in-order segments.
+                    bit<48> holdoff_until;
+                    holdoff_until_reg.read(holdoff_until, slot);
+                    if (mode == AP_MODE_HOLDOFF && now >= holdoff_until) {
+                        mode = AP_MODE_PASS;
+                        in_order_count = 0;
+                    }
+                    bit<48> station_ack_at;
+                    station_ack_at_reg.read(station_ack_at, slot);
+                    if (mode == AP_MODE_FAST && state & AP_SPOOF_VALID != 0 && seq_lt(station_ack, spoofed)
+                            && now - station_ack_at > station.stall_timeout_us) {
+                        stats.count(AP_STAT_STALL_EXITS);
+                        if (station.holdoff_us == 0) {
+                            mode = AP_MODE_OFF;
+                        } else {
+                            mode = AP_MODE_HOLDOFF;
+                            holdoff_until_reg.write(slot, now + station.holdoff_us);
+                        }
+                    }
+                    bit<48> alive_at;
+                    ap_agent_alive_at.read(alive_at, 0);
+                    bool agent_alive = alive_at != 0 && now - alive_at < AP_AGENT_TIMEOUT_US;
+                    bool station_known = state & (AP_ESTABLISHED | AP_STATION_ACK_VALID)
+                        == (AP_ESTABLISHED | AP_STATION_ACK_VALID);
+                    if (mode == AP_MODE_PASS && station_known && in_order_count >= station.fast_after
+                            && agent_alive) {
+                        mode = AP_MODE_FAST;
+                    }
+                    in_order_reg.write(slot, in_order ? in_order_count + 1 : in_order_count);
+
+                    // Every byte below a spoofed ACK must be acknowledged by the station or held
+                    // by the agent. From the handshake on, while the agent is there, it gets a copy
+                    // of each in-order segment; coverage is how far that (or the station's ACK)
+                    // reaches without a gap. A segment that went by uncopied (the agent briefly
+                    // gone) stops spoofing until the station has acknowledged it.
+                    bit<32> copied_to;
+                    copied_to_reg.read(copied_to, slot);
+                    bit<32> coverage = state & AP_COPIED_VALID != 0 && seq_gt(copied_to, station_ack)
+                        ? copied_to : station_ack;
+                    bool contiguous = seq_leq(tcp.seq_no, coverage);
+                    bool copy = in_order && agent_alive && station_known
+                        && (mode == AP_MODE_PASS || mode == AP_MODE_FAST);
+                    if (copy && contiguous) {
+                        copied_to_reg.write(slot, end);
+                        state = state | AP_COPIED_VALID;
+                    }
+
+                    if (mode == AP_MODE_FAST && agent_alive) {
+                        // The sender may send up to the station's right edge, but no further than
+                        // the budget lets the proxy spoof: the pipe to the station then never
+                        // holds more than the budget, however large the sender's window grows.
+                        bit<32> right_edge = station_ack + station_window;
+                        bit<32> budget_edge = station_ack + station.budget_bytes;
+                        bit<32> advertised_edge = seq_lt(budget_edge, right_edge) ? budget_edge : right_edge;
+                        bool flags_ok = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST | TCP_FLAG_URG | TCP_FLAG_SYN) == 0;
+                        bool window_ok = station_window != 0 && seq_geq(right_edge, end);
+                        bool budget_ok = end - station_ack <= station.budget_bytes;
+                        if (in_order && flags_ok && window_ok && budget_ok && contiguous) {
+                            ap.spoof = true;
+                            spoofed_reg.write(slot, end);
+                            advertised_edge_reg.write(slot, advertised_edge);
+                            state = state | AP_SPOOF_VALID;
+                            station_seq_reg.read(ap.ack_seq, slot);
+                            ap.ack_ack = end;
+                            ap.ack_window = (bit<16>)((advertised_edge - end) >> station_ws);
+                            ap.ack_flags = TCP_FLAG_ACK | (state & AP_ECE_PENDING != 0 ? TCP_FLAG_ECE : 8w0);
+                            ap.ack_has_ts = opts.ts_present;
+                            station_ts_reg.read(ap.ack_ts_val, slot);
+                            ap.ack_ts_ecr = opts.ts_val;
+                            stats.count(AP_STAT_SPOOFED);
+                            bit<32> n;
+                            spoofed_acks_reg.read(n, slot);
+                            spoofed_acks_reg.write(slot, n + 1);
+                        } else if (in_order && flags_ok && window_ok && contiguous) {
+                            stats.count(AP_STAT_BUDGET_STALLS);
+                            bit<32> n;
+                            budget_stalls_reg.read(n, slot);
+                            budget_stalls_reg.write(slot, n + 1);
+                        } else {
+                            stats.count(AP_STAT_NOT_SPOOFED);
+                        }
+                    }
+                    // Group (station port << 8) | uplink: station, agent, spoofed ACK;
+                    // (station port << 8) | 0: station and agent.
+                    if (ap.spoof) {
+                        mcast_grp = (bit<16>)egress_port << 8 | (bit<16>)ingress_port;
+                    } else if (copy && contiguous) {
+                        mcast_grp = (bit<16>)egress_port << 8;
+                    }
+                }
+            } else {
+                // ---- from the station to the sender ----
+                // A SYN-ACK starts the station's ACKs afresh; when the station opens the
+                // connection, its first ACK comes after its SYN, so until then there is none to
+                // compare with (a slot's station_ack may still hold an earlier connection's).
+                bool advanced = state & AP_STATION_ACK_VALID == 0 || seq_gt(tcp.ack_no, station_ack)
+                    || tcp.flags & TCP_FLAG_SYN != 0;
+                if (tcp.flags & TCP_FLAG_SYN != 0) {
+                    // The station's SYN or SYN-ACK: its window scale, its (unscaled) window, its clock.
+                    station_ws_reg.write(slot, opts.ws_present ? opts.ws_shift : 8w0);
+                    station_window_reg.write(slot, (bit<32>)tcp.window);
+                    station_seq_reg.write(slot, tcp.seq_no + 1);
+                    state = (state | AP_ESTABLISHED) & ~AP_STATION_ACK_VALID;
+                } else {
+                    station_window_reg.write(slot, (bit<32>)tcp.window << station_ws);
+                    station_seq_reg.write(slot, tcp.seq_no + (bit<32>)payload_len);
+                }
+                if (advanced && tcp.flags & TCP_FLAG_ACK != 0) {
+                    station_ack_reg.write(slot, tcp.ack_no);
+                    station_ack_at_reg.write(slot, now);
+                    state = state | AP_STATION_ACK_VALID;
+                }
+                if (opts.ts_present) {
+                    station_ts_reg.write(slot, opts.ts_val);
+                }
+                bool connection_control = tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
+                if (!connection_control && payload_len == 0 && state & AP_SPOOF_VALID != 0 && seq_leq(tcp.ack_no, spoofed)) {
+                    // Already acknowledged to the sender: to the agent, which frees its buffer
+                    // and repairs what a duplicate says is lost.
+                    bit<16> uplink = (bit<16>)egress_port;
+                    egress_port = cpu_port;
+                    if (!advanced && seq_lt(tcp.ack_no, spoofed)) {
+                        stats.count(AP_STAT_DUP_TO_AGENT);
+                        bit<32> n;
+                        dup_to_agent_reg.read(n, slot);
+                        dup_to_agent_reg.write(slot, n + 1);
+                    } else {
+                        stats.count(AP_STAT_CONSUMED);
+                        bit<32> n;
+                        consumed_acks_reg.read(n, slot);
+                        consumed_acks_reg.write(slot, n + 1);
+                    }
+                    if (advanced) {
+                        // The budget capped the window the sender was told; the station's progress
+                        // reopens it. Spoofed ACKs come only with new data, so a sender that used
+                        // up its window would wait forever: tell it, on the station's behalf.
+                        bit<32> window_bytes = (bit<32>)tcp.window << station_ws;
+                        bit<32> right_edge = tcp.ack_no + window_bytes;
+                        bit<32> budget_edge = tcp.ack_no + station.budget_bytes;
+                        bit<32> edge = seq_lt(budget_edge, right_edge) ? budget_edge : right_edge;
+                        bit<32> advertised;
+                        advertised_edge_reg.read(advertised, slot);
+                        if (seq_gt(edge, advertised) && advertised - spoofed < station.budget_bytes >> 1) {
+                            advertised_edge_reg.write(slot, edge);
+                            ap.spoof = true;
+                            ap.window_update = true;
+                            ap.ack_seq = tcp.seq_no;
+                            ap.ack_ack = spoofed;
+                            ap.ack_window = (bit<16>)((edge - spoofed) >> station_ws);
+                            ap.ack_flags = TCP_FLAG_ACK | (state & AP_ECE_PENDING != 0 ? TCP_FLAG_ECE : 8w0);
+                            ap.ack_has_ts = opts.ts_present;
+                            ap.ack_ts_val = opts.ts_val;
+                            ap.ack_ts_ecr = opts.ts_ecr;
+                            mcast_grp = uplink;  // group (0 << 8) | uplink: the agent and the sender
+                            bit<32> n;
+                            window_updates_reg.read(n, slot);
+                            window_updates_reg.write(slot, n + 1);
+                        }
+                    }
+                } else if (state & AP_COPIED_VALID != 0 && tcp.flags & TCP_FLAG_ACK != 0) {
+                    // Passes to the sender (above the spoofed point, or connection control); the
+                    // agent, which holds copies from the handshake on, sees it too, to free them.
+                    mcast_grp = (bit<16>)egress_port;  // group (0 << 8) | uplink, nothing spoofed
+                }
+            }
+            state_reg.write(slot, state);
+            mode_reg.write(slot, mode);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,462 @@
+"""The AP proxy (ap_proxy.p4): spoofed ACKs byte for byte, when not to spoof, what happens to the
+station's own ACKs, packet-outs, window scale, timestamps and ECN, the agent's heartbeat, stalls.
+
+Port 1 is the wired uplink (the sender, host 1), port 2 the wireless side (the station, host 2),
+port 3 the CPU port. Frames are switched on MAC addresses, as in the test bed."""
+
+from __future__ import annotations
+
+import time
+
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+
+from ackwise.ap import ApMode, ApStat, StationParams, configure_ap, read_flows
+from ackwise.p4names import L2_EXACT
+from base_test import AckwiseTest, host_ip, host_mac, tcp_segment
+
+UPLINK, STATION, CPU = 1, 2, 3
+SERVER_PORT, STATION_PORT = 5001, 40000
+S_ISN, A_ISN = 100_000, 900_000  # sender's and station's initial sequence numbers
+MSS = 1448
+WS = 7  # the station's window scale
+SYNACK_WINDOW = 64000  # unscaled, as in every SYN-ACK
+ACK_WINDOW = 500  # scaled by 2**7: 64000 bytes
+
+
+class ApProxyTest(AckwiseTest):
+    program = "ap_proxy"
+    s_isn = S_ISN
+    station_params = StationParams(
+        budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=10_000, holdoff_ms=0
+    )
+
+    def install_entries(self) -> None:
+        assert self.client is not None
+        for port in (UPLINK, STATION):
+            self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port})
+        configure_ap(self.client, [UPLINK], [STATION], CPU, [("10.0.2.0/24", self.station_params)])
+        self.heartbeat()
+
+    def heartbeat(self) -> None:
+        self.send(CPU, b"\xff" * 6 + bytes.fromhex("000000000301") + b"\x88\xb5" + bytes(46))
+
+    # ---- the flow ----
+
+    def data(
+        self, k: int, flags: str = "A", ecn: int = 0, length: int = MSS, seq: int | None = None
+    ) -> bytes:
+        return bytes(
+            tcp_segment(
+                UPLINK,
+                STATION,
+                SERVER_PORT,
+                STATION_PORT,
+                seq=self.s_isn + 1 + k * MSS if seq is None else seq,
+                ack=A_ISN + 1,
+                flags=flags,
+                options=[("NOP", None), ("NOP", None), ("Timestamp", (7000 + k, 3000))],
+                payload=bytes([k % 250]) * length,
+                ecn=ecn,
+                eth_dst=host_mac(STATION),
+                ip_id=k,
+            )
+        )
+
+    def station_ack(self, k: int, window: int = ACK_WINDOW, flags: str = "A", ts: int | None = None) -> bytes:
+        return bytes(
+            tcp_segment(
+                STATION,
+                UPLINK,
+                STATION_PORT,
+                SERVER_PORT,
+                seq=A_ISN + 1,
+                ack=self.s_isn + 1 + k * MSS,
+                flags=flags,
+                window=window,
+                options=[
+                    ("NOP", None),
+                    ("NOP", None),
+                    ("Timestamp", (3100 + k if ts is None else ts, 7000 + k)),
+                ],
+                eth_dst=host_mac(UPLINK),
+            )
+        )
+
+    def handshake(self) -> None:
+        syn = bytes(
+            tcp_segment(
+                UPLINK,
+                STATION,
+                SERVER_PORT,
+                STATION_PORT,
+                seq=self.s_isn,
+                flags="S",
+                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (6999, 0)), ("WScale", 7)],
+                eth_dst=host_mac(STATION),
+            )
+        )
+        synack = bytes(
+            tcp_segment(
+                STATION,
+                UPLINK,
+                STATION_PORT,
+                SERVER_PORT,
+                seq=A_ISN,
+                ack=self.s_isn + 1,
+                flags="SA",
+                window=SYNACK_WINDOW,
+                options=[
+                    ("MSS", 1460),
+                    ("SAckOK", b""),
+                    ("Timestamp", (3000, 6999)),
+                    ("NOP", None),
+                    ("WScale", WS),
+                ],
+                eth_dst=host_mac(UPLINK),
+            )
+        )
+        self.send(UPLINK, syn)
+        self.expect_next(syn, STATION)
+        self.send(STATION, synack)
+        self.expect_next(synack, UPLINK)
+
+    def open_fast_mode(self) -> tuple[int, int]:
+        """Handshake, two segments through, the station's ACK of both (fast mode needs everything
+        before the first spoofed segment acknowledged by the station: the agent only holds what
+        was spoofed). Returns the station's right edge and TSval for the spoofed ACKs that follow."""
+        self.handshake()
+        self.pass_through(0)
+        self.pass_through(1)
+        self.station_ack_passes(self.station_ack(2))
+        return self.s_isn + 1 + 2 * MSS + ACK_WINDOW * 2**WS, 3102
+
+    def station_ack_passes(self, pkt: bytes) -> None:
+        """A station ACK above the spoofed point goes to the sender unchanged, and to the agent,
+        which holds copies from the handshake on and frees them by it."""
+        self.send(STATION, pkt)
+        self.expect_next(pkt, CPU)
+        self.expect_next(pkt, UPLINK)
+
+    def pass_through(self, k: int, copied: bool = True) -> None:
+        """Data segment k goes to the station without a spoofed ACK; the agent gets a copy of it
+        (in-order data from the handshake on, while the agent is there and nothing is missing)."""
+        pkt = self.data(k)
+        self.send(UPLINK, pkt)
+        self.expect_next(pkt, STATION)
+        if copied:
+            self.expect_next(pkt, CPU)
+
+    def spoofed(
+        self, k: int, right_edge: int, station_ts: int, ece: bool = False, data: bytes | None = None
+    ) -> bytes:
+        """The ACK the proxy should send the sender for data segment k."""
+        seg = Ether(data if data is not None else self.data(k))
+        end = seg[TCP].seq + len(seg[TCP].payload)
+        window = (right_edge - end) >> WS
+        ack = (
+            Ether(src=host_mac(STATION), dst=host_mac(UPLINK))
+            / IP(
+                src=host_ip(STATION),
+                dst=host_ip(UPLINK),
+                ttl=64,
+                id=seg[IP].id,
+                flags=seg[IP].flags,
+                tos=seg[IP].tos & 0xFC,
+            )
+            / TCP(
+                sport=STATION_PORT,
+                dport=SERVER_PORT,
+                seq=A_ISN + 1,
+                ack=end,
+                flags="AE" if ece else "A",
+                window=window,
+                options=[
+                    ("NOP", None),
+                    ("NOP", None),
+                    ("Timestamp", (station_ts, dict(seg[TCP].options)["Timestamp"][0])),
+                ],
+            )
+        )
+        return bytes(ack)
+
+    def expect_spoof(
+        self, k: int, right_edge: int, station_ts: int, ece: bool = False, data: bytes | None = None
+    ) -> None:
+        pkt = data if data is not None else self.data(k)
+        self.send(UPLINK, pkt)
+        self.expect_next(pkt, STATION)
+        self.expect_next(pkt, CPU)  # the agent's copy
+        self.expect_next(self.spoofed(k, right_edge, station_ts, ece, data=pkt), UPLINK)
+
+    def window_update(self, station_ack: bytes, ack: int, window: int) -> bytes:
+        """The ACK the proxy makes from a consumed station ACK when the budget had closed the
+        sender's window: the station's addresses, seq and timestamps, ack = the spoofed point."""
+        pkt = Ether(station_ack)
+        opts = dict(pkt[TCP].options)["Timestamp"]
+        out = (
+            Ether(src=pkt.src, dst=pkt.dst)
+            / IP(
+                src=pkt[IP].src,
+                dst=pkt[IP].dst,
+                ttl=64,
+                id=pkt[IP].id,
+                flags=pkt[IP].flags,
+                tos=pkt[IP].tos & 0xFC,
+            )
+            / TCP(
+                sport=pkt[TCP].sport,
+                dport=pkt[TCP].dport,
+                seq=pkt[TCP].seq,
+                ack=ack,
+                flags="A",
+                window=window,
+                options=[("NOP", None), ("NOP", None), ("Timestamp", opts)],
+            )
+        )
+        return bytes(out)
+
+    def stat(self, s: ApStat) -> int:
+        return self.counter("ap.stats", s)
+
+
+SYNACK_EDGE = S_ISN + 1 + SYNACK_WINDOW  # the station's right edge from its SYN-ACK
+
+
+class SpoofedAckTest(ApProxyTest):
+    """After the handshake, two in-order segments and the station's ACK of them, each in-order segment
+    goes to the station and
+    the agent, and the sender gets an ACK on the station's behalf: addresses and ports swapped, the
+    station's sequence number, ack = end of the segment, the station's right edge minus that,
+    scaled, its last TSval with the data's TSval echoed, valid checksums."""
+
+    def runTest(self) -> None:
+        edge, ts = self.open_fast_mode()
+        for k in (2, 3, 4):
+            self.expect_spoof(k, edge, station_ts=ts)
+        self.expect_nothing_else()
+        raw = self.spoofed(4, edge, ts)
+        ack = Ether(raw)
+        self.assertEqual(len(raw), 66)
+        check = IP(bytes(ack[IP]))
+        del check.chksum
+        del check[TCP].chksum
+        rebuilt = IP(bytes(check))
+        self.assertEqual((rebuilt.chksum, rebuilt[TCP].chksum), (ack[IP].chksum, ack[TCP].chksum))
+        self.assertEqual(self.stat(ApStat.SPOOFED), 3)
+        assert self.client is not None
+        (flow,) = read_flows(self.client)
+        self.assertEqual((flow.mode, flow.spoofed_acks, flow.outstanding_bytes), ("fast", 3, 3 * MSS))
+
+
+class StationOpensTest(ApProxyTest):
+    """The usual WLAN case: the station opens the connection (it downloads from the server). The
+    station's SYN carries its window scale; its first ACK is the handshake's third packet, and from
+    there the flow is proxied as when the sender opens. Regression: station_ack was taken only from
+    a SYN-ACK, so with the station's SYN it kept whatever the slot held before (0 here), and with a
+    sender ISN at or above 2**31 no ACK of the station's ever counted as progress: every segment
+    stalled on the budget."""
+
+    s_isn = 3_000_000_000
+
+    def runTest(self) -> None:
+        syn = bytes(
+            tcp_segment(
+                STATION,
+                UPLINK,
+                STATION_PORT,
+                SERVER_PORT,
+                seq=A_ISN,
+                flags="S",
+                window=SYNACK_WINDOW,
+                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (3000, 0)), ("WScale", WS)],
+                eth_dst=host_mac(UPLINK),
+            )
+        )
+        synack = bytes(
+            tcp_segment(
+                UPLINK,
+                STATION,
+                SERVER_PORT,
+                STATION_PORT,
+                seq=self.s_isn,
+                ack=A_ISN + 1,
+                flags="SA",
+                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (6999, 3000)), ("WScale", 7)],
+                eth_dst=host_mac(STATION),
+            )
+        )
+        self.send(STATION, syn)
+        self.expect_next(syn, UPLINK)
+        self.send(UPLINK, synack)
+        self.expect_next(synack, STATION)
+        third = self.station_ack(0)
+        self.send(STATION, third)  # nothing copied yet: the agent holds nothing of this flow
+        self.expect_next(third, UPLINK)
+        self.pass_through(0)
+        self.pass_through(1)
+        self.station_ack_passes(self.station_ack(2))
+        edge = self.s_isn + 1 + 2 * MSS + ACK_WINDOW * 2**WS
+        for k in (2, 3):
+            self.expect_spoof(k, edge, station_ts=3102)
+        self.expect_nothing_else()
+        self.assertEqual((self.stat(ApStat.SPOOFED), self.stat(ApStat.BUDGET_STALLS)), (2, 0))
+
+
+class NoSpoofTest(ApProxyTest):
+    """No spoofed ACK for out-of-order data, FIN, RST, URG, a flow to a non-station, or past the
+    budget (three segments here). The spoofed window stops at the budget too: the sender may not
+    send beyond what the proxy would spoof."""
+
+    station_params = StationParams(budget_bytes=3 * MSS, fast_after_segments=0, stall_timeout_ms=10_000)
+
+    def runTest(self) -> None:
+        self.handshake()
+        self.expect_spoof(0, S_ISN + 1 + 3 * MSS, 3000)  # the budget, not the station's 64000 bytes
+        gap = self.data(5)
+        self.send(UPLINK, gap)  # out of order: neither spoofed nor copied
+        self.expect_next(gap, STATION)
+        urgent = self.data(1, flags="PAU")  # in order: copied, not spoofed
+        self.send(UPLINK, urgent)
+        self.expect_next(urgent, STATION)
+        self.expect_next(urgent, CPU)
+        self.station_ack_passes(self.station_ack(2))
+        budget_edge = S_ISN + 1 + 5 * MSS  # station ACK + budget
+        for k in (2, 3, 4):
+            self.expect_spoof(k, budget_edge, 3102)
+        self.pass_through(5)  # 4 segments unacknowledged by the station > the budget of 3: copied only
+        self.assertEqual(self.stat(ApStat.BUDGET_STALLS), 1)
+        other = bytes(
+            tcp_segment(
+                UPLINK, 0, SERVER_PORT, STATION_PORT, seq=1, payload=b"x" * 100, eth_dst=host_mac(STATION)
+            )
+        )
+        self.send(UPLINK, other)  # to 10.0.0.1: not a station this AP serves
+        self.expect_next(other, STATION)
+        consumed = self.station_ack(5)
+        self.send(STATION, consumed)
+        self.expect_next(consumed, CPU)
+        # The budget had closed the sender's window (it was told ack +5 MSS, window 0); the
+        # station's progress reopens it up to ack + budget: the proxy says so.
+        self.expect_next(self.window_update(consumed, S_ISN + 1 + 5 * MSS, (3 * MSS) >> WS), UPLINK)
+        fin = self.data(6, flags="FA")  # in order: copied, not spoofed
+        self.send(UPLINK, fin)
+        self.expect_next(fin, STATION)
+        self.expect_next(fin, CPU)
+        rst = self.data(6, flags="RA")
+        self.send(UPLINK, rst)
+        self.expect_next(rst, STATION)
+        self.expect_nothing_else()
+        self.assertEqual(self.stat(ApStat.SPOOFED), 4)
+
+
+class StationAckTest(ApProxyTest):
+    """The station's ACKs at or below the spoofed point go to the agent, not the sender (counted
+    as consumed, or as duplicates: a wireless loss); above it, and with SYN, FIN or RST, they pass."""
+
+    def runTest(self) -> None:
+        edge, ts = self.open_fast_mode()  # the station's ACK of 2 segments passed: nothing spoofed yet
+        for k in (2, 3, 4):
+            self.expect_spoof(k, edge, station_ts=ts)
+        for pkt in (self.station_ack(3), self.station_ack(3, ts=3104), self.station_ack(5)):
+            self.send(STATION, pkt)
+            self.expect_next(pkt, CPU)
+        self.station_ack_passes(self.station_ack(5, flags="FA"))
+        self.expect_nothing_else()
+        self.assertEqual((self.stat(ApStat.CONSUMED), self.stat(ApStat.DUP_TO_AGENT)), (2, 1))
+
+
+class PacketOutTest(ApProxyTest):
+    """A frame the agent sends on the CPU port reaches the station unchanged, counted as a repair."""
+
+    def runTest(self) -> None:
+        pkt = self.data(3)
+        self.send(CPU, pkt)
+        self.expect_next(pkt, STATION)
+        self.expect_nothing_else()
+        self.assertEqual(self.counter("ap.repairs", 0), 1)
+
+
+class WindowTimestampEcnTest(ApProxyTest):
+    """The spoofed window follows the station's latest scaled window; the TSval is the station's
+    latest; CE on the data sets ECE on spoofed ACKs until the sender's CWR."""
+
+    def runTest(self) -> None:
+        self.handshake()
+        self.pass_through(0)
+        self.pass_through(1)
+        self.station_ack_passes(self.station_ack(2, window=100, ts=4242))  # 12800 bytes, scaled by 2**7
+        edge = S_ISN + 1 + 2 * MSS + 100 * 2**WS
+        self.expect_spoof(2, edge, station_ts=4242)
+        self.expect_spoof(3, edge, station_ts=4242, ece=True, data=self.data(3, ecn=3))
+        self.expect_spoof(4, edge, station_ts=4242, ece=True)
+        self.expect_spoof(5, edge, station_ts=4242, data=self.data(5, flags="AC"))  # CWR: ECE ends
+        self.expect_nothing_else()
+
+
+class ZeroWindowTest(ApProxyTest):
+    """No spoofed ACK when the station's window is closed."""
+
+    def runTest(self) -> None:
+        self.handshake()
+        self.pass_through(0)
+        self.pass_through(1)
+        self.station_ack_passes(self.station_ack(2, window=0))
+        self.pass_through(2)
+        self.expect_nothing_else()
+        self.assertEqual(self.stat(ApStat.SPOOFED), 0)
+
+
+class AgentGoneTest(ApProxyTest):
+    """Without a heartbeat for half a second the proxy stops spoofing (fail-safe). When heartbeats
+    come back, it resumes only once the station has acknowledged the segment that went by
+    unspoofed meanwhile: the agent never held it, so no spoofed ACK may cover it."""
+
+    def runTest(self) -> None:
+        edge, ts = self.open_fast_mode()
+        self.expect_spoof(2, edge, ts)
+        time.sleep(0.6)
+        self.pass_through(3, copied=False)  # the agent is gone: neither spoofed nor copied
+        self.heartbeat()
+        self.pass_through(4, copied=False)  # in order, but the agent never got segment 3
+        self.station_ack_passes(self.station_ack(5))  # above the spoofed point (end of segment 2)
+        self.expect_spoof(5, S_ISN + 1 + 5 * MSS + ACK_WINDOW * 2**WS, 3105)
+        self.expect_nothing_else()
+
+
+class StallTest(ApProxyTest):
+    """When the station's ACK stops advancing with spoofed data outstanding longer than the stall
+    timeout, the flow leaves fast mode (here for good): no more spoofing, no more copies."""
+
+    station_params = StationParams(
+        budget_bytes=64 * 1024, fast_after_segments=0, stall_timeout_ms=200, holdoff_ms=0
+    )
+
+    def runTest(self) -> None:
+        self.handshake()
+        self.expect_spoof(0, SYNACK_EDGE, 3000)
+        time.sleep(0.3)
+        self.heartbeat()
+        self.pass_through(1, copied=False)
+        self.expect_nothing_else()
+        self.assertEqual(self.stat(ApStat.STALL_EXITS), 1)
+        assert self.client is not None
+        self.assertEqual(read_flows(self.client)[0].mode, ApMode.OFF.name.lower())
+
+
+class NoAgentTest(ApProxyTest):
+    """With no agent from the start, the AP is a plain forwarder for station flows: no copies, no
+    spoofed ACKs, and the station's ACKs go to the sender only."""
+
+    def runTest(self) -> None:
+        time.sleep(0.6)  # the heartbeat from install_entries is stale
+        self.handshake()
+        for k in range(4):
+            self.pass_through(k, copied=False)
+        ack = self.station_ack(4)
+        self.send(STATION, ack)
+        self.expect_next(ack, UPLINK)
+        self.expect_nothing_else()
+        self.assertEqual(self.stat(ApStat.SPOOFED), 0)
+        assert self.client is not None
+        self.assertEqual(read_flows(self.client)[0].mode, ApMode.PASS.name.lower())
