@@ -82,3 +82,7 @@ def test_every_command_fails_naming_the_port(netns: Netns, cli_env: dict[str, st
         assert result.returncode == 3, (argv, result.returncode, result.stderr)
         assert len(lines) == 1 and PORT in lines[0], (argv, result.stderr)
         assert result.stdout == "", (argv, result.stdout)
+    # `switch stop` found the switch dead and removed what it left (regression: its notification
+    # socket stayed in /tmp).
+    assert not Path(f"/tmp/ackwise-bmv2-{PORT}-notifications.ipc").exists()
+    assert list(Path(cli_env["ACKWISE_STATE_DIR"]).iterdir()) == []

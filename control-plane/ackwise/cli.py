@@ -109,11 +109,14 @@ def cmd_switch_start(args: argparse.Namespace) -> int:
 def cmd_switch_stop(args: argparse.Namespace) -> int:
     running = RunningSwitch.load(args.thrift_port)
     if running is None or not running.alive:
-        if running is not None:
+        gone = ""
+        if running is not None:  # it died: remove its state file, notification socket and output
+            running.stop()
             running.forget()
+            gone = f" (pid {running.pid} exited; removed what it left)"
         raise SwitchUnreachable(
             f"no switch started by ackwise runs on Thrift port "
-            f"{args.thrift_host}:{args.thrift_port}: nothing to stop"
+            f"{args.thrift_host}:{args.thrift_port}{gone}: nothing to stop"
         )
     running.stop()
     running.forget()
