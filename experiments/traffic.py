@@ -54,6 +54,7 @@ class TransferResult:
     receiver_sha256: str | None
     started_at: float
     max_stall_s: float | None = None  # longest time the receiver got no new bytes (None: not watched)
+    max_stall_at_bytes: int | None = None  # how many bytes it had when that stall began
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -80,14 +81,15 @@ class Transfer:
         self._last_bytes = -1
         self._last_change: float | None = None
         self.max_stall_s = 0.0
+        self.max_stall_at_bytes: int | None = None
 
     def watch(self, now: float) -> None:
         """Call regularly while the transfer runs: tracks the longest stretch without new bytes."""
         done = self.progress()
         if done != self._last_bytes or self._last_change is None:
             self._last_bytes, self._last_change = done, now
-        elif done < self.size_bytes:
-            self.max_stall_s = max(self.max_stall_s, now - self._last_change)
+        elif done < self.size_bytes and now - self._last_change > self.max_stall_s:
+            self.max_stall_s, self.max_stall_at_bytes = now - self._last_change, done
 
     def start(self) -> Transfer:
         module = "ackwise.experiments.transfer"
@@ -169,6 +171,7 @@ class Transfer:
             receiver_sha256=received.get("sha256"),
             started_at=sent["started_at"],
             max_stall_s=self.max_stall_s if self._last_change is not None else None,
+            max_stall_at_bytes=self.max_stall_at_bytes,
         )
         if not result.byte_exact:
             raise TrafficError(

@@ -66,7 +66,9 @@ def test_proxy_on_the_wlan(n_stations: int, loss: float) -> None:
         print(
             f"  {on_r.size_bytes / 1e3:8.0f} kB"
             f"  with {on_r.completion_s:7.2f} s {on_r.goodput_bps / 1e6:6.2f} Mbit/s"
+            f" (longest stall {on_r.max_stall_s or 0:4.2f} s at byte {on_r.max_stall_at_bytes or 0})"
             f"   without {off_r.completion_s:7.2f} s {off_r.goodput_bps / 1e6:6.2f} Mbit/s"
+            f" ({off_r.max_stall_s or 0:4.2f} s at byte {off_r.max_stall_at_bytes or 0})"
         )
     assert all(r.byte_exact for r in with_proxy) and len(with_proxy) == 20
     assert on[2] <= 2.0, f"a transfer stalled for {on[2]:.2f} s with the proxy on"

@@ -83,7 +83,9 @@ class ApProxyTest(AckwiseTest):
             )
         )
 
-    def handshake(self) -> None:
+    def handshake(self, agent: bool = True) -> None:
+        """The sender opens the connection. With the agent there, it gets the SYN (to resend should
+        the air lose it or the answer) and the station's SYN-ACK (the answer)."""
         syn = bytes(
             tcp_segment(
                 UPLINK,
@@ -118,7 +120,11 @@ class ApProxyTest(AckwiseTest):
         )
         self.send(UPLINK, syn)
         self.expect_next(syn, STATION)
+        if agent:
+            self.expect_next(syn, CPU)
         self.send(STATION, synack)
+        if agent:
+            self.expect_next(synack, CPU)
         self.expect_next(synack, UPLINK)
 
     def open_fast_mode(self) -> tuple[int, int]:
@@ -286,12 +292,17 @@ class StationOpensTest(ApProxyTest):
                 eth_dst=host_mac(STATION),
             )
         )
+        # The agent sees the whole handshake: it holds the sender's SYN-ACK until the station's
+        # ACK answers it.
         self.send(STATION, syn)
+        self.expect_next(syn, CPU)
         self.expect_next(syn, UPLINK)
         self.send(UPLINK, synack)
         self.expect_next(synack, STATION)
+        self.expect_next(synack, CPU)
         third = self.station_ack(0)
-        self.send(STATION, third)  # nothing copied yet: the agent holds nothing of this flow
+        self.send(STATION, third)
+        self.expect_next(third, CPU)
         self.expect_next(third, UPLINK)
         self.pass_through(0)
         self.pass_through(1)
@@ -450,7 +461,7 @@ class NoAgentTest(ApProxyTest):
 
     def runTest(self) -> None:
         time.sleep(0.6)  # the heartbeat from install_entries is stale
-        self.handshake()
+        self.handshake(agent=False)
         for k in range(4):
             self.pass_through(k, copied=False)
         ack = self.station_ack(4)

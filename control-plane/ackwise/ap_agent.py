@@ -36,7 +36,7 @@ from typing import Any
 from .ap import ETHERTYPE_HEARTBEAT, agent_stats_path, leave_fast_mode, list_stations
 from .client import SwitchClient, SwitchError
 from .flowkey import FlowKey
-from .packets import RST, TcpSegment, parse_ipv4_tcp
+from .packets import ACK, RST, SYN, TcpSegment, parse_ipv4_tcp
 from .serial import seq_diff, seq_geq, seq_gt, seq_leq
 
 HEARTBEAT_INTERVAL_S = 0.1
@@ -45,6 +45,11 @@ DUP_ACKS_WITHOUT_SACK = 3
 DEFAULT_RTT_S = 0.02  # AP <-> station round trip until measured
 MIN_REPAIR_INTERVAL_S = 0.01
 MAX_REPAIR_INTERVAL_S = 1.0  # a segment resent again and again backs off to this
+# A SYN or SYN-ACK of the sender's that the station has not answered is resent after this, then
+# after twice as long, up to HANDSHAKE_REPAIRS_MAX times: well before the sender's own 1 s timer.
+# The station answers a duplicate SYN or SYN-ACK again, so this also recovers a lost answer.
+HANDSHAKE_REPAIR_S = 0.25
+HANDSHAKE_REPAIRS_MAX = 3
 # RFC 6675's IsLost: a hole with this many SACKed segments above it is lost, not just queued.
 SACKED_ABOVE_FOR_LOSS = 3
 STATIONS_REFRESH_S = 2.0
@@ -82,6 +87,7 @@ class ProxiedFlow:
     left_fast_mode: int = 0
     last_progress: float = 0.0  # when the station's ACK last advanced (or the first copy arrived)
     copied_end: int | None = None  # end of the highest copy seen
+    handshake: Segment | None = None  # the sender's SYN or SYN-ACK, until the station answers it
 
     def store(self, seg: Segment) -> None:
         if seg.seq in self.segments:
@@ -143,9 +149,29 @@ class ProxiedFlow:
         self.store(Segment(seg.seq, end, frame, now))
         return not gap
 
+    def sender_handshake(self, seg: TcpSegment, frame: bytes, now: float) -> None:
+        """A copy of the sender's SYN or SYN-ACK: a new connection on this key. Held until the
+        station's ACK of it arrives."""
+        self.segments.clear()
+        self.buffered_bytes, self.station_ack, self.dup_acks, self.copied_end = 0, None, 0, None
+        self.last_progress = now
+        self.handshake = Segment(seg.seq, (seg.seq + 1) % 2**32, frame, now)
+
+    def handshake_due(self, now: float) -> Segment | None:
+        """The held SYN or SYN-ACK, when it is time to resend it."""
+        held = self.handshake
+        if held is None or held.repairs >= HANDSHAKE_REPAIRS_MAX:
+            return None
+        since = now - (held.repaired_at if held.repaired_at is not None else held.stored_at)
+        return held if since >= HANDSHAKE_REPAIR_S * 2**held.repairs else None
+
     def station_packet(self, seg: TcpSegment, now: float) -> list[Segment]:
         """The station's own ACK (consumed at the AP, or on its way to the sender): free what it
         covers, keep the SACK scoreboard, and say which held segments to resend."""
+        if not seg.flags & ACK:
+            return []  # the station's SYN: no ACK number yet
+        if self.handshake is not None and seg.ack == self.handshake.end:
+            self.handshake = None
         # A duplicate: the same ACK number again. (Not RFC 5681's: a Linux receiver grows its
         # window while it queues out-of-order data.) A DSACK, a block below the ACK number,
         # reports a segment received twice, not a loss.
@@ -235,7 +261,9 @@ class RepairAgent:
         flow = self.flows.setdefault(key, ProxiedFlow(key))
         try:
             if to_station:
-                if seg.payload_len > 0:
+                if seg.flags & SYN:
+                    flow.sender_handshake(seg, frame, now)
+                elif seg.payload_len > 0:
                     self.counters["data_copies"] += 1
                     if not flow.copy(seg, frame, now):
                         self.counters["missed_copies"] += 1
@@ -262,10 +290,20 @@ class RepairAgent:
         except SwitchError as exc:
             log.error("could not read ap.stations: %s", exc)
 
-    def repair(self, flow: ProxiedFlow, segments: list[Segment], now: float) -> None:
+    def repair(self, flow: ProxiedFlow, segments: list[Segment], now: float, why: str = "loss") -> None:
         for lost in segments:
             self.sock.send(lost.frame)
             lost.repaired_at, lost.repairs = now, lost.repairs + 1
+            log.debug(
+                "%.3f %s: %s repair %d of seq %d (station ack %s, rtt %.0f ms)",
+                now,
+                flow.key,
+                why,
+                lost.repairs,
+                lost.seq,
+                flow.station_ack,
+                flow.rtt_s * 1000,
+            )
             flow.repairs += 1
             self.counters["repairs_sent"] += 1
 
@@ -274,19 +312,23 @@ class RepairAgent:
         held segment at it, resend that segment. Without it a flow whose sender is out of window
         (the budget) gets no more duplicate ACKs to trigger a repair, and would wait forever."""
         for key, flow in list(self.flows.items()):
-            if flow.segments and now - flow.last_progress > FORGET_AFTER_S:
-                log.warning(
-                    "flow %s: no progress for %.0f s, forgetting %d buffered bytes",
-                    key,
-                    FORGET_AFTER_S,
-                    flow.buffered_bytes,
-                )
+            if now - flow.last_progress > FORGET_AFTER_S:
+                if flow.segments:
+                    log.warning(
+                        "flow %s: no progress for %.0f s, forgetting %d buffered bytes",
+                        key,
+                        FORGET_AFTER_S,
+                        flow.buffered_bytes,
+                    )
                 del self.flows[key]
                 continue
+            held = flow.handshake_due(now)
+            if held is not None:
+                self.repair(flow, [held], now, why="handshake")
             if flow.station_ack is None or flow.station_ack not in flow.segments:
                 continue
             if now - flow.last_progress >= max(2 * flow.rtt_s, 0.05):
-                self.repair(flow, flow.to_repair(flow.station_ack, now, timer=True), now)
+                self.repair(flow, flow.to_repair(flow.station_ack, now, timer=True), now, why="timer")
 
     def run(self) -> None:
         next_beat = 0.0
@@ -368,10 +410,16 @@ def main(argv: list[str] | None = None) -> int:
         help="write counters here every second and on exit (default: where `ackwise ap` looks, "
         f"{agent_stats_path(9090).parent}/ackwise-ap-agent-THRIFT_PORT.json)",
     )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("ACKWISE_AP_AGENT_LOG", "info"),
+        choices=["debug", "info", "warning"],
+        help="debug logs every repair (default: $ACKWISE_AP_AGENT_LOG, else info)",
+    )
     args = parser.parse_args(argv)
     if args.stats is None:
         args.stats = agent_stats_path(args.thrift_port)
-    logging.basicConfig(level=logging.INFO, format="ap_agent: %(message)s")
+    logging.basicConfig(level=args.log_level.upper(), format="ap_agent: %(message)s")
     try:
         agent = RepairAgent(args.iface, args.thrift_port, args.global_cap_bytes, args.holdoff_ms, args.stats)
     except (OSError, SwitchError) as exc:

@@ -22,11 +22,11 @@ from ackwise.ap import (
     multicast_group,
     read_agent_report,
 )
-from ackwise.ap_agent import MAX_REPAIR_INTERVAL_S, ProxiedFlow
+from ackwise.ap_agent import HANDSHAKE_REPAIR_S, HANDSHAKE_REPAIRS_MAX, MAX_REPAIR_INTERVAL_S, ProxiedFlow
 from ackwise.ap_cli import FLOW_COLUMNS, flow_rows
 from ackwise.cli_output import render_table
 from ackwise.flowkey import FlowKey
-from ackwise.packets import ACK, FIN, TcpSegment
+from ackwise.packets import ACK, FIN, SYN, TcpSegment
 
 CONSTANTS = (Path(__file__).resolve().parents[2] / "p4src" / "include" / "constants.p4").read_text()
 MSS = 1000
@@ -171,3 +171,37 @@ def test_flow_table_has_every_column_and_joins_the_agent_by_key() -> None:
     table = render_table(FLOW_COLUMNS, [[row[c] for c in FLOW_COLUMNS]])
     assert str(key) in table and "fast" in table
     assert flow_rows([flow], {})[0]["buffered_bytes"] == 0
+
+
+def test_a_held_syn_is_resent_with_back_off_until_the_station_answers() -> None:
+    flow = flow_with(2)  # an earlier connection on the same key, still holding data
+    syn = TcpSegment("10.0.0.2", "10.0.0.3", 5001, 40000, ISN - 1, 0, SYN, 64000, 0, 0)
+    flow.sender_handshake(syn, b"syn", 10.0)
+    assert flow.segments == {} and flow.buffered_bytes == 0 and flow.station_ack is None
+    assert flow.handshake_due(10.0 + HANDSHAKE_REPAIR_S - 0.01) is None
+    due = [10.0 + HANDSHAKE_REPAIR_S * (2**n - 1) for n in range(1, HANDSHAKE_REPAIRS_MAX + 1)]
+    for when in due:  # as the agent's repair() records it
+        held = flow.handshake_due(when)
+        assert held is not None and held.frame == b"syn"
+        held.repairs, held.repaired_at = held.repairs + 1, when
+        assert flow.handshake_due(when + 0.01) is None
+    assert flow.handshake_due(due[-1] + 60) is None, "resent more than HANDSHAKE_REPAIRS_MAX times"
+    # The station's SYN-ACK acknowledges the SYN: answered, and its ACK number is the station's.
+    synack = TcpSegment("10.0.0.3", "10.0.0.2", 40000, 5001, 0, ISN, SYN | ACK, 64000, 0, 0)
+    flow.sender_handshake(syn, b"syn", 20.0)
+    assert flow.station_packet(synack, 20.1) == []
+    assert flow.handshake is None and flow.station_ack == ISN
+    assert flow.handshake_due(30.0) is None
+
+
+def test_when_the_station_opens_its_syn_sets_nothing_and_its_ack_answers_the_syn_ack() -> None:
+    flow = ProxiedFlow(FlowKey.of("10.0.0.2", "10.0.0.3", 5001, 40000)[0])
+    station_syn = TcpSegment("10.0.0.3", "10.0.0.2", 40000, 5001, 0, 123_456, SYN, 64000, 0, 0)
+    assert flow.station_packet(station_syn, 0.0) == []
+    assert flow.station_ack is None, "a SYN's ACK field is not an ACK"
+    synack = TcpSegment("10.0.0.2", "10.0.0.3", 5001, 40000, ISN - 1, 1, SYN | ACK, 64000, 0, 0)
+    flow.sender_handshake(synack, b"synack", 0.01)
+    flow.station_packet(station_ack(-1), 0.02)  # some other ACK number: not the answer
+    assert flow.handshake is not None
+    flow.station_packet(station_ack(0), 0.03)  # ack = ISN: the SYN-ACK's sequence number + 1
+    assert flow.handshake is None and flow.station_ack == seq(0)

@@ -108,6 +108,9 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
             station_window_reg.read(station_window, slot);
             station_ws_reg.read(station_ws, slot);
             spoofed_reg.read(spoofed, slot);
+            bit<48> alive_at;
+            ap_agent_alive_at.read(alive_at, 0);
+            bool agent_alive = alive_at != 0 && now - alive_at < AP_AGENT_TIMEOUT_US;
 
             if (role == AP_ROLE_UPLINK) {
                 // ---- from the sender to the station ----
@@ -118,6 +121,11 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                     rcv_nxt_reg.write(slot, tcp.seq_no + 1);
                     mode = AP_MODE_PASS;
                     in_order_reg.write(slot, 0);
+                    // The agent holds it until the station answers, and resends it when the air
+                    // loses it or the answer: else a lost handshake costs the sender's 1 s SYN timeout.
+                    if (agent_alive) {
+                        mcast_grp = (bit<16>)egress_port << 8;  // the station and the agent
+                    }
                 } else if (payload_len != 0) {
                     bit<32> end = tcp.seq_no + (bit<32>)payload_len;
                     bit<32> rcv_nxt;
@@ -154,9 +162,6 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                             holdoff_until_reg.write(slot, now + station.holdoff_us);
                         }
                     }
-                    bit<48> alive_at;
-                    ap_agent_alive_at.read(alive_at, 0);
-                    bool agent_alive = alive_at != 0 && now - alive_at < AP_AGENT_TIMEOUT_US;
                     bool station_known = state & (AP_ESTABLISHED | AP_STATION_ACK_VALID)
                         == (AP_ESTABLISHED | AP_STATION_ACK_VALID);
                     if (mode == AP_MODE_PASS && station_known && in_order_count >= station.fast_after
@@ -294,9 +299,10 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                             window_updates_reg.write(slot, n + 1);
                         }
                     }
-                } else if (state & AP_COPIED_VALID != 0 && tcp.flags & TCP_FLAG_ACK != 0) {
+                } else if (tcp.flags & (TCP_FLAG_ACK | TCP_FLAG_SYN) != 0
+                           && (agent_alive || state & AP_COPIED_VALID != 0)) {
                     // Passes to the sender (above the spoofed point, or connection control); the
-                    // agent, which holds copies from the handshake on, sees it too, to free them.
+                    // agent sees it too: it answers a held SYN or SYN-ACK, and frees held copies.
                     mcast_grp = (bit<16>)egress_port;  // group (0 << 8) | uplink, nothing spoofed
                 }
             }
