@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ackwise.processes import stop_process
+
 from .kernel import set_quickack
 from .policies import KERNEL_BASELINES, make_policy
 
@@ -77,13 +79,7 @@ class HostAgent:
         report: dict[str, Any] = {"policy": self.policy, "params": self.params}
         if self.proc is not None:
             self.died = self.proc.poll() is not None
-            if not self.died:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+            stop_process(self.proc, timeout_s=10)
             report["agent_died"] = self.died
             if self.stats_path.exists() and self.stats_path.stat().st_size:
                 report["agent"] = json.loads(self.stats_path.read_text())

@@ -179,21 +179,6 @@ class TcpFlow:
         """A pure ACK of the first k segments; ``sack`` blocks are in segment numbers."""
         if ts is None:
             ts = (self.ts(500 + k), self.ts(k))
-        if raw_options is not None:
-            return bytes(
-                tcp_segment(
-                    self.ack_port,
-                    self.data_port,
-                    self.dport,
-                    self.sport,
-                    seq=self.irs,
-                    ack=self.seq(k),
-                    flags=flags,
-                    window=window,
-                    raw_options=raw_options,
-                    ecn=ecn,
-                )
-            )
         options: list[tuple[str, Any]] = [("NOP", None), ("NOP", None), ("Timestamp", ts)]
         if sack:
             edges = tuple(self.seq(x) for block in sack for x in block)
@@ -209,6 +194,7 @@ class TcpFlow:
                 flags=flags,
                 window=window,
                 options=options,
+                raw_options=raw_options,  # when given, these bytes instead of ``options``
                 ecn=ecn,
             )
         )

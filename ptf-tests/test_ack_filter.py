@@ -11,9 +11,9 @@ from test_ack_thinning import ThinningTest
 FILTER = PolicyParams.parse("filter", [])
 
 
-class QueuedFilterTest(ThinningTest):
-    """Ten ACKs into a queue served at 5 packets/s: the first (already leaving) and the newest
-    come out; the eight in between are superseded."""
+class SlowQueueFilterTest(ThinningTest):
+    """The filter policy, with the ACKs' egress queue (port 1) served at 5 packets/s so that they
+    queue."""
 
     policy = FILTER
 
@@ -21,6 +21,11 @@ class QueuedFilterTest(ThinningTest):
         super().install_entries()
         assert self.client is not None
         self.client.set_queue_rate(1, 5)
+
+
+class QueuedFilterTest(SlowQueueFilterTest):
+    """Ten ACKs into a queue served at 5 packets/s: the first (already leaving) and the newest
+    come out; the eight in between are superseded."""
 
     def runTest(self) -> None:
         flow = TcpFlow()
@@ -29,16 +34,9 @@ class QueuedFilterTest(ThinningTest):
         self.assertEqual(self.counter("ack_filter.stats", 1), 8)
 
 
-class FilterKeepsNewsTest(ThinningTest):
+class FilterKeepsNewsTest(SlowQueueFilterTest):
     """In the queue, a duplicate ACK and an ECE change are kept, and nothing is dropped across
     an ECE/CWR change."""
-
-    policy = FILTER
-
-    def install_entries(self) -> None:
-        super().install_entries()
-        assert self.client is not None
-        self.client.set_queue_rate(1, 5)
 
     def runTest(self) -> None:
         flow = TcpFlow()
@@ -68,17 +66,14 @@ class NoQueueNoFilterTest(ThinningTest):
         self.run_acks(flow, acks, list(range(10)), gaps_s={i: 0.02 for i in range(1, 10)})
 
 
-class FilterTailDropTest(ThinningTest):
+class FilterTailDropTest(SlowQueueFilterTest):
     """Regression: with a 4-packet queue, bmv2 tail-drops the newest ACKs after ingress recorded
     them; the filter then must not drop the queued older ones, or the information is lost (it
     cost an RTO on the Asymmetric dumbbell). All four queued ACKs come out."""
 
-    policy = FILTER
-
     def install_entries(self) -> None:
         super().install_entries()
         assert self.client is not None
-        self.client.set_queue_rate(1, 5)
         set_queue_depth(self.client, 1, 4)
 
     def runTest(self) -> None:

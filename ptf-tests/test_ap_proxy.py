@@ -83,41 +83,50 @@ class ApProxyTest(AckwiseTest):
             )
         )
 
-    def handshake(self, agent: bool = True) -> None:
-        """The sender opens the connection. With the agent there, it gets the SYN (to resend should
-        the air lose it or the answer) and the station's SYN-ACK (the answer)."""
-        syn = bytes(
+    def sender_syn(self, flags: str, ack: int = 0, ts_ecr: int = 0) -> bytes:
+        """The sender's SYN (flags "S") or SYN-ACK ("SA"): window scale 7, TSval 6999."""
+        return bytes(
             tcp_segment(
                 UPLINK,
                 STATION,
                 SERVER_PORT,
                 STATION_PORT,
                 seq=self.s_isn,
-                flags="S",
-                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (6999, 0)), ("WScale", 7)],
+                ack=ack,
+                flags=flags,
+                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (6999, ts_ecr)), ("WScale", 7)],
                 eth_dst=host_mac(STATION),
             )
         )
-        synack = bytes(
+
+    def station_syn(self, flags: str, ack: int = 0, ts_ecr: int = 0) -> bytes:
+        """The station's SYN or SYN-ACK: window 64000 unscaled, window scale WS, TSval 3000."""
+        return bytes(
             tcp_segment(
                 STATION,
                 UPLINK,
                 STATION_PORT,
                 SERVER_PORT,
                 seq=A_ISN,
-                ack=self.s_isn + 1,
-                flags="SA",
+                ack=ack,
+                flags=flags,
                 window=SYNACK_WINDOW,
                 options=[
                     ("MSS", 1460),
                     ("SAckOK", b""),
-                    ("Timestamp", (3000, 6999)),
+                    ("Timestamp", (3000, ts_ecr)),
                     ("NOP", None),
                     ("WScale", WS),
                 ],
                 eth_dst=host_mac(UPLINK),
             )
         )
+
+    def handshake(self, agent: bool = True) -> None:
+        """The sender opens the connection. With the agent there, it gets the SYN (to resend should
+        the air lose it or the answer) and the station's SYN-ACK (the answer)."""
+        syn = self.sender_syn("S")
+        synack = self.station_syn("SA", ack=self.s_isn + 1, ts_ecr=6999)
         self.send(UPLINK, syn)
         self.expect_next(syn, STATION)
         if agent:
@@ -266,32 +275,8 @@ class StationOpensTest(ApProxyTest):
     s_isn = 3_000_000_000
 
     def runTest(self) -> None:
-        syn = bytes(
-            tcp_segment(
-                STATION,
-                UPLINK,
-                STATION_PORT,
-                SERVER_PORT,
-                seq=A_ISN,
-                flags="S",
-                window=SYNACK_WINDOW,
-                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (3000, 0)), ("WScale", WS)],
-                eth_dst=host_mac(UPLINK),
-            )
-        )
-        synack = bytes(
-            tcp_segment(
-                UPLINK,
-                STATION,
-                SERVER_PORT,
-                STATION_PORT,
-                seq=self.s_isn,
-                ack=A_ISN + 1,
-                flags="SA",
-                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (6999, 3000)), ("WScale", 7)],
-                eth_dst=host_mac(STATION),
-            )
-        )
+        syn = self.station_syn("S")
+        synack = self.sender_syn("SA", ack=A_ISN + 1, ts_ecr=3000)
         # The agent sees the whole handshake: it holds the sender's SYN-ACK until the station's
         # ACK answers it.
         self.send(STATION, syn)

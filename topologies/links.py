@@ -26,6 +26,7 @@ from typing import Any
 
 from mininet.node import Switch
 
+from ackwise.processes import stop_process
 from ackwise.toolchain import BUILD_DIR
 
 from .wireless import MAC_BYTES_BEYOND_ETHERNET, WirelessPreset
@@ -146,13 +147,7 @@ class LinkemProcess:
         return json.loads(self.stats_path.read_text()) if self.stats_path.exists() else {}
 
     def stop(self) -> dict[str, Any]:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout_s=5)
         stats = json.loads(self.stats_path.read_text()) if self.stats_path.exists() else {}
         for path in (self.stats_path, self.config_path):
             path.unlink(missing_ok=True)

@@ -20,6 +20,7 @@ from mininet.net import Mininet
 
 from ackwise.ap import StationParams, agent_stats_path, configure_ap, read_agent_report
 from ackwise.p4names import L2_EXACT
+from ackwise.processes import stop_process
 from ackwise.thinning import set_queue_depth
 
 from .bmv2 import BMv2Switch
@@ -277,13 +278,7 @@ class Testbed:
         agent, self.ap_agent = self.ap_agent, None
         if agent is None:
             return
-        if agent.poll() is None:
-            agent.terminate()
-            try:
-                agent.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                agent.kill()
-                agent.wait()
+        stop_process(agent, timeout_s=10)
         if agent.stdout is not None:
             agent.stdout.close()
         try:

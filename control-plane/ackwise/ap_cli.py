@@ -20,7 +20,7 @@ from .ap import (
     read_flows,
     read_stats,
 )
-from .cli_output import emit, render_table
+from .cli_output import emit, render_records
 
 STAT_LABELS = {
     "spoofed": "spoofed ACKs sent",
@@ -102,8 +102,7 @@ def cmd_ap_flows(args: argparse.Namespace, client_for: Any) -> int:
     with client_for(args) as client:
         flows = read_flows(client)
     rows = flow_rows(flows, (_agent(args) or {}).get("flows", {}))
-    text = render_table(FLOW_COLUMNS, [[r[c] for c in FLOW_COLUMNS] for r in rows]) if rows else "no flows"
-    emit(args, rows, text)
+    emit(args, rows, render_records(FLOW_COLUMNS, rows, "no flows"))
     return 0
 
 
@@ -132,8 +131,7 @@ STATION_COLUMNS = (
 def cmd_ap_stations(args: argparse.Namespace, client_for: Any) -> int:
     with client_for(args) as client:
         stations = list_stations(client)
-    rows = [[s[c] for c in STATION_COLUMNS] for s in stations]
-    emit(args, stations, render_table(STATION_COLUMNS, rows) if rows else "no stations served")
+    emit(args, stations, render_records(STATION_COLUMNS, stations, "no stations served"))
     return 0
 
 

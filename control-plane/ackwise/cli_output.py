@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -13,6 +13,11 @@ def emit(args: argparse.Namespace, data: Any, text: str | Sequence[str]) -> None
         print(json.dumps(data, indent=2, sort_keys=True, default=str))
     else:
         print(text if isinstance(text, str) else "\n".join(text))
+
+
+def render_records(columns: Sequence[str], records: Sequence[Mapping[str, Any]], empty: str) -> str:
+    """A table of ``records`` by ``columns`` (their keys), or ``empty`` when there are none."""
+    return render_table(columns, [[r[c] for c in columns] for r in records]) if records else empty
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

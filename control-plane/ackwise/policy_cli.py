@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from .cli_output import emit, render_table
+from .cli_output import emit, render_records, render_table
 from .policies import Policy, PolicyError, PolicyMatch, PolicyParams
 from .thinning import (
     delete_policy,
@@ -130,7 +130,7 @@ def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
     if args.sort not in FLOW_COLUMNS:
         raise PolicyError(f"--sort: one of {', '.join(FLOW_COLUMNS)}")
     rows.sort(key=lambda r: r[args.sort], reverse=args.sort not in ("slot", "sender", "last_keep_reason"))
-    text = render_table(FLOW_COLUMNS, [[r[c] for c in FLOW_COLUMNS] for r in rows]) if rows else "no flows"
+    text = render_records(FLOW_COLUMNS, rows, "no flows")
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

@@ -24,7 +24,7 @@ from ackwise.ap import (
 )
 from ackwise.ap_agent import HANDSHAKE_REPAIR_S, HANDSHAKE_REPAIRS_MAX, MAX_REPAIR_INTERVAL_S, ProxiedFlow
 from ackwise.ap_cli import FLOW_COLUMNS, flow_rows
-from ackwise.cli_output import render_table
+from ackwise.cli_output import render_records
 from ackwise.flowkey import FlowKey
 from ackwise.packets import ACK, FIN, SYN, TcpSegment
 
@@ -168,9 +168,10 @@ def test_flow_table_has_every_column_and_joins_the_agent_by_key() -> None:
     (row,) = flow_rows([flow], agent)
     assert set(FLOW_COLUMNS) <= set(row)
     assert (row["key"], row["buffered_bytes"], row["repairs"]) == (str(key), 600, 1)
-    table = render_table(FLOW_COLUMNS, [[row[c] for c in FLOW_COLUMNS]])
+    table = render_records(FLOW_COLUMNS, [row], "no flows")
     assert str(key) in table and "fast" in table
     assert flow_rows([flow], {})[0]["buffered_bytes"] == 0
+    assert render_records(FLOW_COLUMNS, [], "no flows") == "no flows"
 
 
 def test_a_held_syn_is_resent_with_back_off_until_the_station_answers() -> None:
