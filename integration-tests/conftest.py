@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ackwise.experiments.pcapstats import DirectionStats
 from ackwise.toolchain import missing_tools
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,3 +87,14 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env["ACKWISE_STATE_DIR"] = str(tmp_path / "state")
     assert shutil.which("ackwise", path=env["PATH"]), "ackwise not installed in the venv: run make deps"
     return env
+
+
+def assert_each_byte_once(directions: dict[str, DirectionStats], sender_ip: str, size: int) -> None:
+    """A loss-free transfer: the capture saw the sender's ``size`` bytes, none of them twice.
+
+    Not a segment count: Linux may send a short segment mid-stream (at a window edge that is not
+    a multiple of the MSS), so ceil(size / MSS) segments is not guaranteed; one CI run saw one more.
+    """
+    sent = [s for d, s in directions.items() if d.startswith(f"{sender_ip}:")]
+    assert sum(s.data_bytes for s in sent) == size
+    assert sum(s.retransmissions for s in sent) == 0

@@ -3,7 +3,6 @@ byte-exact and can be staggered beside on-off UDP, the demo runs and cleans up a
 
 from __future__ import annotations
 
-import math
 import re
 import signal
 import subprocess
@@ -12,9 +11,11 @@ from pathlib import Path
 
 from conftest import VENV_BIN
 
-from ackwise.experiments.pcapstats import read_frames
+from ackwise.experiments.pcapstats import read_frames, read_segments
 from ackwise.experiments.traffic import Capture, OnOffUdp, TcpSampler, run_transfers
 from ackwise.topologies.testbed import Testbed
+
+MSS_BYTES = 1448  # 1500-byte MTU less IPv4, TCP and the Timestamps option
 
 
 def test_capture_counts_every_segment_linkem_delivered() -> None:
@@ -35,6 +36,7 @@ def test_capture_counts_every_segment_linkem_delivered() -> None:
         wires = {w["in"]: w for w in testbed.link_stats()["e1"]["wires"]}
     try:
         frames = list(read_frames(capture.path))
+        segments = list(read_segments(capture.path))
     finally:
         capture.discard()
     # The sender retries connect() while the receiver is not listening yet: a refused attempt is a
@@ -48,8 +50,17 @@ def test_capture_counts_every_segment_linkem_delivered() -> None:
     reverse = directions[reverse_name]
     assert reverse.pure_acks >= forward.data_segments // 2 - 10  # delayed ACK: one per two segments at most
     assert result.byte_exact
-    assert forward.data_segments == math.ceil(size / 1448)
-    assert forward.data_bytes == size
+    # TSO/GSO are off, so no segment on the wire exceeds the MSS. Linux may still send a short
+    # segment mid-stream (a window edge that is not a multiple of the MSS, or the application's
+    # write landing just as the ACK clock fires: one CI run saw 2073 segments for 2072 MSS), so
+    # the count is not asserted exactly (with no short segment it follows from the byte sum); what
+    # the capture must account for is every byte once.
+    lengths = [seg.payload_len for seg in segments if seg.direction == forward_name and seg.payload_len]
+    assert len(lengths) == forward.data_segments
+    assert max(lengths) == MSS_BYTES
+    assert sum(lengths) == forward.data_bytes == size
+    short = sum(1 for n in lengths[:-1] if n < MSS_BYTES)
+    assert short <= len(lengths) // 100, f"{short} sub-MSS segments: is TSO/GSO back on, or Nagle off?"
     assert forward.retransmissions == 0 and tcp["retransmitted_segments"] == 0 and tcp["rto_timeouts"] == 0
     delivered = wires["e1-eth1"]["delivered"] - before["e1-eth1"]["delivered"]
     received = wires["e1-eth2"]["rx"] - before["e1-eth2"]["rx"]
