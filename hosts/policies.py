@@ -116,6 +116,12 @@ class CwndEstimator:
         self.starting_cwnd = -1
         self.seen_loss_this_interval = True
 
+    def sender_window_reduced(self) -> None:
+        """The sender set CWR: it has answered ECE as it answers a loss (RFC 3168), so the
+        estimate takes the same post-congestion path as after the third duplicate ACK. Figure 1
+        knows only loss, because the paper's senders did not use ECN."""
+        self.third_duplicate_ack_sent()
+
     def in_order_segment(self) -> None:
         self.segments_this += 1
 
@@ -179,6 +185,9 @@ class AckPolicy(ABC):
 
     def on_third_duplicate_ack(self) -> None:
         self.cwnd.third_duplicate_ack_sent()
+
+    def on_sender_window_reduced(self) -> None:
+        self.cwnd.sender_window_reduced()
 
     def _tick(self, t: float) -> None:
         """The window estimator's once-per-RTT update, run for each RTT that passed."""

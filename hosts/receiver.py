@@ -84,15 +84,23 @@ class ReceiverFlow:
         if seg.payload_len == 0:
             return
         self.stats.data_segments += 1
-        in_order = self.rcv_nxt is None or seg.seq == self.rcv_nxt
+        if seg.flags & CWR:  # the sender has reduced its window in answer to our ECE
+            self.policy.on_sender_window_reduced()
         end = (seg.seq + seg.payload_len) % 2**32
-        if self.rcv_nxt is None or (seq_leq(seg.seq, self.rcv_nxt) and seq_gt(end, self.rcv_nxt)):
+        # In order: the segment brings the next expected byte (a retransmission filling a hole
+        # does; a segment beyond a hole does not).
+        in_order = self.rcv_nxt is None or (seq_leq(seg.seq, self.rcv_nxt) and seq_gt(end, self.rcv_nxt))
+        if in_order:
             self.rcv_nxt = end
         self.policy.on_data(DataArrival(t, seg.seq, seg.payload_len, ce=seg.ecn == 3, in_order=in_order))
 
     # ---- outgoing ----
 
     def on_outgoing(self, seg: TcpSegment, pkt: PacketHandle, t: float) -> None:
+        if seg.flags & ACK and self.rcv_nxt is not None and seq_gt(seg.ack, self.rcv_nxt):
+            # The kernel's cumulative ACK is its next expected byte: once a retransmission fills a
+            # hole, it jumps over the data queued beyond it, which the agent's own view cannot do.
+            self.rcv_nxt = seg.ack
         if seg.flags & SYN:
             self.synack_t = t
             if seg.ws_shift is not None:

@@ -19,9 +19,12 @@ from ackwise.topologies.testbed import Testbed
 SIZE = 2_000_000
 
 
-def transfer_through(testbed: Testbed, switch: str, policy: PolicyParams, toward: str) -> dict[str, float]:
+def transfer_through(
+    testbed: Testbed, switch: str, policy: PolicyParams, toward: str, *, loss_free: bool
+) -> dict[str, float]:
     """Run SIZE bytes h1 -> r1 with ``policy`` on ``switch``; count data and pure ACKs on the
-    switch's port towards ``toward``."""
+    switch's port towards ``toward``. ``loss_free``: no queue on the path can overflow, so the
+    capture must see every byte exactly once."""
     sender, receiver = testbed.host("h1"), testbed.host("r1")
     sw = testbed.switch(switch)
     with sw.client() as client:
@@ -31,7 +34,8 @@ def transfer_through(testbed: Testbed, switch: str, policy: PolicyParams, toward
     (result,) = run_transfers([(sender, receiver)], SIZE)
     tcp = sampler.stop()
     directions = capture.stop()
-    assert_each_byte_once(directions, sender.IP(), SIZE)  # loss-free: nothing retransmitted
+    if loss_free:
+        assert_each_byte_once(directions, sender.IP(), SIZE)
     data = sum(s.data_segments for d, s in directions.items() if d.startswith(f"{sender.IP()}:"))
     acks = sum(s.pure_acks for d, s in directions.items() if d.startswith(f"{receiver.IP()}:"))
     with sw.client() as client:
@@ -53,7 +57,7 @@ def test_bulk_transfer_through_each_policy(spec: str) -> None:
     with Testbed.create(
         "dumbbell", fwd_rate_mbps=10, rev_rate_mbps=10, fwd_delay_ms=10, rev_delay_ms=10
     ) as testbed:
-        seen = transfer_through(testbed, "s1", policy, toward="h1")
+        seen = transfer_through(testbed, "s1", policy, toward="h1", loss_free=True)
     assert seen["rto"] == 0
     if spec == "every_d d=8":
         assert seen["acks"] <= 0.15 * seen["data"]
@@ -73,6 +77,8 @@ def test_filter_thins_a_standing_ack_queue() -> None:
         fwd_delay_ms=10,
         rev_delay_ms=10,
     ) as testbed:
-        seen = transfer_through(testbed, "s2", PolicyParams.parse("filter", []), toward="e1")
+        # 64 packets of queue at 800 packets/s: the sender's slow start overflows it, so a
+        # retransmission here is the queue's doing, not the filter's.
+        seen = transfer_through(testbed, "s2", PolicyParams.parse("filter", []), toward="e1", loss_free=False)
     assert seen["filtered"] > 0
     assert seen["rto"] == 0

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ackwise.hosts.policies import EveryD
 from ackwise.hosts.receiver import ReceiverFlow
-from ackwise.packets import ACK, ECE, FIN, PSH, TcpSegment
+from ackwise.packets import ACK, CWR, ECE, FIN, PSH, TcpSegment
 
 MSS = 1448
 
@@ -147,3 +147,28 @@ def test_flush_releases_what_is_held() -> None:
     run(flow, [(0.0, ack(1)), (0.001, ack(2))], log)
     flow.flush()
     assert log == ["sent ack1", "sent ack2"]
+
+
+def test_segments_after_a_repaired_hole_count_in_order() -> None:
+    """Regression: after a retransmission filled a hole, the agent's next expected byte stayed at
+    the hole's end, so no later segment ever counted as in order and the window estimate (which
+    counts in-order arrivals per RTT) collapsed for the rest of the connection."""
+    log: list[str] = []
+    policy = EveryD(d=1)
+    flow = ReceiverFlow(policy)
+    steps = [(0.000, data(0, 0.0)), (0.0001, ack(1)), (0.001, data(1, 0.001)), (0.0011, ack(2))]
+    steps += [(0.003, data(3, 0.003)), (0.0031, ack(2)), (0.004, data(4, 0.004)), (0.0041, ack(2))]
+    steps += [(0.010, data(2, 0.010)), (0.0101, ack(5)), (0.011, data(5, 0.011)), (0.0111, ack(6))]
+    run(flow, steps, log)
+    # in order: 0, 1, the retransmitted 2 and 5; 3 and 4 arrived beyond the hole
+    assert policy.cwnd.segments_this == 4
+    assert flow.rcv_nxt == 1000 + 6 * MSS
+
+
+def test_cwr_on_data_ends_the_initial_slow_start_estimate() -> None:
+    policy = EveryD(d=1)
+    flow = ReceiverFlow(policy)
+    run(flow, [(0.0, data(0, 0.0)), (0.0001, ack(1))], [])
+    assert policy.cwnd.starting_cwnd > -1
+    run(flow, [(0.001, replace(data(1, 0.001), flags=ACK | CWR))], [])
+    assert policy.cwnd.starting_cwnd == -1 and policy.cwnd.seen_loss_this_interval
