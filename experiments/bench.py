@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ackwise.client import SwitchClient
-from ackwise.policies import PolicyParams
+from ackwise.policies import MSS_BYTES, PolicyParams
 from ackwise.switch import SwitchSpec, start_switch
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 from ackwise.toolchain import REPO_ROOT, compiled_program
@@ -32,7 +32,6 @@ from ackwise.toolchain import REPO_ROOT, compiled_program
 from .record import tool_versions
 
 N_FLOWS = 64
-MSS = 1448
 MIXES = {"ack-heavy": (1, 8), "data-heavy": (2, 1)}  # (data segments, pure ACKs) per round
 CONFIGS = [
     ("forward_only", None),
@@ -84,15 +83,15 @@ def build_traffic(mix: str, rounds: int) -> list[tuple[int, bytes]]:
     sent = [0] * N_FLOWS  # bytes of data per flow
     # ACKs lag the data by a flight of 16 segments and share out the data's advance evenly, so
     # they are neither duplicates nor acknowledgements of everything sent.
-    step = n_data * MSS // n_acks
+    step = n_data * MSS_BYTES // n_acks
     for r in range(rounds):
         f = r % N_FLOWS
         sport = 20000 + f
         for _ in range(n_data):
-            frames.append((1, _segment(1, host1, host2, sport, 5001, 1000 + sent[f], 1, MSS)))
-            sent[f] += MSS
+            frames.append((1, _segment(1, host1, host2, sport, 5001, 1000 + sent[f], 1, MSS_BYTES)))
+            sent[f] += MSS_BYTES
         for i in range(n_acks):
-            acked = max(0, sent[f] - 16 * MSS - (n_acks - 1 - i) * step)
+            acked = max(0, sent[f] - 16 * MSS_BYTES - (n_acks - 1 - i) * step)
             frames.append((2, _segment(2, host2, host1, 5001, sport, 1, 1000 + acked, 0)))
     return frames
 

@@ -21,10 +21,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ackwise.policies import MSS_BYTES
 from ackwise.serial import seq_diff, seq_gt
 
 MAX_ACK_DELAY_S = 0.2  # TCP's (and the smartacking paper's) bound on how long an ACK may wait
-DEFAULT_MSS = 1448
 DEFAULT_RTT_S = 0.1  # until the receiver has a sample
 
 
@@ -156,7 +156,7 @@ class AckPolicy(ABC):
     """What every policy knows about its flow: MSS, the ACKs it released, RTT and window estimates."""
 
     name: ClassVar[str]
-    mss: int = DEFAULT_MSS
+    mss: int = MSS_BYTES
     max_delay_s: float = MAX_ACK_DELAY_S
     rtt: RttEstimator = field(default_factory=RttEstimator)
     cwnd: CwndEstimator = field(default_factory=CwndEstimator)

@@ -13,9 +13,8 @@ from conftest import VENV_BIN
 
 from ackwise.experiments.pcapstats import read_frames, read_segments
 from ackwise.experiments.traffic import Capture, OnOffUdp, TcpSampler, run_transfers
+from ackwise.policies import MSS_BYTES
 from ackwise.topologies.testbed import Testbed
-
-MSS_BYTES = 1448  # 1500-byte MTU less IPv4, TCP and the Timestamps option
 
 
 def test_capture_counts_every_segment_linkem_delivered() -> None:

@@ -12,6 +12,8 @@ from typing import Any
 
 from mininet.topo import Topo
 
+from ackwise.policies import MSS_BYTES
+
 from .bmv2 import BMv2Switch
 from .hosts import AckwiseHost
 from .links import LinkEmulator, LinkParams, WirelessMedium
@@ -174,7 +176,7 @@ class ParkingLot(AckwiseTopo):
             self.meta.flows.append((h, r))
 
 
-def budget_for_buffer(buffer_pkts: int, n_stations: int, mss: int = 1448) -> int:
+def budget_for_buffer(buffer_pkts: int, n_stations: int, mss: int = MSS_BYTES) -> int:
     """A per-station proxy budget whose sum over all stations is half the AP's queue: spoofed
     ACKs let a sender fill the budget at once, and the queue must also hold repairs."""
     return max(4, buffer_pkts // (2 * n_stations)) * mss

@@ -42,6 +42,7 @@ POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
 _ACTION_NAMES = {"L": "tack_l"}
 # ACC congestion signals (ACC_SIGNAL_* in constants.p4): `signals=ce,ece,queue`.
 ACC_SIGNALS = {"ce": 0x01, "ece": 0x02, "queue": 0x04}
+MSS_BYTES = 1448  # a 1500-byte MTU less IPv4, TCP and the Timestamps option: our hosts' MSS
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class PolicyParams:
     (Altman and Jimenez); TACK's beta = 4, L = 2; MSS 1448 (1500-byte MTU with timestamps)."""
 
     policy: Policy
-    mss: int = 1448  # bytes; thresholds count segments of this size
+    mss: int = MSS_BYTES  # thresholds count segments of this size
     d: int = 2  # every_d: at most one ACK per d segments acknowledged
     l1: int = 2  # dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
     l2: int = 5
