@@ -23,11 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ackwise.client import SwitchClient
+from ackwise.bmv2.client import SwitchClient
+from ackwise.bmv2.launcher import SwitchSpec, start_switch
+from ackwise.bmv2.toolchain import REPO_ROOT, compiled_program
 from ackwise.policies import MSS_BYTES, PolicyParams
-from ackwise.switch import SwitchSpec, start_switch
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
-from ackwise.toolchain import REPO_ROOT, compiled_program
 
 from .record import tool_versions
 

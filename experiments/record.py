@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise import __version__
-from ackwise.toolchain import REPO_ROOT
+from ackwise.bmv2.toolchain import REPO_ROOT
 
 RESULTS_DIR = REPO_ROOT / "results"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ackwise.bmv2.toolchain import missing_tools
 from ackwise.experiments.pcapstats import DirectionStats
-from ackwise.toolchain import missing_tools
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-import ackwise.switch
-from ackwise.client import SwitchClient, SwitchError, SwitchOperationError
-from ackwise.switch import SwitchSpec, start_switch
+import ackwise.bmv2.launcher
+from ackwise.bmv2.client import SwitchClient, SwitchError, SwitchOperationError
+from ackwise.bmv2.launcher import SwitchSpec, start_switch
 
 PORT = 9094
 NOT_YET = (
@@ -67,7 +67,7 @@ def test_not_ready_is_waited_out_and_a_real_error_stops_the_switch(
                 raise SwitchOperationError(NOT_YET)
             raise SwitchOperationError("reading the clock failed on localhost:9094: Invalid something")
 
-    monkeypatch.setattr(ackwise.switch, "SwitchClient", StartingSwitchClient)
+    monkeypatch.setattr(ackwise.bmv2.launcher, "SwitchClient", StartingSwitchClient)
     before = simple_switch_pids()
     with pytest.raises(SwitchOperationError, match="Invalid something"):
         start_switch(spec)

@@ -23,8 +23,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import checksum
 
-from ackwise.client import SwitchClient
-from ackwise.switch import RunningSwitch, SwitchSpec, start_switch
+from ackwise.bmv2.client import SwitchClient
+from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
 
 PORTS = (0, 1, 2, 3)
 

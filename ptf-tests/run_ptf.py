@@ -22,8 +22,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "control-plane"))
 
-from ackwise.switch import STATE_DIR_ENV, RunningSwitch  # noqa: E402
-from ackwise.toolchain import ensure_bmv2_bindings, missing_tools  # noqa: E402
+from ackwise.bmv2.launcher import STATE_DIR_ENV, RunningSwitch  # noqa: E402
+from ackwise.bmv2.toolchain import ensure_bmv2_bindings, missing_tools  # noqa: E402
 
 N_PORTS = 4
 

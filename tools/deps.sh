@@ -70,7 +70,7 @@ for tool in simple_switch simple_switch_CLI p4c-bm2-ss; do
     status=1
   fi
 done
-if "$VENV/bin/python" -c 'from ackwise.toolchain import ensure_bmv2_bindings as e; e(); import bm_runtime, sswitch_runtime; print("deps: bmv2 Python bindings:", bm_runtime.__path__[0].rsplit("/", 1)[0])' 2>/dev/null; then
+if "$VENV/bin/python" -c 'from ackwise.bmv2.toolchain import ensure_bmv2_bindings as e; e(); import bm_runtime, sswitch_runtime; print("deps: bmv2 Python bindings:", bm_runtime.__path__[0].rsplit("/", 1)[0])' 2>/dev/null; then
   :
 else
   echo "deps: bmv2 Python bindings (bm_runtime, sswitch_runtime): MISSING"

@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ackwise.client import SwitchClient, port_answers
-from ackwise.switch import RunningSwitch, SwitchSpec, start_switch
-from ackwise.toolchain import compiled_program
+from ackwise.bmv2.client import SwitchClient, port_answers
+from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
+from ackwise.bmv2.toolchain import compiled_program
 
 from .links import RootNode, prepare_root_intf
 

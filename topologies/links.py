@@ -26,8 +26,8 @@ from typing import Any
 
 from mininet.node import Switch
 
+from ackwise.bmv2.toolchain import BUILD_DIR
 from ackwise.processes import stop_process
-from ackwise.toolchain import BUILD_DIR
 
 from .wireless import MAC_BYTES_BEYOND_ETHERNET, WirelessPreset
 

@@ -12,7 +12,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from .client import SwitchClient
+from .bmv2.client import SwitchClient
 from .flowkey import FLOW_SLOTS, FlowKey
 from .serial import seq_diff
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .ap import ETHERTYPE_HEARTBEAT, agent_stats_path, leave_fast_mode, list_stations
-from .client import SwitchClient, SwitchError
+from .bmv2.client import SwitchClient, SwitchError
 from .flowkey import FlowKey
 from .packets import ACK, RST, SYN, TcpSegment, parse_ipv4_tcp
 from .serial import seq_diff, seq_geq, seq_gt, seq_leq

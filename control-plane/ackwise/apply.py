@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from .client import SwitchClient, SwitchOperationError
+from .bmv2.client import SwitchClient, SwitchOperationError
 from .thinning import set_queue_depth
 
 Handler = Callable[[SwitchClient, dict[str, Any]], str]

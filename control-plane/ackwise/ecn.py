@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .client import SwitchClient, SwitchOperationError
+from .bmv2.client import SwitchClient, SwitchOperationError
 
 PORT_THRESHOLD = "ecn.port_threshold"
 MARKS = "ecn.marks"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .client import SwitchClient, SwitchOperationError
+from .bmv2.client import SwitchClient, SwitchOperationError
 from .flowkey import FlowKey
 from .policies import POLICY_TABLE, PolicyMatch, PolicyParams
 from .safety import KeepReason

@@ -23,8 +23,8 @@ from ackwise.ap import (
     read_agent_report,
 )
 from ackwise.ap_agent import HANDSHAKE_REPAIR_S, HANDSHAKE_REPAIRS_MAX, MAX_REPAIR_INTERVAL_S, ProxiedFlow
-from ackwise.ap_cli import FLOW_COLUMNS, flow_rows
-from ackwise.cli_output import render_records
+from ackwise.cli.ap import FLOW_COLUMNS, flow_rows
+from ackwise.cli.output import render_records
 from ackwise.flowkey import FlowKey
 from ackwise.packets import ACK, FIN, SYN, TcpSegment
 

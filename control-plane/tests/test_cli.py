@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ackwise import cli
+from ackwise.cli import app as cli
 
 
 def free_port() -> int:

@@ -1,6 +1,6 @@
 import pytest
 
-from ackwise.values import BadValue, format_value, parse_int, parse_prefix, to_bytes
+from ackwise.bmv2.values import BadValue, format_value, parse_int, parse_prefix, to_bytes
 
 
 def test_parse_int_forms() -> None:

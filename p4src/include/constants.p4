@@ -1,6 +1,6 @@
 // Sizes, widths and protocol numbers shared by every ackwise program.
 // Anything the control plane must agree on (counter indices, reason codes) is defined here once and
-// mirrored in control-plane/ackwise/p4info.py.
+// mirrored in control-plane/ackwise/p4names.py.
 #ifndef ACKWISE_CONSTANTS_P4
 #define ACKWISE_CONSTANTS_P4
 

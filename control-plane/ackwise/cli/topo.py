@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .switch import state_dir
+from ackwise.bmv2.launcher import state_dir
 
 
 class TopoError(RuntimeError):

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .ap import (
+from ackwise.ap import (
     AGENT_TIMEOUT_MS,
     ApFlow,
     StationParams,
@@ -20,7 +20,7 @@ from .ap import (
     read_flows,
     read_stats,
 )
-from .cli_output import emit, render_records
+from ackwise.cli.output import emit, render_records
 
 STAT_LABELS = {
     "spoofed": "spoofed ACKs sent",

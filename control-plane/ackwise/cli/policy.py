@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from .cli_output import emit, render_records, render_table
-from .policies import Policy, PolicyError, PolicyMatch, PolicyParams
-from .thinning import (
+from ackwise.cli.output import emit, render_records, render_table
+from ackwise.policies import Policy, PolicyError, PolicyMatch, PolicyParams
+from ackwise.thinning import (
     delete_policy,
     list_policies,
     read_flows,

@@ -14,14 +14,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import __version__, ap_cli, ecn, policy_cli, topo_cli
-from .apply import ConfigError, apply_config, load_config
-from .cli_output import emit, render_table
-from .client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
-from .switch import RunningSwitch, SwitchSpec, start_switch
-from .thinning import set_queue_depth
-from .toolchain import ToolchainError, compiled_program
-from .values import format_value
+from ackwise import __version__, ecn
+from ackwise.apply import ConfigError, apply_config, load_config
+from ackwise.bmv2.client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
+from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
+from ackwise.bmv2.toolchain import ToolchainError, compiled_program
+from ackwise.bmv2.values import format_value
+from ackwise.cli import ap as ap_cli
+from ackwise.cli import policy as policy_cli
+from ackwise.cli import topo as topo_cli
+from ackwise.cli.output import emit, render_table
+from ackwise.thinning import set_queue_depth
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 BUILD_DIR = Path(os.environ.get("ACKWISE_BUILD_DIR", REPO_ROOT / "build"))
 
 SIMPLE_SWITCH = "simple_switch"
