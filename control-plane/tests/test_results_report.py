@@ -1,0 +1,311 @@
+"""The report of a synthetic results directory, read back the way a person would: the numbers in its
+tables against statistics worked out here, the verdict, the scale note, the files it promises."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from results_fixtures import (
+    ACKS_PER_SEGMENT,
+    ARMS,
+    COMMAND,
+    COMPLETION_S,
+    FAILURE_REASON,
+    POINTS,
+    SCALE,
+    SCENARIO,
+    SIZE_MBIT,
+    build_store,
+    make_record,
+    manifest,
+)
+
+from ackwise.experiments.report import (
+    ReportPaths,
+    build_report,
+    format_summary,
+    report_command,
+    report_text,
+    write_report,
+)
+from ackwise.experiments.stats import Summary
+from ackwise.experiments.store import ResultStore
+
+T_975 = {1: 12.7062, 2: 4.3027}  # two-sided 95 % Student-t quantiles, df = n - 1
+FIGURE_NAMES = [
+    "01-metric_vs_x-completion_s",
+    "02-relative_vs_x-completion_s",
+    "03-acks_vs_goodput",
+    "04-bars-goodput_mbps",
+    "05-timeline",
+]
+CELL = re.compile(r"^(-?\d+(?:\.(\d+))?)(?: ± (\d+(?:\.\d+)?))? \((\d+)\)$")
+
+
+def expected(values: list[float]) -> tuple[float, float | None, int]:
+    """Mean, 95 % half-width and n, computed from the definition."""
+    n = len(values)
+    mean = sum(values) / n
+    if n == 1:
+        return mean, None, 1
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean, T_975[n - 1] * sd / math.sqrt(n), n
+
+
+def expected_metrics(point: str, where: str) -> dict[str, tuple[float, float | None, int]]:
+    completion = [v for v in COMPLETION_S[(point, where)] if v is not None]
+    return {
+        "completion_s": expected(completion),
+        "goodput_mbps": expected([SIZE_MBIT / v for v in completion]),
+        "acks_per_data_segment": expected([ACKS_PER_SEGMENT[where]] * len(completion)),
+    }
+
+
+def assert_cell(text: str, want: tuple[float, float | None, int]) -> None:
+    """A 'mean ± half-width (n)' cell equals the expected numbers to the digits it prints."""
+    match = CELL.match(text.strip())
+    assert match, f"not a 'mean ± half-width (n)' cell: {text!r}"
+    mean_text, decimals, hw_text, n_text = match.groups()
+    tolerance = 0.5 * 10 ** -len(decimals or "") + 1e-9
+    mean, hw, n = want
+    assert int(n_text) == n
+    assert abs(float(mean_text) - mean) <= tolerance, (text, want)
+    if hw is None:
+        assert hw_text is None
+    else:
+        assert hw_text is not None and abs(float(hw_text) - hw) <= tolerance, (text, want)
+
+
+class Tables(HTMLParser):
+    """Every table with an id: its rows, each a list of cells, each a list of text pieces."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[list[str]]]] = {}
+        self.figcaptions: list[str] = []
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+        self._caption: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table" and dict(attrs).get("id"):
+            self._table = dict(attrs)["id"]
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        elif tag in ("td", "th") and self._table:
+            self._cell = []
+            self.tables[self._table][-1].append(self._cell)
+        elif tag == "figcaption":
+            self._caption = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._table = None
+        elif tag in ("td", "th"):
+            self._cell = None
+        elif tag == "figcaption" and self._caption is not None:
+            self.figcaptions.append(" ".join(self._caption))
+            self._caption = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None and data.strip():
+            self._cell.append(data.strip())
+        if self._caption is not None and data.strip():
+            self._caption.append(data.strip())
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> ReportPaths:
+    directory = tmp_path_factory.mktemp("asym")
+    build_store(directory)
+    return write_report(directory)
+
+
+@pytest.fixture(scope="module")
+def html(report: ReportPaths) -> str:
+    return report.html.read_text()
+
+
+@pytest.fixture(scope="module")
+def tables(html: str) -> Tables:
+    parser = Tables()
+    parser.feed(html)
+    return parser
+
+
+def text(cell: list[str]) -> str:
+    return " ".join(cell)
+
+
+def test_html_results_table_has_the_statistics_of_each_group(tables: Tables) -> None:
+    rows = tables.tables["asym-dumbbell-results-table"]
+    header, body = rows[0], rows[1:]
+    assert [text(c) for c in header[:3]] == ["point", "place", "arm"]
+    assert "".join(header[3]).startswith("completion_s (s)")  # the header may break after "_"
+    assert len(body) == 8
+    seen = set()
+    for row in body:
+        point, where, arm = (text(c) for c in row[:3])
+        want = expected_metrics(point, where)
+        for cell, metric in zip(
+            row[3:6], ("completion_s", "goodput_mbps", "acks_per_data_segment"), strict=True
+        ):
+            assert_cell(text(cell), want[metric])
+        assert text(row[6]) == ("1" if (point, where) == ("64 kbit/s", "host") else "0")
+        seen.add((point, where, arm))
+    assert seen == {(p.label, a.where, a.label()) for p in POINTS for a in ARMS}
+    # Points in the scenario's order, the baseline first within each.
+    assert [text(r[0]) for r in body[::4]] == ["64 kbit/s", "256 kbit/s"]
+    assert [text(r[1]) for r in body[:4]] == ["none", "host", "switch", "ap"]
+
+
+def test_html_verdict_names_the_best_place_per_point(tables: Tables) -> None:
+    rows = tables.tables["asym-dumbbell-verdict-table"]
+    header = [text(c) for c in rows[0]]
+    assert header == ["completion_s at", "baseline", "best host", "best switch", "best AP", "best overall"]
+    by_point = {text(r[0]): r for r in rows[1:]}
+    assert set(by_point) == {"64 kbit/s", "256 kbit/s"}
+
+    low = by_point["64 kbit/s"]
+    assert_cell(text(low[1]), expected_metrics("64 kbit/s", "none")["completion_s"])
+    host, switch, ap = low[2], low[3], low[4]
+    assert host[0] == ARMS[1].label() and host[-1] == "not distinguishable from baseline"
+    assert_cell(host[1], expected_metrics("64 kbit/s", "host")["completion_s"])
+    assert switch[0] == ARMS[2].label() and switch[-1] == "better than baseline"
+    assert switch[2] == f"{(6.2 - 11.0) / 11.0 * 100:+.1f} %"
+    assert ap[-1] == "not distinguishable from baseline"
+    assert text(low[5]).startswith("switch:") and "distinguishable from baseline" in text(low[5])
+
+    high = by_point["256 kbit/s"]
+    assert high[2][-1] == "not distinguishable from baseline"
+    assert high[4][-1] == "better than baseline"
+    assert text(high[5]).startswith("AP:")
+    assert f"{(3.1 - 5.2) / 5.2 * 100:+.1f} %" in text(high[5])
+
+
+def test_html_header_has_scale_command_sources_and_failures(html: str, tables: Tables) -> None:
+    assert "scale factor 0.1" in html and SCALE["what"] in html
+    assert f'<code id="command">{COMMAND}</code>' in html
+    assert "Balakrishnan et al., 1997, Fig. 5" in html
+    assert "23 ok" in html and "1 failed" in html
+    assert FAILURE_REASON in html
+    assert "netem" in html and "1.15.5" in html and "abc1234" in html
+    assert len(tables.figcaptions) == len(FIGURE_NAMES)
+    for caption in tables.figcaptions:
+        assert "scale factor 0.1" in caption and SCALE["what"] in caption
+
+
+def test_html_is_self_contained(html: str) -> None:
+    assert not re.search(r"https?://", html)
+    assert "<link" not in html and "@import" not in html and "url(" not in html
+    sources = re.findall(r'src="([^"]*)"', html)
+    assert len(sources) == len(FIGURE_NAMES)
+    assert all(s.startswith("data:image/svg+xml;base64,") for s in sources)
+
+
+def test_markdown_has_the_same_numbers(report: ReportPaths) -> None:
+    md = report.markdown.read_text()
+    assert "scale factor 0.1" in md and SCALE["what"] in md
+    assert COMMAND in md
+    rows = [
+        [c.strip() for c in line.strip("|").split(" | ")]
+        for line in md.splitlines()
+        if line.startswith(("| 64 kbit/s | ", "| 256 kbit/s | "))
+    ]
+    results = [r for r in rows if r[1] in ("none", "host", "switch", "ap")]
+    assert len(results) == 8
+    for point, where, _arm, completion, goodput, acks, failed in results:
+        want = expected_metrics(point, where)
+        assert_cell(completion, want["completion_s"])
+        assert_cell(goodput, want["goodput_mbps"])
+        assert_cell(acks, want["acks_per_data_segment"])
+        assert failed == ("1" if (point, where) == ("64 kbit/s", "host") else "0")
+    verdicts = {r[0]: r for r in rows if len(r) == 6 and r[-1].startswith(("switch:", "AP:"))}
+    assert set(verdicts) == {"64 kbit/s", "256 kbit/s"}
+    assert verdicts["64 kbit/s"][-1].startswith("switch:")
+    assert verdicts["256 kbit/s"][-1].startswith("AP:")
+    for name in FIGURE_NAMES:
+        assert f"](figures/{name}.png)" in md
+
+
+def test_every_figure_is_written_as_png_and_svg(report: ReportPaths) -> None:
+    assert sorted(p.name for p in report.figures) == sorted(
+        f"{n}.{ext}" for n in FIGURE_NAMES for ext in ("png", "svg")
+    )
+    for name in FIGURE_NAMES:
+        png = report.directory / "figures" / f"{name}.png"
+        svg = report.directory / "figures" / f"{name}.svg"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+        assert "<svg" in svg.read_text()[:1000] and svg.stat().st_size > 10_000
+        # matplotlib keeps each text of a figure as a comment beside its glyph paths
+        assert "scale factor 0.1" in svg.read_text()
+
+
+def test_writing_again_gives_the_same_files(report: ReportPaths, html: str) -> None:
+    before = {p.name: p.read_bytes() for p in report.figures}
+    again, summary = report_command(report.directory)  # the CLI's entry: the same files, and a summary
+    assert again.html.read_text() == html
+    assert {p.name: p.read_bytes() for p in again.figures} == before
+    assert str(report.html) in summary and "5 figures" in summary
+    assert "best: switch:" in summary
+
+
+def test_report_text_is_the_verdict_for_a_terminal(report: ReportPaths) -> None:
+    lines = report_text(report.directory).splitlines()
+    assert "scale factor 0.1" in lines[1]
+    assert "runs: 23 ok, 1 failed" in lines
+    bests = [line.strip() for line in lines if line.strip().startswith("best:")]
+    assert bests[0].startswith("best: switch:") and bests[1].startswith("best: AP:")
+
+
+def test_format_summary() -> None:
+    assert format_summary(Summary(4, 2.5, 0.4457, 4.5543, 2.0543, 1.291)) == "2.5 ± 2.1 (4)"
+    assert format_summary(Summary(1, 7.0, None, None, None, None)) == "7.000 (1)"
+    assert format_summary(Summary(3, 0.05, 0.05, 0.05, 0.0, 0.0)) == "0.05 ± 0 (3)"
+    assert format_summary(Summary(0, None, None, None, None, None)) == "– (0)"
+
+
+def test_points_follow_the_scenario_when_the_matrix_lists_labels(tmp_path: Path) -> None:
+    # The runner's manifest lists point labels only, sorted as text ("256 ..." before "64 ...").
+    given = manifest()
+    given["scenario"] = {**SCENARIO, "points": [asdict(p) for p in POINTS], "figures": []}
+    given["matrix"]["points"] = sorted(p.label for p in POINTS)
+    store = ResultStore.open(tmp_path, given)
+    for point in reversed(POINTS):
+        store.append(make_record(point, ARMS[0], 0, completion_s=2.0))
+    rows = build_report(store, draw_figures=False).sections[0].rows
+    assert [r.point for r in rows] == ["64 kbit/s", "256 kbit/s"]
+
+
+def test_a_bad_figure_entry_is_reported_not_fatal(tmp_path: Path) -> None:
+    given = manifest()
+    given["scenario"] = {**SCENARIO, "figures": [{"kind": "pie", "metric": "completion_s"}]}
+    store = ResultStore.open(tmp_path, given)
+    store.append(make_record(POINTS[0], ARMS[0], 0, completion_s=2.0))
+    paths = write_report(tmp_path)
+    assert paths.figures == []
+    assert "kind &#39;pie&#39; is not one of" in paths.html.read_text()
+
+
+def test_verdict_without_a_baseline_or_a_direction_says_so(tmp_path: Path) -> None:
+    given = manifest()
+    given["scenario"] = {**SCENARIO, "metrics": ["completion_s"], "figures": []}
+    store = ResultStore.open(tmp_path / "no-baseline", given)
+    for repeat, value in enumerate([4.0, 5.0]):
+        store.append(make_record(POINTS[0], ARMS[1], repeat, completion_s=value))
+    row = build_report(store, draw_figures=False).sections[0].verdict.rows[0]
+    assert row.baseline == "no baseline run"
+    assert row.cells[0].status == "no baseline" and row.cells[0].change == "–"
+    assert row.best.endswith("no baseline to compare with")
+
+    given["scenario"] = {**SCENARIO, "metrics": ["pure_acks"], "figures": []}
+    store = ResultStore.open(tmp_path / "neutral", given)
+    store.append(make_record(POINTS[0], ARMS[0], 0))
+    verdict = build_report(store, draw_figures=False).sections[0].verdict
+    assert verdict.rows == [] and "no better direction" in verdict.note

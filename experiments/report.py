@@ -1,0 +1,697 @@
+"""The report of an experiment's results directory: ``report.html``, ``report.md`` and ``figures/``.
+
+``report.html`` is one self-contained file (CSS inline, figures embedded as base64 SVG, no
+external reference): it opens from disk in any browser. ``report.md`` has the same tables and links
+the figures in ``figures/`` (PNG and SVG of each). Both are rebuilt from ``runs.jsonl`` and
+``manifest.json`` alone, so re-running the report on the same directory gives the same files.
+
+What a reader gets: what the scenario reproduces, its set-up and the scale applied to fit bmv2 (in
+the header, in every figure and caption), the code and tool versions, the exact command; a results
+table per scenario (mean ± half-width of the Student-t confidence interval, n) with failed runs
+counted and their reasons; a verdict table that names, for the main metric at each point, the best
+arm of each place (host, switch, AP, combined) against the baseline; and the scenario's figures.
+
+Figure files in ``figures/`` that the current report does not draw are removed: the directory
+belongs to the report.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markupsafe
+
+from .figures import FigureData, RenderedFigure, render_figures
+from .schema import BASELINE, METRICS, PLACES, RunRecord
+from .stats import DEFAULT_CONFIDENCE, Group, Summary, better_of, change_percent, group_records
+from .store import ResultStore
+
+HTML_FILE = "report.html"
+MARKDOWN_FILE = "report.md"
+FIGURES_DIR = "figures"
+COMBINED = "combined"
+# The verdict's columns, in this order; "combined" is any arm running at more than one place.
+CATEGORIES = (*PLACES, COMBINED)
+CATEGORY_TITLES = {"host": "host", "switch": "switch", "ap": "AP", COMBINED: "combined"}
+_WHERE_ORDER = {BASELINE: 0, **{p: i + 1 for i, p in enumerate(CATEGORIES)}}
+_TEMPLATES = Path(__file__).parent / "templates"
+_SCREEN_PX_PER_IN = 120  # figures drawn in inches shown a little larger than 96 px/in, for legibility
+
+
+def category(where: str) -> str:
+    """The verdict column of an arm: its place, "combined" for several, "none" for the baseline."""
+    return COMBINED if "+" in where else where
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+
+def _decimals(summary: Summary) -> int:
+    # Two significant digits of the half-width, the mean to the same decimal; four significant
+    # digits of the mean when there is no interval to go by.
+    hw, mean = summary.half_width, summary.mean
+    if hw is not None and hw > 0:
+        return min(6, max(0, 1 - math.floor(math.log10(hw))))
+    if mean is None or mean == 0:
+        return 0
+    return min(6, max(0, 3 - math.floor(math.log10(abs(mean)))))
+
+
+def format_summary(summary: Summary) -> str:
+    """'2.5 ± 2.1 (4)': mean ± half-width (n); '7.000 (1)' for one value; '– (0)' for none."""
+    if summary.mean is None:
+        return "– (0)"
+    d = _decimals(summary)
+    if summary.half_width is None:
+        return f"{summary.mean:.{d}f} ({summary.n})"
+    if summary.half_width == 0:
+        # Identical values: "0.5 ± 0 (3)", not "0.5000 ± 0.0000 (3)".
+        mean = f"{summary.mean:.{d}f}"
+        return f"{mean.rstrip('0').rstrip('.') if '.' in mean else mean} ± 0 ({summary.n})"
+    return f"{summary.mean:.{d}f} ± {summary.half_width:.{d}f} ({summary.n})"
+
+
+def format_change(change: float | None) -> str:
+    return "–" if change is None else f"{change:+.1f} %"
+
+
+def scale_note(scale: dict[str, Any] | None) -> str:
+    """The one sentence every header, caption and figure carries about scaling."""
+    if not scale:
+        return "Scale: the scenario states no scale factor."
+    factor, what = scale.get("factor"), str(scale.get("what") or "").strip().rstrip(".")
+    if factor == 1:
+        return "Not scaled (scale factor 1)" + (f": {what}." if what else ".")
+    factor_text = f"{factor:g}" if isinstance(factor, int | float) else str(factor)
+    return f"Scaled to fit bmv2, scale factor {factor_text}" + (f": {what}." if what else ".")
+
+
+def describe(value: Any) -> str:
+    """A scenario value as one line: 'name=dumbbell, params=(bw_mbit=10, delay_ms=20)'."""
+    if isinstance(value, dict):
+        return ", ".join(
+            f"{k}=({describe(v)})" if isinstance(v, dict) else f"{k}={describe(v)}" for k, v in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(describe(v) for v in value) + "]"
+    return str(value)
+
+
+def _counted(counter: Counter[str], noun: str) -> str:
+    if len(counter) == 1:
+        return next(iter(counter))
+    return ", ".join(f"{value} ({n} {noun}{'s' if n != 1 else ''})" for value, n in counter.most_common())
+
+
+# -- the report's content -------------------------------------------------------------------------
+
+
+@dataclass
+class MetricColumn:
+    key: str
+    label: str
+    unit: str
+    better: str
+
+    @property
+    def heading(self) -> str:
+        return f"{self.key} ({self.unit})" if self.unit else self.key
+
+    @property
+    def direction(self) -> str:
+        return {"lower": "lower is better", "higher": "higher is better"}.get(self.better, "not judged")
+
+
+@dataclass
+class ResultRow:
+    point: str
+    where: str
+    arm: str
+    cells: list[str]
+    summaries: list[Summary]
+    failed: int
+
+
+@dataclass
+class VerdictCell:
+    arm: str | None  # None: no arm of this place at this point
+    value: str = ""
+    change: str = ""
+    status: str = ""
+
+
+@dataclass
+class VerdictRow:
+    point: str
+    baseline: str
+    cells: list[VerdictCell]
+    best: str
+
+
+@dataclass
+class Verdict:
+    metric: MetricColumn
+    categories: list[str]
+    rows: list[VerdictRow]
+    note: str = ""
+
+    @property
+    def category_titles(self) -> list[str]:
+        return [CATEGORY_TITLES.get(c, c) for c in self.categories]
+
+
+@dataclass
+class FigureView:
+    number: int
+    name: str
+    title: str
+    caption: str
+    png: str  # relative to the results directory
+    svg: str
+    svg_data_uri: str
+    width_px: int  # the figure's natural width on screen: wide figures may use the page's width
+
+
+@dataclass
+class ScenarioSection:
+    name: str
+    anchor: str
+    metrics: list[MetricColumn]
+    rows: list[ResultRow]
+    failures: list[str]
+    verdict: Verdict
+    figures: list[FigureView] = field(default_factory=list)
+    skipped_figures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    title: str
+    description: str
+    reproduces: list[dict[str, str]]
+    scale_note: str
+    setup: list[tuple[str, str]]
+    points: list[tuple[str, str, str]]
+    arms: list[tuple[str, str, str]]
+    provenance: list[tuple[str, str]]
+    tools: list[tuple[str, str]]
+    command: str
+    other_commands: list[str]
+    runs_ok: int
+    runs_failed: int
+    runs_superseded: int
+    confidence_pct: str
+    sections: list[ScenarioSection]
+    warnings: list[str]
+    scenario_json: str
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    directory: Path
+    html: Path
+    markdown: Path
+    figures: list[Path]  # a PNG and an SVG per figure
+
+
+def _labels(*sources: Any) -> list[str]:
+    """Labels in the order the sources list them: each a list of labels or of dicts with 'label'."""
+    order: dict[str, None] = {}
+    for source in sources:
+        for item in source if isinstance(source, list) else []:
+            label = item.get("label") if isinstance(item, dict) else item
+            if label is not None:
+                order.setdefault(str(label), None)
+    return list(order)
+
+
+def _ordered_points(listed: list[str], groups: Sequence[Group]) -> list[dict[str, Any]]:
+    """The points that have runs: in the scenario's (or matrix's) order, then any other by x."""
+    from_runs = {g.point_label: g.point for g in groups}  # the records' points carry the x values
+
+    def sort_key(p: dict[str, Any]) -> tuple[int, float, str]:
+        x = p.get("x")
+        numeric = isinstance(x, int | float) and not isinstance(x, bool)
+        return (0 if numeric else 1, float(x) if numeric else 0.0, str(p.get("label")))
+
+    known = [from_runs[label] for label in listed if label in from_runs]
+    others = sorted((p for label, p in from_runs.items() if label not in listed), key=sort_key)
+    return known + others
+
+
+def _ordered_arms(listed: list[str], groups: Sequence[Group]) -> list[dict[str, Any]]:
+    """The arms that have runs: baseline, host, switch, AP, combined; within each, as listed."""
+    from_runs = {g.arm_label: g.arm for g in groups}
+    order = listed + [label for label in from_runs if label not in listed]
+    index = {label: i for i, label in enumerate(order)}
+    return sorted(
+        from_runs.values(),
+        key=lambda a: (_WHERE_ORDER.get(category(str(a.get("where"))), 99), index[str(a.get("label"))]),
+    )
+
+
+def _metric_columns(
+    scenario: dict[str, Any], records: list[RunRecord], warnings: list[str]
+) -> list[MetricColumn]:
+    wanted = scenario.get("metrics")
+    if isinstance(wanted, list) and wanted:
+        unknown = [m for m in wanted if m not in METRICS]
+        if unknown:
+            warnings.append(
+                f"scenario metrics {', '.join(map(str, unknown))} are not in schema.METRICS and are not shown"
+            )
+        keys = [m for m in wanted if m in METRICS]
+    else:
+        seen = {m for r in records for m in r.metrics}
+        keys = [m for m in METRICS if m in seen]
+        if keys:
+            warnings.append(
+                "the scenario names no 'metrics'; showing every metric recorded, "
+                f"{keys[0]} taken as the main one"
+            )
+    return [MetricColumn(k, METRICS[k].label, METRICS[k].unit, METRICS[k].better) for k in keys]
+
+
+def _verdict(
+    metric: MetricColumn,
+    points: list[dict[str, Any]],
+    arms: list[dict[str, Any]],
+    groups: dict[tuple[str, str], Group],
+) -> Verdict:
+    categories = [c for c in CATEGORIES if any(category(str(a.get("where"))) == c for a in arms)]
+    if metric.better not in ("lower", "higher"):
+        note = f"{metric.key} has no better direction in schema.METRICS, so no arm is ranked on it."
+        return Verdict(metric, categories, [], note)
+    rows = []
+    for p in points:
+        label = str(p.get("label"))
+        at_point = [(a, groups.get((label, str(a.get("label"))))) for a in arms]
+        summaries = [(a, g.metrics[metric.key]) for a, g in at_point if g is not None]
+        base = next((s for a, s in summaries if a.get("where") == BASELINE), None)
+        base_mean = base.mean if base is not None else None
+
+        def status(s: Summary, base: Summary | None = base) -> str:
+            if base is None or base.mean is None:
+                return "no baseline"
+            overlap = s.overlaps(base)
+            if overlap is None:
+                return "no interval (n = 1)"
+            if overlap:
+                return "not distinguishable from baseline"
+            assert s.mean is not None and base.mean is not None
+            return (
+                "better than baseline" if better_of(metric.key, s.mean, base.mean) else "worse than baseline"
+            )
+
+        cells = []
+        bests: list[tuple[str, dict[str, Any], Summary]] = []
+        for c in categories:
+            candidates = [
+                (a, s) for a, s in summaries if category(str(a.get("where"))) == c and s.mean is not None
+            ]
+            if not candidates:
+                cells.append(VerdictCell(None))
+                continue
+            best_arm, best = candidates[0]
+            for a, s in candidates[1:]:
+                assert s.mean is not None and best.mean is not None
+                if better_of(metric.key, s.mean, best.mean):
+                    best_arm, best = a, s
+            bests.append((c, best_arm, best))
+            cells.append(
+                VerdictCell(
+                    str(best_arm.get("label")),
+                    format_summary(best),
+                    format_change(change_percent(best.mean, base_mean)),
+                    status(best),
+                )
+            )
+        rows.append(
+            VerdictRow(
+                label, format_summary(base) if base else "no baseline run", cells, _best(metric, bests, base)
+            )
+        )
+    return Verdict(metric, categories, rows)
+
+
+def _best(
+    metric: MetricColumn, bests: list[tuple[str, dict[str, Any], Summary]], base: Summary | None
+) -> str:
+    if not bests:
+        return "no arm with ACK reduction has a result"
+    place, arm, best = bests[0]
+    for c, a, s in bests[1:]:
+        assert s.mean is not None and best.mean is not None
+        if better_of(metric.key, s.mean, best.mean):
+            place, arm, best = c, a, s
+    name = f"{CATEGORY_TITLES.get(place, place)}: {arm.get('label')}"
+    if base is None or base.mean is None:
+        return f"{name}; no baseline to compare with"
+    assert best.mean is not None
+    if not better_of(metric.key, best.mean, base.mean):
+        return "baseline: no place beats it on the mean"
+    change = format_change(change_percent(best.mean, base.mean))
+    overlap = best.overlaps(base)
+    if overlap is None:
+        return f"{name}, {change}; no interval to judge it (n = 1)"
+    if overlap:
+        return f"{name} by the mean, {change}, but not distinguishable from baseline"
+    return f"{name}, {change}, distinguishable from baseline"
+
+
+def _failures(groups: Iterable[Group]) -> list[str]:
+    out = []
+    for g in groups:
+        for r in g.failed:
+            out.append(
+                f"point {g.point_label}, arm {g.arm_label}, repeat {r.repeat} (run {r.run_id}): {r.reason}"
+            )
+    return out
+
+
+def _anchor(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-") or "scenario"
+
+
+def build_report(
+    store: ResultStore, *, confidence: float = DEFAULT_CONFIDENCE, draw_figures: bool = True
+) -> Report:
+    """Everything the report shows, and (``draw_figures``) its figure files written."""
+    manifest = store.manifest
+    scenario: dict[str, Any] = manifest.get("scenario") or {}
+    matrix: dict[str, Any] = manifest.get("matrix") or {}
+    records = store.records()
+    superseded = len(store.all_records()) - len(records)
+    warnings: list[str] = []
+    if not records:
+        warnings.append(f"{store.runs_path} holds no runs yet: the tables and figures are empty")
+
+    scale = scenario.get("scale")
+    record_scales = Counter(json.dumps(r.scale, sort_keys=True) for r in records)
+    if not scale and record_scales:
+        scale = json.loads(record_scales.most_common(1)[0][0])
+    for text, n in record_scales.items():
+        if scale and json.loads(text) != scale:
+            warnings.append(f"{n} run(s) were made with scale {text}, not the scenario's {json.dumps(scale)}")
+    note = scale_note(scale)
+
+    metrics = _metric_columns(scenario, records, warnings)
+    names = list(dict.fromkeys(r.scenario for r in records)) or [str(scenario.get("name", "scenario"))]
+    figures_dir = store.directory / FIGURES_DIR
+    sections = []
+    drawn: list[RenderedFigure] = []
+    axis = scenario.get("axis") or {}
+    for name in names:
+        groups = group_records(
+            [r for r in records if r.scenario == name], [m.key for m in metrics], confidence
+        )
+        points = _ordered_points(_labels(scenario.get("points"), matrix.get("points")), groups)
+        arms = _ordered_arms(_labels(matrix.get("arms"), scenario.get("arms")), groups)
+        by_key = {(g.point_label, g.arm_label): g for g in groups}
+        rows = []
+        for p in points:
+            for a in arms:
+                g = by_key.get((str(p.get("label")), str(a.get("label"))))
+                if g is None:
+                    continue
+                summaries = [g.metrics[m.key] for m in metrics]
+                rows.append(
+                    ResultRow(
+                        g.point_label,
+                        g.where,
+                        g.arm_label,
+                        [format_summary(s) for s in summaries],
+                        summaries,
+                        g.n_failed,
+                    )
+                )
+        verdict = (
+            _verdict(metrics[0], points, arms, by_key)
+            if metrics
+            else Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge")
+        )
+        section = ScenarioSection(name, _anchor(name), metrics, rows, _failures(groups), verdict)
+        if draw_figures:
+            data = FigureData(
+                name,
+                points,
+                arms,
+                by_key,
+                axis_name=str(axis.get("name") or "point"),
+                axis_unit=str(axis.get("unit") or ""),
+                scale_note=note,
+                confidence=confidence,
+            )
+            specs = scenario.get("figures") or []
+            if len(names) > 1:
+                specs = [
+                    {**s, "name": f"{_anchor(name)}-{s.get('name') or i + 1}"} for i, s in enumerate(specs)
+                ]
+            rendered, section.skipped_figures = render_figures(specs, data, figures_dir)
+            for fig in rendered:
+                drawn.append(fig)
+                section.figures.append(
+                    FigureView(
+                        len(drawn),
+                        fig.name,
+                        fig.title,
+                        fig.caption,
+                        f"{FIGURES_DIR}/{fig.png.name}",
+                        f"{FIGURES_DIR}/{fig.svg.name}",
+                        "data:image/svg+xml;base64," + base64.b64encode(fig.svg.read_bytes()).decode("ascii"),
+                        round(fig.width_in * _SCREEN_PX_PER_IN),
+                    )
+                )
+        sections.append(section)
+    if draw_figures:
+        _remove_stale_figures(figures_dir, drawn)
+
+    ok = sum(r.status == "ok" for r in records)
+    for mix in manifest.get("mixed", []):
+        warnings.append(
+            f"runs were added with --allow-mixing by {mix.get('command')!r} "
+            f"(code {mix.get('code_version')}): " + "; ".join(mix.get("differences", []))
+        )
+    return Report(
+        title=str(scenario.get("title") or scenario.get("name") or names[0]),
+        description=str(scenario.get("description") or ""),
+        reproduces=[
+            {
+                "source": str(x.get("source", "")),
+                "claim": str(x.get("claim", "")),
+                "check": str(x.get("check", "")),
+            }
+            for x in scenario.get("reproduces") or []
+            if isinstance(x, dict)
+        ],
+        scale_note=note,
+        setup=_setup(scenario, matrix, records),
+        points=_points_table(scenario, matrix),
+        arms=_arms_table(scenario, matrix),
+        provenance=_provenance(manifest, records, store),
+        tools=_tools(records),
+        command=str(manifest.get("command") or "(not recorded)"),
+        other_commands=[c for c in manifest.get("commands", []) if c != manifest.get("command")],
+        runs_ok=ok,
+        runs_failed=len(records) - ok,
+        runs_superseded=superseded,
+        confidence_pct=f"{confidence * 100:g} %",
+        sections=sections,
+        warnings=warnings,
+        scenario_json=json.dumps(scenario, indent=2, sort_keys=True, default=str),
+    )
+
+
+# Scenario keys shown in the set-up table, with the name a reader sees; the whole definition is
+# also printed verbatim at the end of the report.
+_SETUP_KEYS = (
+    ("topology", "topology"),
+    ("params", "topology parameters"),
+    ("traffic", "traffic"),
+    ("capture", "ACKs counted at"),
+    ("switch_ecn", "ECN marking"),
+)
+
+
+def _setup(
+    scenario: dict[str, Any], matrix: dict[str, Any], records: list[RunRecord]
+) -> list[tuple[str, str]]:
+    rows = [("scenario", str(scenario.get("name", "")))]
+    for key, title in _SETUP_KEYS:
+        if scenario.get(key) not in (None, "", {}, []):
+            rows.append((title, describe(scenario[key])))
+    axis = scenario.get("axis") or {}
+    if axis.get("name"):
+        rows.append(("swept axis", str(axis["name"]) + (f" ({axis['unit']})" if axis.get("unit") else "")))
+    for key in ("repeats", "seed", "quick"):
+        if key in matrix:
+            rows.append((key, json.dumps(matrix[key])))
+    backends = Counter(r.link_backend or "(not recorded)" for r in records)
+    if backends:
+        rows.append(("link backend", _counted(backends, "run")))
+    return rows
+
+
+def _points_table(scenario: dict[str, Any], matrix: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, x, parameters) of each requested point, in the scenario's order."""
+    defined = {str(p.get("label")): p for p in scenario.get("points") or [] if isinstance(p, dict)}
+    defined.update({str(p.get("label")): p for p in matrix.get("points") or [] if isinstance(p, dict)})
+    requested = set(_labels(matrix.get("points"))) or set(defined)
+    rows = []
+    for label in _labels(scenario.get("points"), matrix.get("points")):
+        if label in requested:
+            p = defined.get(label, {})
+            rows.append((label, str(p.get("x", "")), describe(p.get("params") or {})))
+    return rows
+
+
+def _arms_table(scenario: dict[str, Any], matrix: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, where, topology parameters it sets) of each requested arm."""
+    topology = {
+        str(a.get("label")): a.get("topology_params") or {}
+        for a in scenario.get("arms") or []
+        if isinstance(a, dict)
+    }
+    arms = [a for a in matrix.get("arms") or [] if isinstance(a, dict)]
+    return [
+        (str(a.get("label")), str(a.get("where")), describe(topology.get(str(a.get("label")), {})))
+        for a in arms
+    ]
+
+
+def _provenance(
+    manifest: dict[str, Any], records: list[RunRecord], store: ResultStore
+) -> list[tuple[str, str]]:
+    codes = Counter(r.code_version for r in records)
+    manifest_codes = manifest.get("code_versions") or [manifest.get("code_version")]
+    rows = [("code version (manifest)", ", ".join(str(c) for c in manifest_codes))]
+    if codes:
+        rows.append(("code version (runs)", _counted(codes, "run")))
+    rows.append(("created", str(manifest.get("created_at", ""))))
+    rows.append(("results directory", str(store.directory)))
+    return rows
+
+
+def _tools(records: list[RunRecord]) -> list[tuple[str, str]]:
+    by_tool: dict[str, Counter[str]] = {}
+    for r in records:
+        for tool, version in r.versions.items():
+            by_tool.setdefault(tool, Counter())[version] += 1
+    return [(tool, _counted(by_tool[tool], "run")) for tool in sorted(by_tool)]
+
+
+def _remove_stale_figures(directory: Path, drawn: Sequence[RenderedFigure]) -> None:
+    if not directory.is_dir():
+        return
+    keep = {p.name for f in drawn for p in (f.png, f.svg)}
+    for path in directory.iterdir():
+        if path.suffix in (".png", ".svg") and path.name not in keep:
+            path.unlink()
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def _break_at_underscores(value: Any) -> markupsafe.Markup:
+    # Metric keys are long single words; let a narrow table header break them after each underscore.
+    return markupsafe.Markup("_<wbr>").join(markupsafe.escape(str(value)).split("_"))
+
+
+def _md_cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _environment(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=autoescape,
+        undefined=jinja2.StrictUndefined,  # a template naming a missing field fails loudly, not blank
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = _md_cell
+    env.filters["wbr"] = _break_at_underscores
+    return env
+
+
+def render_html(report: Report) -> str:
+    return _environment(autoescape=True).get_template("report.html.j2").render(r=report)
+
+
+def render_markdown(report: Report) -> str:
+    return _environment(autoescape=False).get_template("report.md.j2").render(r=report)
+
+
+def _write(directory: Path, confidence: float) -> tuple[ReportPaths, Report]:
+    store = ResultStore.load(Path(directory))
+    report = build_report(store, confidence=confidence)
+    html_path = store.directory / HTML_FILE
+    md_path = store.directory / MARKDOWN_FILE
+    html_path.write_text(render_html(report), encoding="utf-8")
+    md_path.write_text(render_markdown(report), encoding="utf-8")
+    figures = [store.directory / f for s in report.sections for fig in s.figures for f in (fig.png, fig.svg)]
+    return ReportPaths(store.directory, html_path, md_path, figures), report
+
+
+def write_report(directory: Path, *, confidence: float = DEFAULT_CONFIDENCE) -> ReportPaths:
+    """Write report.html, report.md and figures/ into an experiment's results directory."""
+    return _write(directory, confidence)[0]
+
+
+def _text(report: Report) -> str:
+    lines = [f"{report.title}", report.scale_note]
+    lines.append(f"runs: {report.runs_ok} ok, {report.runs_failed} failed")
+    for w in report.warnings:
+        lines.append(f"warning: {w}")
+    for section in report.sections:
+        v = section.verdict
+        if len(report.sections) > 1:
+            lines.append(f"== {section.name}")
+        lines.append(
+            f"verdict on {v.metric.key} ({v.metric.direction}); "
+            f"mean ± {report.confidence_pct} CI half-width (n)"
+        )
+        if v.note:
+            lines.append(v.note)
+        for row in v.rows:
+            lines.append(f"  point {row.point}: baseline {row.baseline}")
+            shown = [(t, c) for t, c in zip(v.category_titles, row.cells, strict=True) if c.arm is not None]
+            columns = list(zip(*((t, c.value, c.change) for t, c in shown), strict=True)) or [(), (), ()]
+            widths = [max([len(x) for x in column] + [0]) for column in columns]
+            for title, cell in shown:
+                lines.append(
+                    f"    {title:<{widths[0]}}  {cell.value:>{widths[1]}}  {cell.change:>{widths[2]}}  "
+                    f"{cell.status}  [{cell.arm}]"
+                )
+            lines.append(f"    best: {row.best}")
+    return "\n".join(lines)
+
+
+def report_text(directory: Path, *, confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """The verdict table as plain text for a terminal (draws no figures, writes nothing)."""
+    report = build_report(ResultStore.load(Path(directory)), confidence=confidence, draw_figures=False)
+    return _text(report)
+
+
+def report_command(directory: Path, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[ReportPaths, str]:
+    """For the CLI: write the report, and return its paths with a short summary to print."""
+    paths, report = _write(directory, confidence)
+    summary = "\n".join(
+        [
+            f"wrote {paths.html}",
+            f"      {paths.markdown}",
+            f"      {len(paths.figures) // 2} figures in {paths.directory / FIGURES_DIR} (PNG and SVG)",
+            "",
+            _text(report),
+        ]
+    )
+    return paths, summary
