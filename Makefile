@@ -14,7 +14,10 @@ P4_INCLUDES := $(wildcard p4src/include/*.p4)
 PY_SOURCES := $(wildcard control-plane ptf-tests tools topologies hosts experiments integration-tests)
 
 CC ?= cc
-.PHONY: help deps build demo bench test unit ptf integration lint format clean check-toolchain check-venv
+# What the test targets run (the defaults: everything); e.g. INTEGRATION_TESTS=integration-tests/test_linkem.py
+INTEGRATION_TESTS ?= integration-tests
+PTF_ARGS ?=
+.PHONY: help deps build demo bench experiments test unit ptf integration lint format clean check-toolchain check-venv
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -32,8 +35,11 @@ $(BUILD)/linkem: topologies/linkem/linkem.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -Wall -Wextra -Werror -std=c11 -o $@ $<
 
-demo: check-toolchain check-venv build ## a short transfer through ack_switch on a Mininet dumbbell, with a packet table (root)
+demo: check-toolchain check-venv build ## the comparison in miniature: one transfer, nothing on vs a host vs a switch policy (root, <1 min)
 	@$(VENV)/bin/ackwise demo
+
+experiments: check-toolchain check-venv build ## every scenario's default matrix (about 2 h; QUICK=1: about 15 min), reports, docs/results.md (root)
+	@$(PY) -m ackwise.experiments.all --write-docs $(if $(QUICK),--quick)
 
 bench: check-toolchain check-venv build ## packets/s through simple_switch per ACK policy vs forwarding only; writes docs/performance.md (root)
 	@$(PY) -m ackwise.experiments.bench --write-docs
@@ -41,8 +47,8 @@ bench: check-toolchain check-venv build ## packets/s through simple_switch per A
 test: check-toolchain check-venv build ## everything: unit, PTF (bmv2) and integration tests; one summary line at the end
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	-@$(PY) -m pytest -q -p no:cacheprovider control-plane/tests --junitxml=$(RESULTS)/unit.xml
-	-@$(PY) ptf-tests/run_ptf.py --xunit-dir $(RESULTS)/ptf
-	-@$(PY) -m pytest -q -p no:cacheprovider integration-tests --junitxml=$(RESULTS)/integration.xml
+	-@$(PY) ptf-tests/run_ptf.py --xunit-dir $(RESULTS)/ptf $(PTF_ARGS) $(TESTS)
+	-@$(PY) -m pytest -q -p no:cacheprovider $(INTEGRATION_TESTS) --junitxml=$(RESULTS)/integration.xml
 	@$(PY) tools/test_summary.py unit=$(RESULTS)/unit.xml ptf=$(RESULTS)/ptf \
 	    integration=$(RESULTS)/integration.xml
 
@@ -50,10 +56,10 @@ unit: check-venv ## Python unit tests only
 	@$(PY) -m pytest -q -p no:cacheprovider control-plane/tests
 
 ptf: check-toolchain check-venv build ## PTF data-plane tests on bmv2 only (TESTS="name ..." to pick)
-	@$(PY) ptf-tests/run_ptf.py $(TESTS)
+	@$(PY) ptf-tests/run_ptf.py $(PTF_ARGS) $(TESTS)
 
-integration: check-toolchain check-venv build ## integration tests only (root: namespaces, switches)
-	@$(PY) -m pytest -q -p no:cacheprovider integration-tests
+integration: check-toolchain check-venv build ## integration tests only (root: namespaces, switches; INTEGRATION_TESTS=path to pick)
+	@$(PY) -m pytest -q -p no:cacheprovider $(INTEGRATION_TESTS)
 
 lint: check-venv ## ruff (lint and format check) on the Python, p4c warnings as errors on the P4
 	@$(PY) -m ruff check $(PY_SOURCES)

@@ -9,10 +9,12 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import leftovers
 import pytest
 
 from ackwise.bmv2.toolchain import missing_tools
 from ackwise.experiments.pcapstats import DirectionStats
+from ackwise.topologies.testbed import Testbed
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
@@ -60,14 +62,30 @@ class Netns:
         subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI time limit, ``timeout make test``, make passing on its own SIGTERM) and SIGHUP
+    stop the run the way Ctrl-C does: pytest then tears down the running test, whose test bed,
+    agents and files go with it, instead of dying with them still running."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
+
+
 @pytest.fixture(autouse=True)
-def no_files_left_behind() -> Iterator[None]:
-    """Every temporary file and directory the test bed makes is named /tmp/ackwise-*: a test
-    must leave none of its own behind."""
-    before = set(Path("/tmp").glob("ackwise-*"))
+def nothing_left_behind() -> Iterator[None]:
+    """Whatever a test starts is gone when it ends, pass or fail: test beds still running are
+    stopped, then any process, interface, namespace or /tmp/ackwise-* file that appeared during
+    the test is removed, so the next test starts clean. The test that left them still fails."""
+    before = leftovers.Snapshot.take()
     yield
-    left = sorted(str(p) for p in set(Path("/tmp").glob("ackwise-*")) - before)
-    assert not left, f"left behind: {', '.join(left)}"
+    problems = [f"test bed {name} still running" for name in Testbed.stop_all()]
+    left = leftovers.since(before)
+    leftovers.remove(left)
+    problems += left.describe()
+    assert not problems, f"left behind (now removed): {'; '.join(problems)}"
 
 
 @pytest.fixture

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ackwise.topologies.stale import intf_users
 from ackwise.topologies.testbed import Testbed, TestbedError
 
 PARAMS = {"n_pairs": 1, "fwd_delay_ms": 1, "rev_delay_ms": 1}
@@ -48,12 +50,29 @@ def test_unused_leftover_is_removed_and_the_test_bed_starts(
     assert not exists(name)
 
 
+def wait_until_seen_using(pid: int, name: str, timeout_s: float = 10.0) -> None:
+    """A process that has only just started may not be seen yet: its command line can still be
+    empty, or the interpreter's, for a moment after Popen() returns (seen on a fresh machine: the
+    test bed then found no user, removed the interface and started). Wait until the stale check
+    itself names ``pid`` as the user of ``name``."""
+    deadline = time.monotonic() + timeout_s
+    while f"(pid {pid})" not in intf_users([name]).get(name, ""):
+        assert time.monotonic() < deadline, f"pid {pid} never showed up as a user of {name}"
+        time.sleep(0.05)
+
+
 def test_leftover_in_use_stops_the_start_and_names_the_process(leftover_veth: tuple[str, str]) -> None:
     name, peer = leftover_veth
     # A stand-in for a live agent or switch of another test bed: its command line names the port.
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", name])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)", name],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    testbed = Testbed.create("dumbbell", **PARAMS)
     try:
-        testbed = Testbed.create("dumbbell", **PARAMS)
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        wait_until_seen_using(holder.pid, name)
         with pytest.raises(TestbedError) as raised:
             testbed.start()
         message = str(raised.value)
@@ -62,5 +81,8 @@ def test_leftover_in_use_stops_the_start_and_names_the_process(leftover_veth: tu
         assert exists(name) and exists(peer), "an interface in use was removed"
         assert testbed.net is None and testbed.leftovers() == []
     finally:
+        testbed.stop()  # if it started after all, it must not outlive the test
         holder.kill()
         holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()

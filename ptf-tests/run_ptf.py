@@ -4,8 +4,10 @@
     run_ptf.py [--xunit-dir DIR] [--log-dir DIR] [TEST ...]
 
 For each switch port N it creates a veth pair (switch side, test side), named after this process
-so that parallel runs do not collide, and deletes exactly those pairs when it exits, also on
-failure or Ctrl-C. Each test starts and stops its own switch (see base_test.py).
+so that parallel runs do not collide, and one more pair for an agent on a CPU port (not given to
+PTF: tests that run an agent, such as the hold-back agent, start it on the far end), and deletes
+exactly those pairs when it exits, also on failure or Ctrl-C. Each test starts and stops its own
+switch (see base_test.py).
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ def sh(*cmd: str) -> None:
 
 
 def create_veths(tag: str) -> list[tuple[str, str]]:
+    """The data ports' pairs, then the agent's pair (last)."""
     pairs = []
     try:
-        for port in range(N_PORTS):
-            switch_side, test_side = f"{tag}s{port}", f"{tag}t{port}"
+        for switch_side, test_side in [(f"{tag}s{p}", f"{tag}t{p}") for p in range(N_PORTS)] + [
+            (f"{tag}cs", f"{tag}ca")
+        ]:
             sh("ip", "link", "add", switch_side, "type", "veth", "peer", "name", test_side)
             pairs.append((switch_side, test_side))
             for iface in (switch_side, test_side):
@@ -73,6 +77,11 @@ def main() -> int:
         "--log-dir", default=str(REPO / "build" / "ptf-logs"), help="bmv2 log per test (empty to disable)"
     )
     parser.add_argument("--thrift-port", type=int, default=9190)
+    parser.add_argument(
+        "--test-dir",
+        default=str(HERE),
+        help="where the tests are (default: ptf-tests/; base_test is importable)",
+    )
     parser.add_argument("tests", nargs="*", help="test names or groups (default: all)")
     args = parser.parse_args()
     # ptf runs from build/: make every path absolute first.
@@ -101,21 +110,26 @@ def main() -> int:
     state.mkdir(parents=True, exist_ok=True)
     os.environ[STATE_DIR_ENV] = str(state)
     pairs = create_veths(tag)
+    agent_switch_side, agent_side = pairs[-1]
+    data_pairs = pairs[:-1]
     # Restore the default SIGTERM behaviour through an exception so that the veths go away.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        switch_ifaces = ",".join(f"{port}@{sw}" for port, (sw, _) in enumerate(pairs))
+        switch_ifaces = ",".join(f"{port}@{sw}" for port, (sw, _) in enumerate(data_pairs))
         params = (
             f"build_dir='{args.build_dir}';switch_ifaces='{switch_ifaces}';"
-            f"thrift_port='{args.thrift_port}';log_dir='{args.log_dir}'"
+            f"thrift_port='{args.thrift_port}';log_dir='{args.log_dir}';"
+            f"agent_switch_iface='{agent_switch_side}';agent_iface='{agent_side}'"
         )
         cmd = [
             sys.executable,
             ptf,
             "--test-dir",
-            str(HERE),
+            str(Path(args.test_dir).resolve()),
             "--pypath",
             str(REPO / "control-plane"),
+            "--pypath",
+            str(HERE),
             "--test-params",
             params,
             "--log-file",
@@ -124,7 +138,7 @@ def main() -> int:
             "0.3",
             "--disable-ipv6",
         ]
-        for port, (_, test_side) in enumerate(pairs):
+        for port, (_, test_side) in enumerate(data_pairs):
             cmd += ["-i", f"{port}@{test_side}"]
         if args.xunit_dir:
             xunit_dir = Path(args.xunit_dir).resolve()  # ptf runs from build/

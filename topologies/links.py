@@ -119,6 +119,7 @@ class LinkemProcess:
         self.stats_path = self.workdir / "stats.json"
         self.config_path = self.workdir / "linkem.conf"
         self.config_path.write_text("\n".join([f"stats {self.stats_path}", *config_lines]) + "\n")
+        self._exit_reason: str | None = None
         self.proc = subprocess.Popen(
             [str(linkem_binary()), str(self.config_path)],
             stdout=subprocess.PIPE,
@@ -135,6 +136,17 @@ class LinkemProcess:
     def pid(self) -> int:
         return self.proc.pid
 
+    def exit_reason(self) -> str | None:
+        """None while linkem runs; once it has exited on its own (an interface it serves
+        disappeared, a socket failed), its status and what it said why."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        if self._exit_reason is None:
+            err = self.proc.stderr.read().strip() if self.proc.stderr else ""
+            self._exit_reason = f"linkem exited with status {code}" + (f": {err}" if err else "")
+        return self._exit_reason
+
     def stats(self) -> dict[str, Any]:
         """Counters so far (linkem writes them on SIGUSR1)."""
         if self.proc.poll() is None:
@@ -147,7 +159,11 @@ class LinkemProcess:
         return json.loads(self.stats_path.read_text()) if self.stats_path.exists() else {}
 
     def stop(self) -> dict[str, Any]:
+        self.exit_reason()  # read before stopping: after a clean stop there is nothing to say
         stop_process(self.proc, timeout_s=5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
         stats = json.loads(self.stats_path.read_text()) if self.stats_path.exists() else {}
         for path in (self.stats_path, self.config_path):
             path.unlink(missing_ok=True)

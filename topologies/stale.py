@@ -4,7 +4,12 @@ such leftover makes every later test bed with that name fail with "RTNETLINK ans
 
 A leftover is removed only when no running process still uses it: a simple_switch with it as a
 port, a linkem whose configuration names it, or any process that has it on its command line (the AP
-agent). Otherwise the test bed refuses to start and says which process to stop."""
+agent). Otherwise the test bed refuses to start and says which process to stop.
+
+The check reads /proc/PID/cmdline (and linkem's configuration) at the moment the test bed starts.
+A process that has only just been started may not be seen yet: for a moment its command line can
+be empty or still the launcher's. Whoever starts a process and then relies on this check must
+first wait until the process is observable (it answered, or ``intf_users`` names it)."""
 
 from __future__ import annotations
 

@@ -9,19 +9,21 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from ackwise.ap import StationParams, agent_stats_path, configure_ap, read_agent_report
+from ackwise.holdback import agent_stats_path as holdback_stats_path
 from ackwise.p4names import L2_EXACT
 from ackwise.processes import stop_process
-from ackwise.thinning import set_queue_depth
+from ackwise.queues import set_queue_depth, set_queue_rate
 
 from .bmv2 import BMv2Switch
 from .catalog import TOPOLOGIES, AckwiseTopo, describe_params
@@ -37,6 +39,9 @@ class TestbedError(RuntimeError):
 class Testbed:
     __test__ = False  # not a pytest test class, despite the name
 
+    # Test beds of this process that started and have not been stopped (see stop_all()).
+    _running: ClassVar[list[Testbed]] = []
+
     def __init__(self, topo: AckwiseTopo) -> None:
         self.topo = topo
         self.net: Mininet | None = None
@@ -45,6 +50,8 @@ class Testbed:
         self.final_link_stats: dict[str, Any] = {}
         self.ap_agent: subprocess.Popen[str] | None = None
         self.final_agent_report: dict[str, Any] = {}
+        self.holdback_agents: dict[str, subprocess.Popen[str]] = {}
+        self.holdback_reports: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def create(cls, name: str, **params: Any) -> Testbed:
@@ -80,6 +87,7 @@ class Testbed:
         self.net = Mininet(
             topo=self.topo, controller=None, autoStaticArp=True, build=False, waitConnected=False
         )
+        Testbed._running.append(self)
         try:
             self.net.build()
             self._track()
@@ -88,6 +96,7 @@ class Testbed:
             self.install_forwarding()
             self._set_queues()
             self._start_ap_proxy()
+            self._start_holdback_agents()
         except BaseException:
             self.stop()
             raise
@@ -95,9 +104,12 @@ class Testbed:
 
     def stop(self) -> None:
         """Stop the AP agent, switches and emulators (by pid), then hosts and links. Safe to call twice."""
+        if self in Testbed._running:
+            Testbed._running.remove(self)
         if self.net is None:
             return
         self._stop_ap_agent()
+        self._stop_holdback_agents()
         net, self.net = self.net, None
         for node in net.switches:
             try:
@@ -107,6 +119,24 @@ class Testbed:
             except Exception:  # keep going: everything else must still be removed
                 pass
         net.stop()
+        self._wait_for_exit(timeout_s=5.0)
+
+    def _wait_for_exit(self, timeout_s: float) -> None:
+        """Mininet signals its host shells and returns at once; a check right after stop() would
+        still find them. Wait (bounded) until every process this test bed started has exited."""
+        deadline = time.monotonic() + timeout_s
+        while any(_alive(pid) for pid in self.pids.values()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    @classmethod
+    def stop_all(cls) -> list[str]:
+        """Stop every test bed of this process that is still running; return their names. For
+        whoever must leave the machine clean whatever happened (a test harness, an interrupted run)."""
+        names = []
+        for testbed in list(cls._running):
+            names.append(testbed.name)
+            testbed.stop()
+        return names
 
     def __enter__(self) -> Testbed:
         return self.start() if self.net is None else self
@@ -128,16 +158,29 @@ class Testbed:
             if isinstance(node, LinkEmulator | WirelessMedium) and node.linkem is not None:
                 self.pids[f"{node.name} linkem"] = node.linkem.pid
 
+    def health(self) -> list[str]:
+        """What has died in the running test bed: switches, link emulators, the AP agent. Empty
+        when all is well. Experiments check it after each run: a run on a broken test bed failed."""
+        problems = []
+        net = self._net()
+        for node in net.switches:
+            if isinstance(node, BMv2Switch) and (node.running is None or not node.running.alive):
+                problems.append(f"{node.name}: simple_switch is not running")
+            if isinstance(node, LinkEmulator | WirelessMedium) and node.linkem is not None:
+                reason = node.linkem.exit_reason()
+                if reason is not None:
+                    problems.append(f"{node.name}: {reason}")
+        if self.ap_agent is not None and self.ap_agent.poll() is not None:
+            problems.append(f"the AP repair agent exited with status {self.ap_agent.returncode}")
+        for name, agent in self.holdback_agents.items():
+            if agent.poll() is not None:
+                problems.append(f"the hold-back agent of {name} exited with status {agent.returncode}")
+        return problems
+
     def leftovers(self) -> list[str]:
         """Interfaces and processes this test bed created that still exist."""
         left = [f"interface {name}" for name in self.root_intfs if Path(f"/sys/class/net/{name}").exists()]
-        for what, pid in self.pids.items():
-            try:
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-            except OSError:
-                continue
-            if state != "Z":
-                left.append(f"{what} (pid {pid})")
+        left += [f"{what} (pid {pid})" for what, pid in self.pids.items() if _alive(pid)]
         return left
 
     # ---- nodes ----
@@ -216,7 +259,7 @@ class Testbed:
             switch = self.switch(q.switch)
             port = switch.port_to(q.toward)
             with switch.client() as client:
-                client.set_queue_rate(port, q.rate_pps)
+                set_queue_rate(client, port, q.rate_pps)
                 set_queue_depth(client, port, q.depth_pkts)
 
     # ---- the AP proxy ----
@@ -268,6 +311,51 @@ class Testbed:
                     f"the AP repair agent did not start: {self.ap_agent_log.read_text().strip()}"
                 )
 
+    # ---- hold-back agents ----
+
+    def _start_holdback_agents(self) -> None:
+        for name in self.topo.meta.holdback:
+            switch = self.switch(name)
+            stats = holdback_stats_path(switch.thrift_port)
+            log_path = Path(tempfile.mkstemp(prefix=f"ackwise-holdback-{name}-", suffix=".log")[1])
+            cmd = [sys.executable, "-m", "ackwise.holdback_agent", "--iface", switch.cpu_intfs[1]]
+            cmd += ["--thrift-port", str(switch.thrift_port), "--cpu-port", str(switch.cpu_port)]
+            cmd += ["--stats", str(stats)]
+            with log_path.open("w") as log:
+                agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+            self.holdback_agents[name] = agent
+            self.pids[f"{name} hold-back agent"] = agent.pid
+            assert agent.stdout is not None
+            ready = agent.stdout.readline().strip() == "ready"
+            message = log_path.read_text().strip()
+            log_path.unlink()
+            if not ready:
+                raise TestbedError(f"the hold-back agent of {name} did not start: {message or 'no output'}")
+
+    def holdback_report(self, name: str) -> dict[str, Any]:
+        """A hold-back agent's counters: live while it runs, its last report after stop()."""
+        if name in self.holdback_agents:
+            path = holdback_stats_path(self.switch(name).thrift_port)
+            try:
+                return dict(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                return {}
+        return self.holdback_reports.get(name, {})
+
+    def _stop_holdback_agents(self) -> None:
+        for name, agent in list(self.holdback_agents.items()):
+            stop_process(agent, timeout_s=10)
+            if agent.stdout is not None:
+                agent.stdout.close()
+            path = holdback_stats_path(self.switch(name).thrift_port)
+            try:
+                self.holdback_reports[name] = json.loads(path.read_text())
+            except (OSError, ValueError):
+                self.holdback_reports[name] = {}
+            path.unlink(missing_ok=True)
+            path.with_suffix(".tmp").unlink(missing_ok=True)
+            del self.holdback_agents[name]
+
     def ap_agent_report(self) -> dict[str, Any]:
         """The repair agent's counters: live while it runs, its last report after stop()."""
         if self.ap_agent is None:
@@ -305,6 +393,15 @@ class Testbed:
             "links": [n.describe() for n in self.link_nodes()],
             "switch_queues": [vars(q) for q in self.topo.meta.queues],
         }
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has exited: only its parent has not collected it yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def _far_end(intf: Any) -> Any:

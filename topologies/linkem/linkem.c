@@ -19,8 +19,10 @@
 //   medium NAME phy_bps=R overhead_ns=O mac_bytes=B scale=S loss=P limit_pkts=Q delay_us=D
 //   air IN OUT MEDIUM TRANSMITTER
 //
-// Usage: linkem CONFIG. Prints "ready" on stdout once every socket is bound; exits on SIGTERM or
-// SIGINT after writing the stats.
+// Usage: linkem CONFIG. Prints "ready" on stdout once every socket is bound; exits 0 on SIGTERM or
+// SIGINT after writing the stats. When an interface it serves disappears, or a socket fails for
+// any other reason, it writes the stats, says which interface and why on stderr, and exits 3:
+// a packet socket whose device is gone reports POLLERR on every poll, so carrying on would spin.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -285,8 +287,25 @@ static void open_socket(struct iface *ifc) {
     ifc->fd = fd;
 }
 
+static void write_stats(void);
+
+// A socket failed: the interface is gone or down, or the socket broke. Never retried (see above).
+static void socket_failed(const struct iface *ifc, const char *what, int err) {
+    write_stats();
+    if (if_nametoindex(ifc->name) == 0)
+        fprintf(stderr, "linkem: interface %s disappeared (%s: %s); exiting\n", ifc->name, what, strerror(err));
+    else
+        fprintf(stderr, "linkem: socket on %s failed (%s: %s); exiting\n", ifc->name, what, strerror(err));
+    exit(3);
+}
+
+// Errors that say the device itself is gone or down, as opposed to a momentarily full buffer.
+static int device_error(int err) { return err == ENETDOWN || err == ENXIO || err == ENODEV; }
+
 static void transmit(struct frame *f, struct counters *c) {
     if (send(ifaces[f->out].fd, f->data, f->len, 0) < 0) {
+        int err = errno;
+        if (device_error(err)) socket_failed(&ifaces[f->out], "send", err);
         c->send_errors++;
     } else {
         c->delivered++;
@@ -467,10 +486,19 @@ int main(int argc, char **argv) {
             die("ppoll: %s", strerror(errno));
         }
         for (int k = 0; k < n_inputs && ready > 0; k++) {
-            if (!(pfds[k].revents & POLLIN)) continue;
             struct iface *in = &ifaces[inputs[k]];
+            if (pfds[k].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+                int err = 0;
+                socklen_t len = sizeof err;
+                if (getsockopt(in->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err == 0)
+                    err = (pfds[k].revents & POLLNVAL) ? EBADF : ENETDOWN;
+                socket_failed(in, "poll", err);
+            }
+            if (!(pfds[k].revents & POLLIN)) continue;
             for (;;) {  // drain the socket
                 ssize_t len = recv(in->fd, buf, sizeof buf, 0);
+                if (len < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                    socket_failed(in, "recv", errno);
                 if (len <= 0) break;
                 struct frame *f = malloc(sizeof *f + (size_t)len);
                 if (!f) die("out of memory");

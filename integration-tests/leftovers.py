@@ -1,0 +1,144 @@
+"""What a test left on the machine: the processes, interfaces, namespaces and files that exist after
+it and did not before it, and their removal.
+
+Tests run one at a time, so anything of the test bed's kind that appeared while a test ran is that
+test's. Processes count when they are of a kind the test bed starts (switches, emulators, agents,
+traffic, captures, Mininet host shells); interfaces and named namespaces when they are new; files
+when they are new /tmp/ackwise-* entries.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# argv[0] names, or words anywhere on the command line, of the processes a test bed starts.
+PROGRAMS = {"simple_switch", "linkem", "tcpdump", "iperf3", "mnexec", "ptf"}
+MODULES = re.compile(
+    r"ackwise\.(hosts\.agent|ap_agent|experiments\.(transfer|onoff))|^mininet:|run_ptf\.py$|(^|/)ptf$"
+)
+TMP_PREFIX = "ackwise-"
+
+
+def processes() -> dict[int, str]:
+    """pid -> command line of every live (not zombie) process of the test bed's kinds."""
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = [a.decode(errors="replace") for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if not argv or state == "Z":
+            continue
+        if Path(argv[0]).name in PROGRAMS or any(MODULES.search(a) for a in argv):
+            found[int(entry.name)] = " ".join(argv)[:120]
+    return found
+
+
+def interfaces() -> set[str]:
+    return {p.name for p in Path("/sys/class/net").iterdir()}
+
+
+def namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def tmp_files() -> set[Path]:
+    return set(Path("/tmp").glob(f"{TMP_PREFIX}*"))
+
+
+@dataclass
+class Snapshot:
+    pids: set[int]
+    intfs: set[str]
+    netns: set[str]
+    files: set[Path]
+
+    @classmethod
+    def take(cls) -> Snapshot:
+        return cls(set(processes()), interfaces(), namespaces(), tmp_files())
+
+
+@dataclass
+class Leftovers:
+    processes: dict[int, str] = field(default_factory=dict)
+    intfs: list[str] = field(default_factory=list)
+    netns: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.processes or self.intfs or self.netns or self.files)
+
+    def describe(self) -> list[str]:
+        return (
+            [f"process {cmd} (pid {pid})" for pid, cmd in sorted(self.processes.items())]
+            + [f"interface {name}" for name in self.intfs]
+            + [f"namespace {name}" for name in self.netns]
+            + [f"file {path}" for path in self.files]
+        )
+
+
+def since(before: Snapshot) -> Leftovers:
+    return Leftovers(
+        {pid: cmd for pid, cmd in processes().items() if pid not in before.pids},
+        sorted(interfaces() - before.intfs),
+        sorted(namespaces() - before.netns),
+        sorted(tmp_files() - before.files),
+    )
+
+
+def remove(left: Leftovers, grace_s: float = 3.0) -> None:
+    """Stop the processes (SIGTERM, then SIGKILL), then delete the interfaces, namespaces and files."""
+    for pid in left.processes:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_alive(pid) for pid in left.processes):
+        time.sleep(0.05)
+    for pid in left.processes:
+        if _alive(pid):
+            _signal(pid, signal.SIGKILL)
+    for name in left.netns:
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            _signal(int(pid), signal.SIGKILL)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    for name in left.intfs:
+        # One end of a veth pair takes its peer with it; the peer may be in the list too.
+        if Path(f"/sys/class/net/{name}").exists():
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
+    for path in left.files:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    if state == "Z":
+        try:  # our own child: reap it
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return False
+    return True

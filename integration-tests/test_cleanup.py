@@ -1,0 +1,94 @@
+"""Whatever a test starts is gone when it ends, and a test run stopped from outside leaves nothing.
+
+Regressions: a test that expected an exception which did not come left its test bed running, the
+fixture then deleted an interface under its linkem, and the next four tests failed on the
+interfaces it left ("interfaces this topology needs already exist"). And a `make test` stopped
+with SIGTERM (as a CI time limit or `timeout make test` stops it) died without tearing down its
+running test: switches, emulators and agents carried on and collided with the next run.
+
+Each case runs a small pytest or PTF file from integration-tests/selftest/ in a subprocess and
+compares the machine before and after it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import leftovers
+import pytest
+from conftest import REPO
+
+SELFTEST = Path(__file__).resolve().parent / "selftest"
+
+
+def assert_clean_since(before: leftovers.Snapshot, what: str) -> None:
+    left = leftovers.since(before)
+    leftovers.remove(left)
+    assert not left, f"{what} left behind: {'; '.join(left.describe())}"
+
+
+def test_a_failing_test_takes_its_test_bed_with_it_and_the_next_test_runs() -> None:
+    before = leftovers.Snapshot.take()
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(SELFTEST / "leaky_testbeds.py")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    report = out.stdout + out.stderr
+    assert "2 failed, 1 passed, 2 errors" in report, report[-3000:]
+    assert "failing on purpose" in report and "DID NOT RAISE" in report
+    assert report.count("left behind (now removed): test bed dumbbell still running") == 2, report[-3000:]
+    assert_clean_since(before, "the leaky tests")
+
+
+def wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if proc.poll() is not None:
+            out, _ = proc.communicate()
+            pytest.fail(f"{proc.args} ended before it was up: {out[-3000:]}")
+        assert time.monotonic() < deadline, f"{proc.args} not up within {timeout_s} s"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to make", "Ctrl-C"])
+@pytest.mark.parametrize("target", ["integration", "ptf"])
+def test_make_stopped_from_outside_leaves_nothing(tmp_path: Path, target: str, how: str) -> None:
+    marker = tmp_path / "up"
+    if target == "integration":
+        args = [f"INTEGRATION_TESTS={SELFTEST / 'hold_testbed.py'}"]
+    else:
+        args = [f"PTF_ARGS=--test-dir {SELFTEST / 'ptf'}", "TESTS=hold_switch"]
+    before = leftovers.Snapshot.take()
+    env = dict(os.environ, ACKWISE_SELFTEST_MARKER=str(marker))
+    # A session of its own, as a terminal's job: Ctrl-C reaches its whole process group.
+    make = subprocess.Popen(
+        ["make", "--no-print-directory", target, *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(marker, make, timeout_s=120)
+        if how == "Ctrl-C":
+            os.killpg(make.pid, signal.SIGINT)
+        else:
+            make.send_signal(signal.SIGTERM)
+        make.communicate(timeout=90)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+            make.communicate()
+    assert make.returncode != 0, f"make {target} ended with 0 after {how}"
+    time.sleep(1)  # let whatever make left exit on its own before looking
+    assert_clean_since(before, f"make {target} stopped by {how}")
