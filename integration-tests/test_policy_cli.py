@@ -48,10 +48,16 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
         )
 
     out = ackwise("policy", "set", "src=10.0.2.1", "dport=40000", "every_d", "d=4").stdout
-    assert "rule 0: src=10.0.2.1/32 dport=40000 -> every_d mss=1448 d=4 idle_ms=1000" in out
+    assert "rule 0: src=10.0.2.1/32 dport=40000 -> every_d mss=1448 d=4 idle_ms=1000 hold_ms=200" in out
     ackwise("policy", "set", "default", "tack", "beta=8")
     listed = json.loads(ackwise("--json", "policy", "list").stdout)
-    assert listed["rules"][0]["policy"] == {"policy": "every_d", "mss": 1448, "d": 4, "idle_ms": 1000}
+    assert listed["rules"][0]["policy"] == {
+        "policy": "every_d",
+        "mss": 1448,
+        "d": 4,
+        "idle_ms": 1000,
+        "hold_ms": 200,
+    }
     assert listed["default"]["beta"] == 8
 
     bad = ackwise("policy", "set", "src=10.0.2.1", "every_d", "d=0", check=False)
@@ -83,7 +89,7 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
     ackwise("port", "ecn", "1", "off")
     assert json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"] == []
     out = ackwise("policy", "set", "dst=10.0.1.0/24", "acc", "d_cap=16", "signals=ce,queue").stdout
-    assert "acc mss=1448 d_cap=16 signals=ce,queue rtt_min_us=0 idle_ms=1000" in out
+    assert "acc mss=1448 d_cap=16 signals=ce,queue rtt_min_us=0 idle_ms=1000 hold_ms=200" in out
 
     ackwise("policy", "del", "0")
     assert [r["handle"] for r in json.loads(ackwise("--json", "policy", "list").stdout)["rules"]] == [1]

@@ -1,6 +1,7 @@
 // ackwise ACK switch: forwards IPv4 (LPM routing, L2 fallback), marks ECN on deep egress queues
 // and, per flow, thins the pure ACKs that carry no news under the safety contract (every_d,
-// dynamic_d, tack, acc at ingress; filter at egress). See docs/ack-thinning.md and docs/acc.md.
+// dynamic_d, tack, acc at ingress; filter at egress) or coalesces them at the egress queue
+// (coalesce, and acc on a modelled queue). See docs/ack-thinning.md and docs/acc.md.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -9,9 +10,12 @@
 #include "include/parser.p4"
 #include "include/parser_verdict.p4"
 #include "include/forwarding.p4"
+#include "include/queue_model.p4"
 #include "include/ack_thinning.p4"
 #include "include/ack_filter.p4"
 #include "include/acc.p4"
+#include "include/ack_coalesce.p4"
+#include "include/ack_holdback.p4"
 #include "include/ecn_marking.p4"
 #include "include/checksums.p4"
 
@@ -19,28 +23,48 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                          inout standard_metadata_t standard_metadata) {
     ParserVerdict() parser_verdict;
     Forwarding() forwarding;
+    HoldbackPort() holdback_port;
+    QueuePeek() queue_peek;
+    QueueCommit() queue_commit;
     AckThinning() ack_thinning;
     AckFilterEnqueue() ack_filter_enqueue;
 
     apply {
+        bool from_agent;
+        bool heartbeat;
+        bool agent_alive;
+        holdback_port.apply(standard_metadata.ingress_port, hdr.ethernet.ether_type,
+                            standard_metadata.ingress_global_timestamp, from_agent, heartbeat, agent_alive);
         bool malformed;
         bool drop_malformed;
         parser_verdict.apply(standard_metadata.parser_error, meta.parser_meta.malformed_reason,
                              malformed, drop_malformed);
-        bool drop_forwarding;
-        forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
-                         standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
+        bool drop_forwarding = heartbeat;
+        if (!heartbeat) {
+            forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+                             standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
+        }
+        queue_view_t queue;
+        queue_peek.apply(standard_metadata.egress_spec, standard_metadata.ingress_global_timestamp, queue);
         bool drop_thinning = false;
         if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
             ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
-                               standard_metadata.ingress_global_timestamp, drop_thinning,
-                               meta.ack_policy, meta.ack);
+                               standard_metadata.ingress_global_timestamp, queue, from_agent, agent_alive,
+                               drop_thinning, meta.ack_policy, meta.ack);
+            if (meta.ack.hold) {
+                // The agent gets a copy of the ACK as it arrived; the hold time travels with it.
+                meta.hold_ms = meta.ack_policy.hold_ms;
+                meta.hold_base_ack = meta.ack.hold_base_ack;
+                clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
+            }
             if (meta.ack.pure_ack && meta.ack_policy.policy == POLICY_FILTER) {
                 ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
             }
         }
         if (drop_malformed || drop_forwarding || drop_thinning) {
             mark_to_drop(standard_metadata);
+        } else {
+            queue_commit.apply(standard_metadata.egress_spec, queue);
         }
     }
 }
@@ -51,8 +75,18 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
     EcnMarking() ecn_marking;
     AccSignal() acc_signal_marked;
     AccSignal() acc_signal_queue;
+    AckCoalesceDeparture() coalesce_departure;
+    SetTimestamps() set_timestamps;
 
     apply {
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
+            // A held ACK's copy for the hold-back agent: the hold time in front, the rest untouched.
+            hdr.holdback.setValid();
+            hdr.holdback.hold_ms = meta.hold_ms;
+            hdr.holdback.reserved = 0;
+            hdr.holdback.base_ack = meta.hold_base_ack;
+            exit;
+        }
         bool queue_above_k;
         bool marked;
         ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth,
@@ -67,6 +101,24 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
             }
             if (meta.ack.pure_ack && queue_above_k) {
                 acc_signal_queue.apply(meta.ack.half, ACC_SIGNAL_QUEUE, meta.ack_policy.acc_signals);
+            }
+        }
+        if (meta.ack.coalesce_serial != 0) {
+            bool rewrite;
+            bit<32> ack_no;
+            bit<16> window;
+            bit<32> ts_val;
+            bit<32> ts_ecr;
+            coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial, hdr.tcp, meta.tcp_opts, rewrite,
+                                     ack_no, window, ts_val, ts_ecr);
+            if (rewrite) {
+                // The waiting ACK leaves carrying the newest state of the ACKs folded into it.
+                hdr.tcp.ack_no = ack_no;
+                hdr.tcp.window = window;
+                if (meta.tcp_opts.ts_present) {
+                    set_timestamps.apply(hdr, meta.tcp_opts.ts_index, ts_val, ts_ecr);
+                }
+                meta.tcp_rewritten = true;
             }
         }
         if (meta.ack.filter_candidate) {

@@ -34,7 +34,7 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
         port_t cpu_port;
         port_role.apply(standard_metadata.ingress_port, role, cpu_port);
 
-        if (role == AP_ROLE_CPU && hdr.ethernet.ether_type == ETHERTYPE_AP_HEARTBEAT) {
+        if (role == AP_ROLE_CPU && hdr.ethernet.ether_type == ETHERTYPE_AGENT_HEARTBEAT) {
             ap_agent_alive_at.write(0, standard_metadata.ingress_global_timestamp);
             mark_to_drop(standard_metadata);
         } else {

@@ -249,9 +249,7 @@ class AckwiseTest(BaseTest):
         self.switch: RunningSwitch | None = None
         self.client: SwitchClient | None = None
         build_dir = Path(param("build_dir"))
-        ports = {
-            int(p): iface for p, iface in (item.split("@") for item in param("switch_ifaces").split(","))
-        }
+        ports = self.switch_ports()
         log_dir = param("log_dir", "")
         log_file = None
         if log_dir:
@@ -277,6 +275,10 @@ class AckwiseTest(BaseTest):
         except BaseException:
             self.tearDown()
             raise
+
+    def switch_ports(self) -> dict[int, str]:
+        """The switch's ports: run_ptf.py's veths (override to add the agent's)."""
+        return {int(p): iface for p, iface in (item.split("@") for item in param("switch_ifaces").split(","))}
 
     def tearDown(self) -> None:
         if self.client is not None:

@@ -4,7 +4,7 @@ supersedes it entered the queue behind it."""
 from __future__ import annotations
 
 from ackwise.policies import PolicyParams
-from ackwise.thinning import set_queue_depth
+from ackwise.queues import set_queue_depth, set_queue_rate
 from base_test import TcpFlow
 from test_ack_thinning import ThinningTest
 
@@ -20,7 +20,7 @@ class SlowQueueFilterTest(ThinningTest):
     def install_entries(self) -> None:
         super().install_entries()
         assert self.client is not None
-        self.client.set_queue_rate(1, 5)
+        set_queue_rate(self.client, 1, 5)
 
 
 class QueuedFilterTest(SlowQueueFilterTest):

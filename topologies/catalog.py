@@ -61,12 +61,14 @@ class TopoMeta:
     flows: list[tuple[str, str]] = field(default_factory=list)
     queues: list[QueueSetting] = field(default_factory=list)
     ap: ApProxySetting | None = None
+    holdback: list[str] = field(default_factory=list)  # switches with a hold-back agent on a CPU port
 
 
 class AckwiseTopo(Topo):
     """Common helpers; subclasses fill ``meta``."""
 
     meta: TopoMeta
+    HOLDBACK_CPU_PORT = 100  # the port of a switch's hold-back agent (ackwise/holdback.py)
 
     def __init__(self, **params: Any) -> None:
         self.addressing = HostAddressing()
@@ -117,7 +119,16 @@ class Dumbbell(AckwiseTopo):
         ecn: bool = True,
         backend: str = "auto",
         log_dir: str | None = None,
+        access_delay_ms: str = "",
+        holdback: str = "",
+        rev_shape_pps: int = 0,
     ) -> None:
+        """``access_delay_ms``: extra one-way delay between each sender and s1, comma-separated per
+        pair ("0,30": pair 2's round trip is 60 ms longer), through an emulator node a<i>.
+        ``holdback``: switches (``s1``, ``s2``, ``s1,s2``) that get a hold-back agent on a CPU port.
+        ``rev_shape_pps``: with the link as bottleneck, also serve s2's queue towards it at this
+        rate (packets/s), a little below the link's, so the reverse queue forms in the switch where
+        a P4 program can act on it (coalescing), not in the emulator (docs/ack-thinning.md)."""
         if bottleneck not in ("link", "switch"):
             raise ValueError("bottleneck is 'link' or 'switch'")
         if n_pairs < 1:
@@ -125,10 +136,18 @@ class Dumbbell(AckwiseTopo):
         self.meta = TopoMeta(
             "dumbbell", {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         )
-        s1, s2 = self.bmv2("s1", program, log_dir), self.bmv2("s2", program, log_dir)
+        self.meta.holdback = [name for name in holdback.split(",") if name]
+        if not set(self.meta.holdback) <= {"s1", "s2"}:
+            raise ValueError(f"holdback={holdback!r}: name switches of the dumbbell, s1 and/or s2")
+        s1, s2 = (
+            self.bmv2(name, program, log_dir, self.HOLDBACK_CPU_PORT if name in self.meta.holdback else None)
+            for name in ("s1", "s2")
+        )
         if bottleneck == "link":
             forward = LinkParams(_mbps(fwd_rate_mbps), fwd_delay_ms, loss, fwd_buffer_pkts)
             reverse = LinkParams(_mbps(rev_rate_mbps), rev_delay_ms, loss, rev_buffer_pkts)
+            if rev_shape_pps > 0:
+                self.meta.queues.append(QueueSetting("s2", "e1", rev_shape_pps, queue_depth_pkts))
         else:
             if fwd_queue_pps <= 0 or rev_queue_pps <= 0:
                 raise ValueError("a switch bottleneck needs fwd_queue_pps and rev_queue_pps")
@@ -139,9 +158,19 @@ class Dumbbell(AckwiseTopo):
                 QueueSetting("s2", "e1", rev_queue_pps, queue_depth_pkts),
             ]
         self.wire("e1", s1, s2, forward, reverse, backend)
+        try:
+            access = [float(x) for x in access_delay_ms.split(",")] if access_delay_ms else []
+        except ValueError:
+            raise ValueError(f"access_delay_ms={access_delay_ms!r}: comma-separated milliseconds") from None
+        if len(access) > n_pairs or any(d < 0 for d in access):
+            raise ValueError(f"access_delay_ms: at most {n_pairs} values, each >= 0")
         for i in range(1, n_pairs + 1):
             h, r = self.host(f"h{i}", cc, ecn), self.host(f"r{i}", cc, ecn)
-            self.addLink(h, s1)
+            delay = access[i - 1] if i <= len(access) else 0.0
+            if delay > 0:
+                self.wire(f"a{i}", h, s1, LinkParams(0, delay), LinkParams(0, delay), backend)
+            else:
+                self.addLink(h, s1)
             self.addLink(r, s2)
             self.meta.flows.append((h, r))
 

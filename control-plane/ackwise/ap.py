@@ -14,9 +14,10 @@ from typing import Any
 
 from .bmv2.client import SwitchClient
 from .flowkey import FLOW_SLOTS, FlowKey
+from .p4names import ETHERTYPE_AGENT_HEARTBEAT
 from .serial import seq_diff
 
-ETHERTYPE_HEARTBEAT = 0x88B5  # ETHERTYPE_AP_HEARTBEAT in constants.p4
+ETHERTYPE_HEARTBEAT = ETHERTYPE_AGENT_HEARTBEAT  # one place: ackwise.p4names
 AGENT_TIMEOUT_MS = 500  # AP_AGENT_TIMEOUT_US in constants.p4: no heartbeat this long, no spoofing
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from .bmv2.client import SwitchClient, SwitchOperationError
-from .thinning import set_queue_depth
+from .queues import set_queue_depth, set_queue_rate
 
 Handler = Callable[[SwitchClient, dict[str, Any]], str]
 
@@ -59,7 +59,7 @@ def _register(client: SwitchClient, item: dict[str, Any]) -> str:
 def _port(client: SwitchClient, item: dict[str, Any]) -> str:
     done = []
     if "rate_pps" in item:
-        client.set_queue_rate(int(item["port"]), int(item["rate_pps"]))
+        set_queue_rate(client, int(item["port"]), int(item["rate_pps"]))
         done.append(f"rate {item['rate_pps']} pps")
     if "depth_pkts" in item:
         set_queue_depth(client, int(item["port"]), int(item["depth_pkts"]))

@@ -14,6 +14,10 @@ L2_EXACT = "forwarding.l2_exact"
 FORWARDING_DROPS = "forwarding.drops"
 PARSER_MALFORMED = "parser.malformed"
 
+# An agent's heartbeat on its CPU port: the AP's repair agent, the hold-back agent
+# (ETHERTYPE_AGENT_HEARTBEAT in constants.p4).
+ETHERTYPE_AGENT_HEARTBEAT = 0x88B5
+
 
 class MalformedReason(IntEnum):
     """Index into the parser.malformed counter (MALFORMED_* in constants.p4)."""

@@ -25,6 +25,7 @@ class Policy(StrEnum):
     TACK = "tack"
     FILTER = "filter"
     ACC = "acc"
+    COALESCE = "coalesce"
 
 
 POLICY_TABLE = "ack_thinning.policy"
@@ -32,11 +33,12 @@ ACTIONS = {policy: f"ack_thinning.policy_{policy.value}" for policy in Policy}
 # Parameters each policy uses (besides none for off); all others are ignored by that policy.
 POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
     Policy.OFF: (),
-    Policy.EVERY_D: ("mss", "d", "idle_ms"),
-    Policy.DYNAMIC_D: ("mss", "l1", "l2", "l3", "idle_ms"),
-    Policy.TACK: ("mss", "L", "beta", "rtt_min_us", "idle_ms"),
+    Policy.EVERY_D: ("mss", "d", "idle_ms", "hold_ms"),
+    Policy.DYNAMIC_D: ("mss", "l1", "l2", "l3", "idle_ms", "hold_ms"),
+    Policy.TACK: ("mss", "L", "beta", "rtt_min_us", "idle_ms", "hold_ms"),
     Policy.FILTER: ("mss", "idle_ms"),
-    Policy.ACC: ("mss", "d_cap", "signals", "rtt_min_us", "idle_ms"),
+    Policy.ACC: ("mss", "d_cap", "signals", "rtt_min_us", "idle_ms", "hold_ms"),
+    Policy.COALESCE: ("mss", "idle_ms"),
 }
 # Action parameter names where they differ from the operator's names.
 _ACTION_NAMES = {"L": "tack_l"}
@@ -62,6 +64,10 @@ class PolicyParams:
     d_cap: int = 64  # acc: the control plane's bound on d (the flight bound applies too)
     signals: int = 0x07  # acc: which congestion signals the flow reacts to (ACC_SIGNALS)
     idle_ms: int = 1000  # the first ACK after this much silence is always kept; 0: rule off
+    # every_d, dynamic_d, tack, acc: with a hold-back agent on the switch, an ACK the policy would
+    # thin but that may end a burst is held this long instead of forwarded (TCP's delayed-ACK
+    # bound, as Linux uses it); 0: never held. Without an agent nothing is held.
+    hold_ms: int = 200
 
     def __post_init__(self) -> None:
         checks = {
@@ -74,6 +80,7 @@ class PolicyParams:
             "beta": (1, 255),
             "rtt_min_us": (0, 2**32 - 1),
             "idle_ms": (0, 4_000_000),
+            "hold_ms": (0, 65535),
         }
         for name, (lo, hi) in checks.items():
             value = getattr(self, name)

@@ -28,6 +28,7 @@ class KeepReason(IntEnum):
     TS_REORDERED = 12
     IDLE = 13
     ACKS_ALL_DATA = 14
+    RELEASED = 15  # held by the hold-back agent and released: no newer ACK had passed (not a rule)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from .safety import KeepReason
 THINNING_STATS = "ack_thinning.stats"
 FILTER_STATS = "ack_filter.stats"
 CONFIG_REGISTER = "ack_thinning.config"
-QUEUE_CAPACITY_REGISTER = "ack_filter.queue_capacity"
 
 
 class ThinningStat:
@@ -25,6 +24,9 @@ class ThinningStat:
     NEW_FLOWS = 2
     ACKS_SEEN = 3
     ACKS_THINNED = 4
+    ACKS_FILTERED = 5
+    ACKS_ABSORBED = 6
+    ACKS_HELD = 7
 
 
 @dataclass(frozen=True)
@@ -82,18 +84,6 @@ def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
     client.register_write(CONFIG_REGISTER, 0, idle_ms * 1000)
 
 
-def set_queue_depth(client: SwitchClient, port: int | None, depth_pkts: int) -> None:
-    """Set a port's (or every port's) egress queue capacity, and tell the filter policy, which must
-    know it to tell whether the queue may have tail-dropped an ACK (ack_filter.p4)."""
-    client.set_queue_depth(port, depth_pkts)
-    if QUEUE_CAPACITY_REGISTER in client.program.registers:
-        if port is None:
-            size = client.program.registers[QUEUE_CAPACITY_REGISTER].size
-            client.register_write_range(QUEUE_CAPACITY_REGISTER, 0, size - 1, depth_pkts)
-        else:
-            client.register_write(QUEUE_CAPACITY_REGISTER, port, depth_pkts)
-
-
 # ---- flow records ----
 
 HALF_REGISTERS = {
@@ -108,6 +98,12 @@ HALF_REGISTERS = {
     "acc_d": "acc.d",
     "acc_d_max": "acc.d_max",
     "acc_signals": "acc.signals",
+    "coalesce_counts": "coalesce.counts",
+    "holdback_held": "holdback.held",
+    "holdback_released": "holdback.released",
+    "data_end": "ack_thinning.data_end",
+    "retransmissions": "ack_thinning.retransmissions",
+    "dup_acks": "ack_thinning.dup_acks",
 }
 
 
@@ -125,6 +121,15 @@ class HalfFlow:
     acc_d: int = 0  # acc: the delay factor of this endpoint's ACKs (0: not under acc)
     acc_d_max: int = 0
     acc_signals: int = 0  # congestion signals that doubled d
+    acks_absorbed: int = 0  # coalesce: folded into a waiting ACK (also counted in acks_thinned)
+    acks_rewritten: int = 0  # coalesce: waiting ACKs that left carrying absorbed ACKs' state
+    # hold-back: handed to the agent (counted thinned until released), and released (then counted
+    # forwarded instead): acks_seen = acks_forwarded + acks_thinned at any time.
+    acks_held: int = 0
+    acks_released: int = 0
+    data_end: int = 0  # the highest sequence number + length this endpoint sent (serial)
+    retransmissions: int = 0  # data segments that did not go beyond data_end
+    dup_acks: int = 0  # ACKs this endpoint sent that the contract kept as duplicates
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -178,6 +183,13 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     acc_d=halves["acc_d"][h],
                     acc_d_max=halves["acc_d_max"][h],
                     acc_signals=halves["acc_signals"][h],
+                    acks_absorbed=halves["coalesce_counts"][h] >> 32,
+                    acks_rewritten=halves["coalesce_counts"][h] & 0xFFFFFFFF,
+                    acks_held=halves["holdback_held"][h],
+                    acks_released=halves["holdback_released"][h],
+                    data_end=halves["data_end"][h],
+                    retransmissions=halves["retransmissions"][h],
+                    dup_acks=halves["dup_acks"][h],
                 )
             )
         flows.append(record)

@@ -44,7 +44,7 @@ def test_enums_match_p4(enum: type[IntEnum], prefix: str) -> None:
 
 
 def test_heartbeat_and_timeout_match_p4() -> None:
-    assert p4_constants("ETHERTYPE")["AP_HEARTBEAT"] == ETHERTYPE_HEARTBEAT
+    assert p4_constants("ETHERTYPE")["AGENT_HEARTBEAT"] == ETHERTYPE_HEARTBEAT
     assert p4_constants("AP")["AGENT_TIMEOUT_US"] == AGENT_TIMEOUT_MS * 1000
 
 

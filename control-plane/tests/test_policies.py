@@ -20,7 +20,14 @@ def test_parse_and_action_round_trip() -> None:
     p = PolicyParams.parse("tack", ["L=3", "beta=8", "rtt_min_us=20000", "mss=1400"])
     action, params = p.action()
     assert action == "ack_thinning.policy_tack"
-    assert params == {"mss": 1400, "tack_l": 3, "beta": 8, "rtt_min_us": 20000, "idle_ms": 1000}
+    assert params == {
+        "mss": 1400,
+        "tack_l": 3,
+        "beta": 8,
+        "rtt_min_us": 20000,
+        "idle_ms": 1000,
+        "hold_ms": 200,
+    }
     assert PolicyParams.from_action(action, params) == p
 
 

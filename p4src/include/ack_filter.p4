@@ -13,14 +13,13 @@
 #include <v1model.p4>
 #include "headers.p4"
 #include "serial.p4"
+#include "queue_model.p4"
 
 @name(".ack_filter.serial") register<bit<32>>(HALF_FLOWS) filter_serial;
 @name(".ack_filter.newest_ack") register<bit<32>>(HALF_FLOWS) filter_newest_ack;
 @name(".ack_filter.newest_ts_val") register<bit<32>>(HALF_FLOWS) filter_newest_ts_val;
 @name(".ack_filter.newest_ece_cwr") register<bit<8>>(HALF_FLOWS) filter_newest_ece_cwr;
 @name(".ack_filter.forwarded") register<bit<32>>(HALF_FLOWS) filter_forwarded;
-// Each port's egress queue capacity in packets, as the control plane set it (0: bmv2's default).
-@name(".ack_filter.queue_capacity") register<bit<32>>(PORTS) filter_queue_capacity;
 @name(".ack_filter.filtered") register<bit<32>>(HALF_FLOWS) filter_filtered;
 
 control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_meta_t ack) {
@@ -55,7 +54,7 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
         // it, itself, and deq_qdepth behind it (all of which entered after it); if that stayed
         // below the capacity, no packet that arrived meanwhile was tail-dropped.
         bit<32> capacity;
-        filter_queue_capacity.read(capacity, (bit<32>)port);
+        queue_capacity.read(capacity, (bit<32>)port);
         if (capacity == 0) {
             capacity = BMV2_DEFAULT_QUEUE_DEPTH;
         }

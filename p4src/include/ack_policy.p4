@@ -17,16 +17,18 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
     }
 
     @name(".ack_thinning.policy_every_d")
-    action policy_every_d(bit<16> mss, bit<8> d, bit<32> idle_ms) {
+    action policy_every_d(bit<16> mss, bit<8> d, bit<32> idle_ms, bit<16> hold_ms) {
         params.policy = POLICY_EVERY_D;
+        params.hold_ms = hold_ms;
         params.mss = mss;
         params.d = d;
         params.idle_us = idle_ms * 1000;
     }
 
     @name(".ack_thinning.policy_dynamic_d")
-    action policy_dynamic_d(bit<16> mss, bit<8> l1, bit<8> l2, bit<8> l3, bit<32> idle_ms) {
+    action policy_dynamic_d(bit<16> mss, bit<8> l1, bit<8> l2, bit<8> l3, bit<32> idle_ms, bit<16> hold_ms) {
         params.policy = POLICY_DYNAMIC_D;
+        params.hold_ms = hold_ms;
         params.mss = mss;
         params.l1 = l1;
         params.l2 = l2;
@@ -35,8 +37,10 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
     }
 
     @name(".ack_thinning.policy_tack")
-    action policy_tack(bit<16> mss, bit<8> tack_l, bit<8> beta, bit<32> rtt_min_us, bit<32> idle_ms) {
+    action policy_tack(bit<16> mss, bit<8> tack_l, bit<8> beta, bit<32> rtt_min_us, bit<32> idle_ms,
+                       bit<16> hold_ms) {
         params.policy = POLICY_TACK;
+        params.hold_ms = hold_ms;
         params.mss = mss;
         params.tack_l = tack_l;
         params.tack_beta = beta;
@@ -52,12 +56,21 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
     }
 
     @name(".ack_thinning.policy_acc")
-    action policy_acc(bit<16> mss, bit<8> d_cap, bit<8> signals, bit<32> rtt_min_us, bit<32> idle_ms) {
+    action policy_acc(bit<16> mss, bit<8> d_cap, bit<8> signals, bit<32> rtt_min_us, bit<32> idle_ms,
+                      bit<16> hold_ms) {
         params.policy = POLICY_ACC;
+        params.hold_ms = hold_ms;
         params.mss = mss;
         params.acc_d_cap = d_cap;
         params.acc_signals = signals;
         params.rtt_min_us = rtt_min_us;
+        params.idle_us = idle_ms * 1000;
+    }
+
+    @name(".ack_thinning.policy_coalesce")
+    action policy_coalesce(bit<16> mss, bit<32> idle_ms) {
+        params.policy = POLICY_COALESCE;
+        params.mss = mss;
         params.idle_us = idle_ms * 1000;
     }
 
@@ -69,13 +82,15 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
             ack_src_port: ternary @name("src_port");
             ack_dst_port: ternary @name("dst_port");
         }
-        actions = { policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; }
+        actions = {
+            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
+        }
         default_action = policy_off();
         size = ACK_POLICY_TABLE_SIZE;
     }
 
     apply {
-        params = { POLICY_OFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        params = { POLICY_OFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
         policy.apply();
     }
 }

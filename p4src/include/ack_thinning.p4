@@ -1,6 +1,7 @@
 // Per-flow ACK thinning at ingress: flow records, the facts the safety contract needs, and the
 // policies every_d, dynamic_d, tack and acc (with AccDelayFactor). For `filter` it only marks
-// candidates; AckFilterDequeue drops them at egress.
+// candidates; AckFilterDequeue drops them at egress. For `coalesce` (and `acc` on a queue the
+// program models) it folds ACKs into the flow's waiting ACK (AckCoalesce).
 //
 // Records live in registers. A slot (FLOW_SLOTS) holds the flow's key, so a flow whose hash lands
 // on another live flow's slot is left untouched and counted; idle or closed records are taken
@@ -17,6 +18,8 @@
 #include "ack_policy.p4"
 #include "ack_safety.p4"
 #include "acc.p4"
+#include "ack_coalesce.p4"
+#include "ack_holdback.p4"
 
 // Bits of the half_state register.
 const bit<8> HALF_DATA_VALID = 0x01;    // data_end holds something
@@ -26,13 +29,15 @@ const bit<8> HALF_TS_VALID = 0x08;      // ts_val_max / ts_ecr_max are set
 const bit<8> HALF_SACK_SEEN = 0x10;     // sack_high is set
 
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
-                    in time_us_t now, out bool drop, inout ack_policy_params_t params, out ack_meta_t ack) {
+                    in time_us_t now, in queue_view_t queue, in bool from_agent, in bool agent_alive,
+                    out bool drop, inout ack_policy_params_t params, out ack_meta_t ack) {
     FlowKey() flow_key;
     AckPolicySelect() policy_select;
     AckSafety() safety;
     AccSignal() acc_signal_data;
     AccSignal() acc_signal_ack;
     AccDelayFactor() acc_delay_factor;
+    AckCoalesce() coalesce;
 
     @name(".ack_thinning.stats") counter(THINNING_STATS, CounterType.packets) stats;
     @name(".ack_thinning.config") register<bit<48>>(1) config;   // [0]: reclaim idle (us), 0 = default
@@ -68,6 +73,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     @name(".ack_thinning.acks_thinned") register<bit<32>>(HALF_FLOWS) acks_thinned_reg;
     @name(".ack_thinning.data_segments") register<bit<32>>(HALF_FLOWS) data_segments_reg;
     @name(".ack_thinning.last_keep_reason") register<bit<8>>(HALF_FLOWS) keep_reason_reg;
+    @name(".ack_thinning.retransmissions") register<bit<32>>(HALF_FLOWS) retransmissions_reg;
+    @name(".ack_thinning.dup_acks") register<bit<32>>(HALF_FLOWS) dup_acks_reg;
 
     action reset_half(bit<32> h) {
         half_state_reg.write(h, 0);
@@ -79,11 +86,13 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         acks_thinned_reg.write(h, 0);
         data_segments_reg.write(h, 0);
         keep_reason_reg.write(h, 0);
+        retransmissions_reg.write(h, 0);
+        dup_acks_reg.write(h, 0);
     }
 
     apply {
         drop = false;
-        ack = { 0, false, false, false, 0 };
+        ack = { 0, false, false, false, 0, 0, false, 0 };
 
         bool has_data = payload_len != 0;
         // The policy table sees the flow from its ACKs' side: data looks it up reversed.
@@ -141,7 +150,31 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                 }
             }
 
-            if (owned) {
+            if (owned && from_agent) {
+                // A held ACK the hold-back agent sent back: forwarded unless an ACK of the flow
+                // that acknowledges at least as much has been forwarded since (it was superseded).
+                // Its state was recorded when it first arrived.
+                if (payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0) {
+                    bit<32> ack_fwd;
+                    ack_fwd_reg.read(ack_fwd, half);
+                    if (seq_gt(tcp.ack_no, ack_fwd)) {
+                        ack_fwd_reg.write(half, tcp.ack_no);
+                        fwd_time_reg.write(half, now);
+                        keep_reason_reg.write(half, KEEP_RELEASED);
+                        bit<32> forwarded;
+                        acks_forwarded_reg.read(forwarded, half);
+                        acks_forwarded_reg.write(half, forwarded + 1);
+                        bit<32> released;
+                        holdback_released.read(released, half);
+                        holdback_released.write(half, released + 1);
+                        bit<32> thinned;
+                        acks_thinned_reg.read(thinned, half);
+                        acks_thinned_reg.write(half, thinned - 1);
+                    } else {
+                        drop = true;
+                    }
+                }
+            } else if (owned) {
                 ack.tracked = true;
                 bool idle = !fresh && params.idle_us != 0 && now - last_seen > (bit<48>)params.idle_us;
                 last_seen_reg.write(slot, now);
@@ -176,6 +209,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     }
                     if (retransmission) {
                         state = state & ~HALF_PROBE;    // Karn: no RTT sample across a retransmission
+                        bit<32> retransmissions;
+                        retransmissions_reg.read(retransmissions, half);
+                        retransmissions_reg.write(half, retransmissions + 1);
                     } else if (state & HALF_PROBE == 0) {
                         probe_seq_reg.write(half, end);
                         probe_time_reg.write(half, now);
@@ -260,11 +296,17 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             && (seq_lt(opts.ts_val, ts_val_max) || seq_lt(opts.ts_ecr, ts_ecr_max));
                         facts.idle = idle;
                         // With `filter`, an ACK is dropped only behind a newer one that acknowledges
-                        // at least as much, so the end of a burst is never at stake.
-                        facts.acks_all_data = params.policy != POLICY_FILTER
+                        // at least as much, and with `coalesce` its state leaves inside the waiting
+                        // ACK: the end of a burst is never at stake.
+                        facts.acks_all_data = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
                             && (other_state & HALF_DATA_VALID == 0 || seq_geq(tcp.ack_no, data_end_other));
                         keep_reason_t reason;
                         safety.apply(facts, reason);
+                        if (reason == KEEP_DUP_ACK) {
+                            bit<32> dup_acks;
+                            dup_acks_reg.read(dup_acks, half);
+                            dup_acks_reg.write(half, dup_acks + 1);
+                        }
 
                         bit<32> ack_fwd;
                         ack_fwd_reg.read(ack_fwd, half);
@@ -292,10 +334,13 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             }
                             acc_delay_factor.apply(half, now, rtt_min, flight, mss, params, acc_d);
                         }
-                        if (reason == KEEP_NONE) {
+                        // The policy's own rule: reached its threshold? Evaluated also for an ACK only
+                        // the end-of-burst rule keeps, which hold-back may then hold instead.
+                        bool policy_keep = false;
+                        if (reason == KEEP_NONE || reason == KEEP_ACKS_ALL_DATA) {
                             if (params.policy == POLICY_EVERY_D) {
                                 if (acked_since_fwd >= (bit<32>)params.d * mss) {
-                                    reason = KEEP_POLICY;
+                                    policy_keep = true;
                                 }
                             } else if (params.policy == POLICY_DYNAMIC_D) {
                                 bit<32> ack_base;
@@ -310,11 +355,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                     d = 3;
                                 }
                                 if (acked_since_fwd >= d * mss) {
-                                    reason = KEEP_POLICY;
+                                    policy_keep = true;
                                 }
                             } else if (params.policy == POLICY_ACC) {
                                 if (acked_since_fwd >= acc_d * mss) {
-                                    reason = KEEP_POLICY;
+                                    policy_keep = true;
                                 }
                             } else if (params.policy == POLICY_TACK) {
                                 bit<32> rtt_min = params.rtt_min_us;
@@ -327,12 +372,54 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                 since_fwd = now - fwd_time;
                                 if (acked_since_fwd >= (bit<32>)params.tack_l * mss
                                         && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min) {
-                                    reason = KEEP_POLICY;
+                                    policy_keep = true;
                                 }
                             }
                         }
+                        if (reason == KEEP_NONE && policy_keep) {
+                            reason = KEEP_POLICY;
+                        }
 
-                        if (params.policy == POLICY_FILTER) {
+                        // Coalescing: fold the ACK into its flow's waiting ACK, or queue it (as the
+                        // new waiting ACK if it may be rewritten later). acc thins by its d rule
+                        // first (reason NONE: dropped below) and coalesces what that rule keeps.
+                        bool absorbed = false;
+                        bool coalescing = params.policy == POLICY_COALESCE
+                            || (params.policy == POLICY_ACC && queue.modelled && reason != KEEP_NONE);
+                        if (coalescing) {
+                            // Never rewritten or folded: SACK blocks (a newer ACK number under an old
+                            // block would read as DSACK) and options the switch does not interpret.
+                            bool plain = opts.sack_blocks == 0 && !opts.unknown_present;
+                            bool foldable = reason == KEEP_NONE || reason == KEEP_POLICY
+                                || reason == KEEP_ACKS_ALL_DATA;
+                            bool eligible = plain && (foldable || reason == KEEP_FIRST_ACK || reason == KEEP_IDLE
+                                || reason == KEEP_ECE_CWR_CHANGE || reason == KEEP_WINDOW_REOPEN);
+                            bit<32> right_edge = tcp.ack_no + window_bytes;
+                            coalesce.apply(half, now, tcp, opts, right_edge, plain && foldable, eligible, queue,
+                                           absorbed, ack.coalesce_serial);
+                            if (reason == KEEP_NONE && !absorbed) {
+                                reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
+                            }
+                        }
+
+                        // Hold-back: an ACK the policy would thin and only the end-of-burst rule keeps
+                        // goes to the agent, which sends it back after hold_ms unless superseded.
+                        bool thinning_policy = params.policy == POLICY_EVERY_D || params.policy == POLICY_DYNAMIC_D
+                            || params.policy == POLICY_TACK || params.policy == POLICY_ACC;
+                        ack.hold = !absorbed && reason == KEEP_ACKS_ALL_DATA && !policy_keep && thinning_policy
+                            && params.hold_ms != 0 && agent_alive;
+                        if (ack.hold) {
+                            drop = true;
+                            ack.hold_base_ack = ack_fwd;
+                            stats.count(STAT_ACKS_HELD);
+                            bit<32> held;
+                            holdback_held.read(held, half);
+                            holdback_held.write(half, held + 1);
+                            // Counted thinned until it comes back released (then forwarded).
+                            bit<32> thinned;
+                            acks_thinned_reg.read(thinned, half);
+                            acks_thinned_reg.write(half, thinned + 1);
+                        } else if (params.policy == POLICY_FILTER) {
                             // Decided at egress; here only whether it may be dropped there.
                             ack.filter_candidate = reason == KEEP_NONE;
                             if (!ack.filter_candidate) {
@@ -341,9 +428,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                 acks_forwarded_reg.read(forwarded, half);
                                 acks_forwarded_reg.write(half, forwarded + 1);
                             }
-                        } else if (reason == KEEP_NONE) {
+                        } else if (reason == KEEP_NONE || absorbed) {
                             drop = true;
-                            stats.count(STAT_ACKS_THINNED);
+                            stats.count(absorbed ? STAT_ACKS_ABSORBED : STAT_ACKS_THINNED);
                             bit<32> thinned;
                             acks_thinned_reg.read(thinned, half);
                             acks_thinned_reg.write(half, thinned + 1);

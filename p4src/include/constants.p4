@@ -83,6 +83,7 @@ const ack_policy_t POLICY_DYNAMIC_D = 2;
 const ack_policy_t POLICY_TACK = 3;
 const ack_policy_t POLICY_FILTER = 4;
 const ack_policy_t POLICY_ACC = 5;
+const ack_policy_t POLICY_COALESCE = 6;
 
 // ACC congestion signals (a bitmask: which ones a flow reacts to is per-flow policy).
 const bit<8> ACC_SIGNAL_CE = 0x01;      // CE on the flow's data or ACKs, seen or applied here
@@ -110,6 +111,7 @@ const keep_reason_t KEEP_UNKNOWN_OPTION = 11;
 const keep_reason_t KEEP_TS_REORDERED = 12;     // timestamps older than ones already seen
 const keep_reason_t KEEP_IDLE = 13;             // first ACK after the flow was idle
 const keep_reason_t KEEP_ACKS_ALL_DATA = 14;    // acknowledges everything the switch saw sent
+const keep_reason_t KEEP_RELEASED = 15;         // held by the hold-back agent, released: nothing newer passed
 
 // Global counters of the thinning stage (index into ack_thinning.stats).
 const bit<32> STAT_COLLISIONS = 0;      // packet's slot held another live flow: passed untouched
@@ -118,6 +120,21 @@ const bit<32> STAT_NEW_FLOWS = 2;       // a record created in an empty slot
 const bit<32> STAT_ACKS_SEEN = 3;
 const bit<32> STAT_ACKS_THINNED = 4;
 const bit<32> STAT_ACKS_FILTERED = 5;   // dropped at egress by the filter policy
+const bit<32> STAT_ACKS_ABSORBED = 6;   // folded into the flow's waiting ACK (coalescing)
+const bit<32> STAT_ACKS_HELD = 7;       // handed to the hold-back agent instead of forwarded
+
+// Coalescing: a waiting ACK that has not left this long after the departure the queue model
+// booked for it no longer takes ACKs in (it was tail-dropped after all, or its queue stalled).
+const bit<32> COALESCE_SLACK_US = 10000;
+
+// Hold-back (ack_holdback.p4): the mirroring session that copies held ACKs to the agent's CPU
+// port, the clone field list that carries the hold time with the copy, and how long the agent may
+// be silent before the switch stops holding ACKs back (fail-open).
+const bit<32> HOLDBACK_SESSION = 1;
+#define HOLDBACK_FIELD_LIST 1
+const bit<8> HOLDBACK_FIELD_LIST_ID = HOLDBACK_FIELD_LIST;
+const bit<48> HOLDBACK_AGENT_TIMEOUT_US = 500000;
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;    // standard_metadata.instance_type
 
 // Records idle this long may be taken over by another flow (ack_thinning.config[0] overrides).
 const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;
@@ -125,7 +142,8 @@ const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;
 const bit<48> RTT_MIN_WINDOW_US = 10000000;
 
 // ---- AP proxy (mirrored in control-plane/ackwise/ap.py) ----
-const bit<16> ETHERTYPE_AP_HEARTBEAT = 0x88B5;  // IEEE local experimental: the repair agent's heartbeat
+// IEEE local experimental: an agent's heartbeat on its CPU port (the AP's repair agent, the hold-back agent)
+const bit<16> ETHERTYPE_AGENT_HEARTBEAT = 0x88B5;
 typedef bit<8> ap_mode_t;
 const ap_mode_t AP_MODE_PASS = 0;       // forward untouched (not yet fast, or back to it)
 const ap_mode_t AP_MODE_FAST = 1;       // spoof ACKs for in-order data

@@ -163,7 +163,18 @@ header tcp_spoof_ts_h {
     bit<32> ts_ecr;
 }
 
+// What the switch puts before a held ACK's copy for the hold-back agent (ack_holdback.p4): how
+// long to hold it, and the last ACK number the switch forwarded for the flow (a copy with a newer
+// one starts a new hold: the ACK held before it was superseded). The agent strips it and sends the
+// frame back unchanged.
+header holdback_h {
+    bit<16> hold_ms;
+    bit<16> reserved;
+    bit<32> base_ack;
+}
+
 struct headers_t {
+    holdback_h holdback;
     ethernet_h ethernet;
     ipv4_h ipv4;
     ipv4_options_h ipv4_options;
@@ -184,6 +195,7 @@ struct tcp_options_meta_t {
     bool ts_present;
     bit<32> ts_val;
     bit<32> ts_ecr;
+    bit<8> ts_index;        // position of the Timestamps option in hdr.tcp_options
     bit<8> sack_blocks;     // 0 to 4
     bit<32> sack_left_0;
     bit<32> sack_right_0;
@@ -220,6 +232,7 @@ struct ack_policy_params_t {
     bit<8> acc_d_cap;       // acc: the control plane's bound on d
     bit<8> acc_signals;     // acc: ACC_SIGNAL_* the flow reacts to
     bit<32> idle_us;        // the first ACK after this much silence is always kept
+    bit<16> hold_ms;        // every_d, dynamic_d, tack, acc: hold back a burst's end this long (0: never)
 }
 
 // What the thinning stage hands to the egress filter for one pure ACK.
@@ -229,6 +242,17 @@ struct ack_meta_t {
     bool pure_ack;              // a pure ACK the thinning stage evaluated
     bool filter_candidate;      // carries no news: the filter may drop it if superseded in the queue
     bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue
+    bit<16> coalesce_serial;    // non-zero: queued as its half-flow's waiting ACK (ack_coalesce.p4)
+    bool hold;                  // held back: a copy goes to the hold-back agent (ack_holdback.p4)
+    bit<32> hold_base_ack;      // ...with the last ACK number forwarded for its half-flow
+}
+
+// What an egress queue would do with a packet sent to it now (queue_model.p4).
+struct queue_view_t {
+    bool modelled;              // the port has a rate the program knows
+    bool full;                  // the queue would tail-drop the packet
+    bool may_drop;              // ...or may, within the model's error of one packet
+    time_us_t departure_us;     // when the packet would leave
 }
 
 // What the AP proxy decided at ingress, for the egress copies of a packet.
@@ -258,6 +282,11 @@ struct local_metadata_t {
     ack_meta_t ack;
     ap_meta_t ap;
     bool tcp_rewritten_no_payload;  // a TCP header rewritten for a packet whose payload is cut off
+    // Travels with a held ACK's copy to egress (the clone keeps only the fields of this list).
+    @field_list(HOLDBACK_FIELD_LIST)
+    bit<16> hold_ms;
+    @field_list(HOLDBACK_FIELD_LIST)
+    bit<32> hold_base_ack;
 }
 
 #endif

@@ -188,6 +188,7 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
         meta.tcp_opts.ts_present = true;
         meta.tcp_opts.ts_val = ts.ts_val;
         meta.tcp_opts.ts_ecr = ts.ts_ecr;
+        meta.tcp_opts.ts_index = meta.parser_meta.opt_count;
         packet.extract(hdr.tcp_options.next.timestamps);
         transition tcp_option_done;
     }
@@ -256,6 +257,7 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
 
 control AckwiseDeparser(packet_out packet, in headers_t hdr) {
     apply {
+        packet.emit(hdr.holdback);     // valid only on a held ACK's copy to the hold-back agent
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);

@@ -93,6 +93,8 @@ FLOW_COLUMNS = (
     "acks_forwarded",
     "acks_thinned",
     "thinned_pct",
+    "absorbed",
+    "rewritten",
     "rtt_min_us",
     "last_keep_reason",
 )
@@ -117,6 +119,8 @@ def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
                     "acks_forwarded": half.acks_forwarded,
                     "acks_thinned": half.acks_thinned,
                     "thinned_pct": round(pct, 1),
+                    "absorbed": half.acks_absorbed,
+                    "rewritten": half.acks_rewritten,
                     "rtt_min_us": half.rtt_min_us,
                     "last_keep_reason": half.last_keep_reason,
                     "acc_d": half.acc_d,
@@ -142,7 +146,7 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
     def bind(fn: Any) -> Any:
         return lambda args: fn(args, client_for)
 
-    pol = group("policy", "per-flow ACK policies (off, every_d, dynamic_d, tack, filter, acc)")
+    pol = group("policy", "per-flow ACK policies (off, every_d, dynamic_d, tack, filter, acc, coalesce)")
     p = add(
         pol,
         "set",
@@ -155,7 +159,7 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
         metavar="ARG",
         help="the ACKs to match (src is the data receiver sending them), or 'default'; the policy; "
         "its parameters: every_d d=, dynamic_d l1= l2= l3=, tack L= beta= rtt_min_us=, "
-        "acc d_cap= signals=ce,ece,queue rtt_min_us=; all: mss= idle_ms=",
+        "acc d_cap= signals=ce,ece,queue rtt_min_us=, coalesce (none); all: mss= idle_ms=",
     )
     p.add_argument(
         "--priority", type=int, help="override the rule's priority (lower wins; default: specificity)"
@@ -175,7 +179,7 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
         sub,
         "flows",
         bind(cmd_flows),
-        "per-flow ACK counters: seen, forwarded, thinned, RTTmin, last keep reason",
+        "per-flow ACK counters: seen, forwarded, thinned (absorbed by coalescing), RTTmin, last keep reason",
     )
     p.add_argument("--sort", default="acks_seen", help=f"column to sort by ({', '.join(FLOW_COLUMNS)})")
     p.add_argument("--filter", help="only flows whose 'addr:port <> addr:port' contains this text")

@@ -1,0 +1,63 @@
+"""``ackwise holdback``: the switch's hold-back agent (the in-network delayed-ACK timer)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ackwise import holdback
+from ackwise.cli.output import emit
+
+
+def cmd_setup(args: argparse.Namespace, client_for: Any) -> int:
+    with client_for(args) as client:
+        holdback.setup(client, args.cpu_port)
+    text = (
+        f"held ACKs go to CPU port {args.cpu_port} (session {holdback.HOLDBACK_SESSION}); start the agent: "
+        f"python -m ackwise.holdback_agent --iface IFACE --thrift-port {args.thrift_port}"
+        if args.cpu_port
+        else "hold-back off: no CPU port"
+    )
+    emit(args, {"cpu_port": args.cpu_port, "session": holdback.HOLDBACK_SESSION}, text)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, client_for: Any) -> int:
+    with client_for(args) as client:
+        state = holdback.status(client)
+    report_path = holdback.agent_stats_path(args.thrift_port)
+    agent: dict[str, Any] = {}
+    if report_path.exists():
+        try:
+            agent = json.loads(report_path.read_text())
+        except ValueError:
+            agent = {}
+    data = {"cpu_port": state.cpu_port, "agent_alive": state.agent_alive, "silent_ms": state.agent_silent_ms}
+    data["agent"] = agent
+    silent = (
+        "never heard"
+        if state.agent_silent_ms is None
+        else f"last heartbeat {state.agent_silent_ms:.0f} ms ago"
+    )
+    alive = "alive" if state.agent_alive else "not alive"
+    lines = [f"CPU port {state.cpu_port or 'none'}; agent {alive} ({silent})"]
+    if agent:
+        c = agent.get("counters", {})
+        lines.append(
+            f"agent pid {agent.get('pid')}: held {c.get('held', 0)}, released {c.get('released', 0)}, "
+            f"superseded {c.get('superseded', 0)}, holding {agent.get('holding', 0)} now, "
+            f"{agent.get('handling_us_per_ack')} us per ACK"
+        )
+    emit(args, data, lines)
+    return 0
+
+
+def add_commands(add: Any, group: Any, client_for: Any) -> None:
+    def bind(fn: Any) -> Any:
+        return lambda args: fn(args, client_for)
+
+    hb = group("holdback", "hold back a burst's last ACK in an agent instead of forwarding it (ack_switch)")
+    p = add(hb, "setup", bind(cmd_setup), "send held ACKs to this CPU port and take them back from it")
+    p.add_argument("cpu_port", type=int, help="the CPU port's number (0: off)")
+    add(hb, "status", bind(cmd_status), "the CPU port, whether the agent is alive, what it holds")

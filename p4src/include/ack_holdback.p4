@@ -1,0 +1,48 @@
+// Hold-back: the in-network counterpart of the receiver's delayed-ACK timer, for a switch that
+// has no ACK queue to coalesce into (next to the receiver, every ACK may be the last of a burst).
+// See docs/ack-thinning.md, "Holding back the end of a burst".
+//
+// An ACK that a thinning policy (every_d, dynamic_d, tack, acc) would drop, and that only the
+// contract's end-of-burst rule keeps, is not forwarded: a copy goes to the hold-back agent on the
+// CPU port, preceded by a 4-byte header with the policy's hold time. The agent keeps the newest
+// copy per flow and sends it back when the hold time since the first held copy has passed. The
+// switch forwards a copy coming back only if no ACK of the flow acknowledging at least as much was
+// forwarded meanwhile; otherwise the ACK it held was superseded and is dropped.
+//
+// The agent sends a heartbeat to the CPU port; without one for HOLDBACK_AGENT_TIMEOUT_US the
+// switch holds nothing (fail-open: the end-of-burst rule keeps those ACKs again).
+#ifndef ACKWISE_ACK_HOLDBACK_P4
+#define ACKWISE_ACK_HOLDBACK_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+// [0]: the CPU port the agent is on (0: no agent). From the control plane (ackwise holdback setup).
+@name(".holdback.cpu_port") register<bit<16>>(1) holdback_cpu_port;
+// [0]: when the agent's last heartbeat arrived.
+@name(".holdback.agent_alive_at_us") register<bit<48>>(1) holdback_alive_at;
+// Per half-flow: held | released (forwarded when they came back) | superseded (dropped then). 
+@name(".holdback.held") register<bit<32>>(HALF_FLOWS) holdback_held;
+@name(".holdback.released") register<bit<32>>(HALF_FLOWS) holdback_released;
+
+// Where a packet comes from, as hold-back sees it.
+control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t now, out bool from_agent,
+                     out bool heartbeat, out bool agent_alive) {
+    action classify() {
+        bit<16> cpu_port;
+        bit<48> alive_at;
+        holdback_cpu_port.read(cpu_port, 0);
+        holdback_alive_at.read(alive_at, 0);
+        from_agent = cpu_port != 0 && (bit<16>)ingress_port == cpu_port;
+        heartbeat = from_agent && ether_type == ETHERTYPE_AGENT_HEARTBEAT;
+        holdback_alive_at.write(0, heartbeat ? now : alive_at);
+        agent_alive = heartbeat || (alive_at != 0 && now - alive_at < HOLDBACK_AGENT_TIMEOUT_US);
+    }
+
+    apply {
+        classify();
+    }
+}
+
+#endif

@@ -1,0 +1,67 @@
+// A model, kept at ingress, of simple_switch's rate-limited egress queues: when a packet sent to a
+// port now would leave, and whether the queue would tail-drop it.
+//
+// v1model tells a program about its queue only at egress (enq_qdepth, deq_qdepth), after the
+// packet is queued, and bmv2 tail-drops a full queue at enqueue, after ingress is done. Coalescing
+// (ack_coalesce.p4) must know at ingress whether the ACK it is about to queue will be there for
+// later ACKs to fold into. bmv2's rate limiter (QueueingLogicPriRL) books every packet's departure
+// when it is queued: departure = max(now, previous departure + 1 / rate), and refuses a packet
+// when the queue already holds `capacity` packets. Ingress sees every packet the queue gets, in
+// order (one ingress thread), so it can keep the same books: per port, the last departure booked.
+// The packets still queued at time t are the ones booked to leave after t; with a backlog, they
+// leave one service time apart, so the count is ceil((last_departure - t) / service).
+//
+// Ports without a rate (service 0) are not modelled: their queue drains as fast as the egress
+// thread runs. The control plane writes service and capacity when it sets a port's rate and
+// depth (control-plane/ackwise/thinning.py, set_queue_rate and set_queue_depth).
+#ifndef ACKWISE_QUEUE_MODEL_P4
+#define ACKWISE_QUEUE_MODEL_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+// Per port, from the control plane: packets the egress queue holds (0: bmv2's default), and the
+// time between two departures in microseconds (1e6 / rate; 0: no rate limit, not modelled).
+@name(".queue.capacity_pkts") register<bit<32>>(PORTS) queue_capacity;
+@name(".queue.service_us") register<bit<32>>(PORTS) queue_service;
+// Per port: the departure booked for the last packet the queue accepted.
+@name(".queue.last_departure_us") register<bit<48>>(PORTS) queue_last_departure;
+
+// What the queue on `port` would do with a packet sent to it now.
+control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
+    action peek() {
+        bit<32> capacity;
+        bit<32> service;
+        bit<48> last;
+        queue_capacity.read(capacity, (bit<32>)port);
+        queue_service.read(service, (bit<32>)port);
+        queue_last_departure.read(last, (bit<32>)port);
+        capacity = capacity == 0 ? BMV2_DEFAULT_QUEUE_DEPTH : capacity;
+        bit<48> service_us = (bit<48>)service;
+        bit<48> backlog_us = last > now ? last - now : 0;
+        bit<48> next = last + service_us;
+        view.modelled = service != 0;
+        view.departure_us = next > now ? next : now;
+        // ceil(backlog / service) packets queued: >= capacity means bmv2 drops this one.
+        view.full = backlog_us > (bit<48>)(capacity - 1) * service_us;
+        // One short of full: the model and bmv2 see time from different points (arrival at
+        // ingress, enqueue after it), so near the edge the model may be one packet off.
+        view.may_drop = capacity < 2 || backlog_us > (bit<48>)(capacity - 2) * service_us;
+    }
+
+    apply {
+        peek();
+    }
+}
+
+// Book a packet that leaves ingress for `port` (call only for packets not dropped at ingress).
+control QueueCommit(in port_t port, in queue_view_t view) {
+    apply {
+        if (view.modelled && !view.full) {
+            queue_last_departure.write((bit<32>)port, view.departure_us);
+        }
+    }
+}
+
+#endif

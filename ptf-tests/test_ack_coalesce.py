@@ -1,0 +1,294 @@
+"""Coalescing at the queue (policy coalesce): an ACK that arrives while an earlier ACK of its flow
+waits in the egress queue is absorbed at ingress, and the waiting ACK leaves carrying the newest
+state (ACK number, window, both timestamps; TCP checksum recomputed), byte for byte as the test
+computes it. Port 1's queue (towards the data sender) is served at 5 packets/s, so a queued ACK
+waits 200 ms behind the one before it."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+from ackwise.bmv2.toolchain import compiled_program
+from ackwise.flowkey import FlowKey
+from ackwise.policies import PolicyParams
+from ackwise.queues import set_queue_depth, set_queue_rate
+from base_test import TcpFlow, routed, set_tcp_checksum, udp_datagram
+from test_ack_thinning import ThinningTest
+
+COALESCE = PolicyParams.parse("coalesce", [])
+# NOP NOP Timestamps (zero), then kind 30 (multipath TCP), length 4: an option the switch does not read.
+UNKNOWN_OPTION = b"\x01\x01\x08\x0a" + bytes(8) + b"\x1e\x04\x00\x00"
+QUEUE_PPS = 5
+
+
+def rewritten(waiting: bytes, newest: bytes) -> bytes:
+    """``waiting`` carrying ``newest``'s ACK number, window and Timestamps (TSval, TSecr), with
+    its TCP checksum recomputed: what a coalesced ACK must look like. Options are found by walking
+    them, independently of the switch's parser."""
+    frame = bytearray(waiting)
+    tcp_at = 14 + (frame[14] & 0x0F) * 4
+    frame[tcp_at + 8 : tcp_at + 12] = newest[tcp_at + 8 : tcp_at + 12]  # ACK number
+    frame[tcp_at + 14 : tcp_at + 16] = newest[tcp_at + 14 : tcp_at + 16]  # window
+    ts_waiting, ts_newest = timestamps_at(bytes(frame)), timestamps_at(newest)
+    if ts_waiting is not None and ts_newest is not None:
+        frame[ts_waiting : ts_waiting + 8] = newest[ts_newest : ts_newest + 8]
+    set_tcp_checksum(frame)
+    return bytes(frame)
+
+
+def timestamps_at(frame: bytes) -> int | None:
+    """Offset of the Timestamps option's TSval in an Ethernet/IPv4/TCP frame."""
+    tcp_at = 14 + (frame[14] & 0x0F) * 4
+    end = tcp_at + (frame[tcp_at + 12] >> 4) * 4
+    i = tcp_at + 20
+    while i < end:
+        kind = frame[i]
+        if kind == 0:
+            return None
+        if kind == 1:
+            i += 1
+            continue
+        if kind == 8:
+            return i + 2
+        i += frame[i + 1]
+    return None
+
+
+def ack_fields(frame: bytes) -> tuple[int, int, int, int]:
+    tcp_at = 14 + (frame[14] & 0x0F) * 4
+    (ack,) = struct.unpack_from("!I", frame, tcp_at + 8)
+    (window,) = struct.unpack_from("!H", frame, tcp_at + 14)
+    ts = timestamps_at(frame)
+    ts_val, ts_ecr = struct.unpack_from("!II", frame, ts) if ts is not None else (0, 0)
+    return ack, window, ts_val, ts_ecr
+
+
+class CoalesceTest(ThinningTest):
+    policy = COALESCE
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        set_queue_rate(self.client, 1, QUEUE_PPS)
+
+    def first_ack_out(self, flow: TcpFlow, k: int = 1) -> bytes:
+        """Send the flow's first ACK into the idle queue and wait until it has left (it leaves at
+        once), so the next ACK is the one that waits."""
+        pkt = flow.ack(k)
+        self.send(flow.ack_port, pkt)
+        self.expect_next(routed(pkt, flow.data_port), flow.data_port)
+        return pkt
+
+    def coalesce_flags(self, flow: TcpFlow) -> int:
+        """The flags of the ACK side's coalescing state (bit 0: an ACK waits in the queue)."""
+        record = self.flow_record(flow)["record"]
+        _, direction = FlowKey.of(
+            f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
+        )
+        return self.register("coalesce.state", record.slot << 1 | direction) & 0xFF
+
+    def check_out(self, flow: TcpFlow, expected: list[bytes], quiet_s: float = 0.6) -> None:
+        got = self.collect(flow.data_port, quiet_s)
+        want = [routed(e, flow.data_port) for e in expected]
+        self.assertEqual(
+            [ack_fields(g) for g in got], [ack_fields(w) for w in want], "ACK fields of what came out"
+        )
+        self.assertEqual(got, want, "bytes of what came out")
+
+
+class CoalesceRewritesTheWaitingAckTest(CoalesceTest):
+    """ack(2) waits 200 ms behind ack(1); ack(3) to ack(10) arrive meanwhile and are absorbed;
+    ack(2) leaves as ack(10): ACK number, window and both timestamps, checksum recomputed. ack(10)
+    acknowledges all data the switch saw: the end of the burst leaves inside ack(2)."""
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(10))
+        self.first_ack_out(flow)
+        acks = [flow.ack(k, window=500 + k) for k in range(2, 11)]
+        for pkt in acks:
+            self.send(flow.ack_port, pkt)
+        self.check_out(flow, [rewritten(acks[0], acks[-1])])
+        side = self.flow_record(flow)["ack_side"]
+        self.assertEqual((side.acks_seen, side.acks_forwarded, side.acks_thinned), (10, 2, 8))
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (8, 1))
+        self.assertEqual(self.counter("ack_thinning.stats", 6), 8)  # STAT_ACKS_ABSORBED
+
+
+class CoalesceTwoFlowsTest(CoalesceTest):
+    """Two flows share the queue: each one's waiting ACK takes in only its own flow's ACKs."""
+
+    def runTest(self) -> None:
+        a, b = TcpFlow(sport=40000), TcpFlow(sport=40001, isn=900_000, irs=700_000, ts_base=3_000_000)
+        self.send_data(a, range(8))
+        self.send_data(b, range(8))
+        self.first_ack_out(a)
+        self.first_ack_out(b)
+        acks_a = [a.ack(k) for k in range(2, 8)]
+        acks_b = [b.ack(k) for k in range(2, 8)]
+        for pa, pb in zip(acks_a, acks_b, strict=True):
+            self.send(a.ack_port, pa)
+            self.send(b.ack_port, pb)
+        self.check_out(a, [rewritten(acks_a[0], acks_a[-1]), rewritten(acks_b[0], acks_b[-1])], quiet_s=0.8)
+
+
+class CoalesceNeverAbsorbsTest(CoalesceTest):
+    """With ack(2) waiting, each ACK that carries news is queued as it is, never absorbed nor
+    rewritten, and ends the wait: the plain ACK after it is not folded into ack(2). One case per
+    rule of the safety contract that applies to a queued pure ACK."""
+
+    def case(self, name: str, special: bytes, after: bytes, flow: TcpFlow) -> None:
+        self.first_ack_out(flow)
+        waiting = flow.ack(2)
+        self.send(flow.ack_port, waiting)
+        self.send(flow.ack_port, special)
+        self.send(flow.ack_port, after)
+        got = self.collect(flow.data_port, 0.9)
+        self.assertEqual(
+            got,
+            [routed(p, flow.data_port) for p in (waiting, special, after)],
+            f"{name}: the waiting ACK, the special one and the one after, each unchanged",
+        )
+
+    def runTest(self) -> None:
+        cases = {
+            "duplicate ACK": lambda f: f.ack(2, ts=(f.ts(503), f.ts(2))),
+            "SACK news": lambda f: f.ack(3, sack=[(4, 5)]),
+            "DSACK": lambda f: f.ack(3, sack=[(1, 2)]),
+            "FIN": lambda f: f.ack(3, flags="FA"),
+            "RST": lambda f: f.ack(3, flags="RA"),
+            "URG": lambda f: f.ack(3, flags="UA"),
+            "PSH": lambda f: f.ack(3, flags="PA"),
+            "ECE appears": lambda f: f.ack(3, flags="AE"),
+            "window update": lambda f: f.ack(2, window=900, ts=(f.ts(503), f.ts(2))),
+            "unknown option": lambda f: f.ack(
+                3, raw_options=b"\x01\x01\x08\x0a" + bytes(8) + b"\x1e\x04\x00\x00"
+            ),
+            "timestamps older": lambda f: f.ack(3, ts=(f.ts(400), f.ts(2))),
+        }
+        for i, (name, make) in enumerate(cases.items()):
+            flow = TcpFlow(sport=41000 + i, isn=1000 + i * 100_000)
+            self.send_data(flow, range(8))
+            special = make(flow)
+            after = flow.ack(5, flags="AE") if name == "ECE appears" else flow.ack(5)
+            if name == "ECE appears":
+                # ECE is news; the plain ACK after it (ECE too) is folded into it: it may be rewritten.
+                self.first_ack_out(flow)
+                waiting = flow.ack(2)
+                for pkt in (waiting, special, after):
+                    self.send(flow.ack_port, pkt)
+                got = self.collect(flow.data_port, 0.9)
+                self.assertEqual(
+                    got, [routed(waiting, flow.data_port), routed(rewritten(special, after), flow.data_port)]
+                )
+                continue
+            self.case(name, special, after, flow)
+
+
+class CoalesceTailDropTest(CoalesceTest):
+    """The queue holds 2 packets and is full of UDP when the flow's first ACKs arrive: bmv2 drops
+    them at enqueue. The switch's queue model knows, so they do not become the waiting ACK (later
+    ACKs would be absorbed into nothing): the ACK sent once the queue has room leaves unchanged."""
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        set_queue_depth(self.client, 1, 2)
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(8))
+        fillers = [udp_datagram(2, 1, payload=bytes([i]) * 32) for i in range(3)]
+        self.send(2, fillers[0])
+        self.expect_next(routed(fillers[0], 1), 1)  # left at once: the queue is empty again
+        for pkt in fillers[1:]:
+            self.send(2, pkt)
+        time.sleep(0.05)  # both wait (200 ms apart): the queue is full
+        for k in (1, 2, 3):
+            self.send(flow.ack_port, flow.ack(k))  # tail-dropped by bmv2
+        time.sleep(0.1)
+        self.assertEqual(self.coalesce_flags(flow) & 1, 0, "a tail-dropped ACK became the waiting ACK")
+        time.sleep(0.4)  # the two fillers have left
+        last = flow.ack(4)
+        self.send(flow.ack_port, last)
+        got = self.collect(1, 0.8)
+        self.assertEqual(got, [routed(p, 1) for p in (*fillers[1:], last)])
+
+
+class CoalesceDeadlineTest(CoalesceTest):
+    """A waiting ACK that never leaves: bmv2's queue holds 1 packet but the program was told 64
+    (the depth set behind its back), so the model misses that the waiting ACK is tail-dropped.
+    ACKs arriving before its deadline are absorbed into nothing; the first after the deadline
+    (booked departure + 10 ms) is queued as it is and carries the newest state."""
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        self.client.set_queue_depth(1, 1)  # bmv2 only, on purpose
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(8))
+        fillers = [udp_datagram(2, 1, payload=bytes([i]) * 32) for i in range(2)]
+        self.send(2, fillers[0])
+        self.expect_next(routed(fillers[0], 1), 1)  # left at once
+        self.send(2, fillers[1])
+        time.sleep(0.05)  # it waits 200 ms: bmv2's queue (1 packet) is full
+        for k in (1, 2, 3):
+            self.send(flow.ack_port, flow.ack(k))  # ack(1) waits in the model, not in bmv2
+        time.sleep(0.5)  # past ack(1)'s booked departure (~400 ms) and the slack
+        last = flow.ack(4)
+        self.send(flow.ack_port, last)
+        got = self.collect(1, 0.8)
+        self.assertEqual(got, [routed(p, 1) for p in (*fillers[1:], last)])
+
+
+class CoalesceProgramSwapTest(CoalesceTest):
+    """The program is swapped while ack(2) waits holding ack(3)'s state. bmv2 swaps only when no
+    packet is in flight (it waits until its queues are empty), so ack(2) leaves first, under the
+    old program and carrying ack(3)'s state: nothing is lost. The new program starts with its
+    registers at zero, nothing waiting, and the flow carries on: ack(4) is queued and leaves. The
+    queue runs at 1 packet/s here, so ack(2) is still waiting when the swap is asked for."""
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        set_queue_rate(self.client, 1, 1)
+
+    def runTest(self) -> None:
+        assert self.client is not None
+        flow = TcpFlow()
+        self.send_data(flow, range(8))
+        self.first_ack_out(flow)
+        waiting, absorbed = flow.ack(2), flow.ack(3)
+        self.send(flow.ack_port, waiting)
+        self.send(flow.ack_port, absorbed)
+        time.sleep(0.05)
+        asked = time.monotonic()
+        self.client.load_program(compiled_program("ack_switch"))
+        self.assertGreater(time.monotonic() - asked, 0.5, "the swap did not wait for the queued ACK")
+        self.expect_next(routed(rewritten(waiting, absorbed), flow.data_port), flow.data_port)
+        self.install_entries()  # tables start empty after a swap
+        key, direction = FlowKey.of(
+            f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
+        )
+        self.assertEqual(self.register("coalesce.state", key.half(direction)), 0, "the new program has state")
+        self.send_data(flow, range(8, 10))
+        after = flow.ack(4)
+        self.send(flow.ack_port, after)
+        self.check_out(flow, [after], quiet_s=1.5)
+
+
+class CoalesceWrapTest(CoalesceTest):
+    """Sequence numbers and timestamps wrap across 2^32 while ACKs are absorbed."""
+
+    def runTest(self) -> None:
+        flow = TcpFlow(isn=2**32 - 3 * 1448, ts_base=2**32 - 3)
+        self.send_data(flow, range(10))
+        self.first_ack_out(flow)
+        acks = [flow.ack(k) for k in range(2, 9)]
+        for pkt in acks:
+            self.send(flow.ack_port, pkt)
+        self.assertLess(ack_fields(acks[-1])[0], ack_fields(acks[0])[0], "the test's ACK numbers wrap")
+        self.check_out(flow, [rewritten(acks[0], acks[-1])])
