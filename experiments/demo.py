@@ -1,108 +1,66 @@
-"""``ackwise demo`` / ``make demo``: a short transfer through ack_switch on the default dumbbell,
-with a live progress line, then a table of goodput, completion time and packets per direction.
+"""``ackwise demo`` / ``make demo``: the comparison in miniature, in under a minute.
 
-Everything it starts (namespaces, veths, switches, emulators) is removed at the end, also on Ctrl-C.
+The same 1 MB transfer on the Asymmetric dumbbell (10 Mbit/s forward, 30 kbit/s back: the ACKs
+queue on the thin uplink) three times, each in a fresh test bed: with nothing on, with an ACK
+policy at the receiver, and with one in the switch next to it. One line each, then the command
+that runs the whole comparison. Everything it starts is removed at the end, also on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any, TextIO
 
-from ackwise.topologies.testbed import Testbed, stop_on_signals
+from ackwise.topologies.testbed import stop_on_signals
 
-from .record import make_record, save_record
-from .traffic import Capture, TcpSampler, Transfer, run_transfers
+from .runner import execute, plan
+from .scenario import load
+from .schema import Arm, PolicySpec, RunRecord
 
-DEMO_TOPOLOGY: dict[str, Any] = {
-    "n_pairs": 1,
-    "fwd_rate_mbps": 10.0,
-    "rev_rate_mbps": 10.0,
-    "fwd_delay_ms": 10.0,
-    "rev_delay_ms": 10.0,
-    "fwd_buffer_pkts": 100,
-    "rev_buffer_pkts": 100,
-    "program": "ack_switch",
-    "cc": "cubic",
-}
-DEMO_SIZE_BYTES = 4_000_000
+DEMO_SCENARIO = "asymmetric"
+DEMO_POINT = "30 kbit/s"
+DEMO_ARMS = (
+    Arm(),
+    Arm(host=PolicySpec("every_d", {"d": "4"})),
+    Arm(switch=PolicySpec("coalesce"), switches=("s2",)),
+)
 
 
-def progress_line(transfers: list[Transfer], started: float, out: TextIO) -> None:
-    t = transfers[0]
-    done = t.progress()
-    elapsed = max(time.monotonic() - started, 1e-3)
-    width = 30
-    filled = int(width * done / t.size_bytes)
-    out.write(
-        f"\r  [{'#' * filled}{'.' * (width - filled)}] {done / 1e6:5.2f}/{t.size_bytes / 1e6:.2f} MB "
-        f"{done * 8 / elapsed / 1e6:6.2f} Mbit/s {elapsed:5.1f} s"
+def render(record: RunRecord) -> str:
+    m = record.metrics
+    label = record.arm["label"]
+    if record.status != "ok":
+        return f"  {label:<28} failed: {record.reason}"
+    return (
+        f"  {label:<28} completion {m['completion_s']:6.2f} s   goodput {m['goodput_mbps']:5.2f} Mbit/s   "
+        f"{m['acks_per_data_segment']:.2f} pure ACKs per data segment"
     )
-    out.flush()
 
 
-def render(result: dict[str, Any]) -> str:
-    flow = result["transfer"]
-    lines = [
-        "",
-        f"transfer {flow['sender']} -> {flow['receiver']}: {flow['size_bytes'] / 1e6:.1f} MB, byte-exact, "
-        f"completion {flow['completion_s']:.2f} s, goodput {flow['goodput_bps'] / 1e6:.2f} Mbit/s, "
-        f"retransmissions {result['sender_tcp']['retransmitted_segments']}, "
-        f"RTOs {result['sender_tcp']['rto_timeouts']}",
-        "",
-        f"{'packets on the bottleneck (s2 side)':<40}{'data':>8}{'pure ACKs':>11}{'other':>7}",
-    ]
-    for direction, label in (
-        ("forward", f"{flow['sender']} -> {flow['receiver']}"),
-        ("reverse", f"{flow['receiver']} -> {flow['sender']}"),
-    ):
-        s = result["bottleneck"][direction]
-        lines.append(f"  {label:<38}{s['data_segments']:>8}{s['pure_acks']:>11}{s['other']:>7}")
-    return "\n".join(lines)
-
-
-def run_demo(out: TextIO = sys.stdout, size_bytes: int = DEMO_SIZE_BYTES) -> dict[str, Any]:
+def run_demo(out: TextIO = sys.stdout) -> list[RunRecord]:
+    scenario = load(DEMO_SCENARIO)
+    point = scenario.point(DEMO_POINT)
+    runs = {r.arm: r for r in plan(scenario) if r.point == point and r.repeat == 0 and r.arm in DEMO_ARMS}
     out.write(
-        f"ackwise demo: dumbbell h1 -- s1 == 10 Mbit/s, 10 ms each way == s2 -- r1, both switches "
-        f"running ack_switch; {size_bytes / 1e6:.0f} MB from h1 to r1\n"
+        f"ackwise demo: {scenario.title}, at {DEMO_POINT} back; 1 MB from h1 to r1, three times\n"
+        f"(scale: {scenario.scale['what']})\n\n"
     )
-    testbed = Testbed.create("dumbbell", **DEMO_TOPOLOGY)
-    with stop_on_signals(), testbed:
-        sender, receiver = testbed.host("h1"), testbed.host("r1")
-        capture = Capture("e1-eth2")
-        sampler = TcpSampler(sender, receiver.IP()).start()
-        started = time.monotonic()
-        try:
-            (transfer,) = run_transfers(
-                [(sender, receiver)], size_bytes, on_progress=lambda ts: progress_line(ts, started, out)
-            )
-        finally:
-            tcp = sampler.stop()
-            directions = capture.stop()
-        out.write("\n")
-        forward = f"{sender.IP()}:"
-        stats = {
-            "forward": _sum(directions, lambda d: d.startswith(forward)),
-            "reverse": _sum(directions, lambda d: not d.startswith(forward)),
-        }
-        result = {
-            "transfer": transfer.to_dict(),
-            "sender_tcp": tcp,
-            "bottleneck": stats,
-            "link_stats": testbed.link_stats(),
-        }
-        config = testbed.describe() | {"size_bytes": size_bytes}
-    out.write(render(result) + "\n")
-    path = save_record(make_record("demo", config, result))
-    out.write(f"\nrecord: {path}\n")
-    return result
+    records = []
+    with stop_on_signals():
+        for arm in DEMO_ARMS:
+            if out.isatty():  # a progress hint, overwritten by the result line
+                out.write(f"  {arm.label():<28} running ...\r")
+                out.flush()
+            record = execute(runs[arm], scenario)
+            records.append(record)
+            out.write(render(record) + "\n")
+    out.write(
+        "\nThe whole comparison (every placement and policy, 5-30 kbit/s, 3 repeats; about 30 min):\n"
+        f"  ackwise experiment run {DEMO_SCENARIO} && ackwise experiment report results/{DEMO_SCENARIO}\n"
+        "Every scenario: make experiments (docs/results.md)\n"
+    )
+    return records
 
 
-def _sum(directions: dict[str, Any], keep: Any) -> dict[str, int]:
-    total = {"data_segments": 0, "pure_acks": 0, "other": 0, "retransmissions": 0}
-    for name, s in directions.items():
-        if keep(name):
-            for key in total:
-                total[key] += getattr(s, key)
-    return total
+def summary(records: list[RunRecord]) -> dict[str, Any]:
+    return {r.arm["label"]: r.metrics | {"status": r.status} for r in records}

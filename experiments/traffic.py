@@ -80,6 +80,7 @@ class Transfer:
         self._send: subprocess.Popen[str] | None = None
         self._last_bytes = -1
         self._last_change: float | None = None
+        self.think_s = 0.0  # run_transfer_streams: pause after this transfer before the next
         self.max_stall_s = 0.0
         self.max_stall_at_bytes: int | None = None
 
@@ -200,10 +201,12 @@ def run_transfers(
     base_port: int = 5001,
     on_progress: Callable[[list[Transfer]], None] | None = None,
     timeout_s: float = 300,
+    seed_base: int = 0,
 ) -> list[TransferResult]:
-    """One transfer per (sender, receiver) pair, the k-th started k * stagger_s after the first."""
+    """One transfer per (sender, receiver) pair, the k-th started k * stagger_s after the first;
+    its payload comes from seed ``seed_base + k + 1``."""
     transfers = [
-        Transfer(s, r, size_bytes, base_port + i, seed=i + 1, timeout_s=timeout_s)
+        Transfer(s, r, size_bytes, base_port + i, seed=seed_base + i + 1, timeout_s=timeout_s)
         for i, (s, r) in enumerate(pairs)
     ]
     try:
@@ -227,30 +230,40 @@ def run_transfers(
 
 
 def run_transfer_streams(
-    streams: list[list[tuple[Any, Any, int]]], base_port: int = 5001, timeout_s: float = 300
+    streams: list[list[tuple[Any, Any, int]]] | list[list[tuple[Any, Any, int, float]]],
+    base_port: int = 5001,
+    timeout_s: float = 300,
+    on_progress: Callable[[str], None] | None = None,
 ) -> list[list[TransferResult]]:
-    """Several streams at once, each a sequence of (sender, receiver, size) transfers one after
-    the other; every transfer gets its own port. Results per stream, in order."""
+    """Several streams at once, each a sequence of (sender, receiver, size[, think_s]) transfers
+    one after the other, the next starting ``think_s`` after the previous one ended; every
+    transfer gets its own port. Results per stream, in order."""
     results: list[list[TransferResult]] = [[] for _ in streams]
     queues = [list(stream) for stream in streams]
+    total = sum(len(q) for q in queues)
     running: dict[int, Transfer] = {}
+    not_before = [0.0 for _ in streams]
     port = base_port
     try:
         while any(queues) or running:
+            now = time.monotonic()
             for i, queue in enumerate(queues):
-                if i not in running and queue:
-                    sender, receiver, size = queue.pop(0)
+                if i not in running and queue and now >= not_before[i]:
+                    sender, receiver, size, *think = queue.pop(0)
                     running[i] = Transfer(
                         sender, receiver, size, port, seed=port, timeout_s=timeout_s
                     ).start()
+                    running[i].think_s = float(think[0]) if think else 0.0
                     port += 1
-            now = time.monotonic()
             for i, t in list(running.items()):
                 t.watch(now)
                 if t.done():
                     results[i].append(t.wait())
+                    not_before[i] = time.monotonic() + t.think_s
                     del running[i]
-            time.sleep(0.05)
+                    if on_progress is not None:
+                        on_progress(f"{sum(len(r) for r in results)}/{total} flows")
+            time.sleep(0.02)
         return results
     finally:
         for t in running.values():
@@ -370,6 +383,58 @@ class OnOffUdp:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+# ---- a paced TCP stream ----
+
+
+class PacedStream:
+    """A TCP connection that writes ``write_bytes`` at ``rate_bps`` for ``duration_s`` (the
+    low-rate reverse data of Shang and Wills' scenario), into a receiver that discards it."""
+
+    def __init__(
+        self,
+        sender: Any,
+        receiver: Any,
+        rate_bps: float,
+        write_bytes: int,
+        duration_s: float,
+        port: int = 6101,
+    ) -> None:
+        self.sender, self.receiver, self.port = sender, receiver, port
+        self.args = [str(rate_bps), str(write_bytes), str(duration_s)]
+        self.sink: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> PacedStream:
+        module = "ackwise.experiments.paced"
+        self.sink = self.receiver.popen(
+            [PYTHON, "-m", module, "recv", "--port", str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        rate, size, duration = self.args
+        target = ["--host", self.receiver.IP(), "--port", str(self.port)]
+        pacing = ["--rate-bps", rate, "--write-bytes", size, "--duration", duration]
+        self.proc = self.sender.popen(
+            [PYTHON, "-m", module, "send", *target, *pacing],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return self
+
+    def wait(self) -> dict[str, Any]:
+        assert self.proc is not None
+        out, err = self.proc.communicate(timeout=float(self.args[2]) + 30)
+        return _json_line(out + err, "paced stream sender")
+
+    def stop(self) -> None:
+        for proc in (self.proc, self.sink):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 # ---- captures ----

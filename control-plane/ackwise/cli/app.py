@@ -21,10 +21,12 @@ from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import ToolchainError, compiled_program
 from ackwise.bmv2.values import format_value
 from ackwise.cli import ap as ap_cli
+from ackwise.cli import experiment as experiment_cli
+from ackwise.cli import holdback as holdback_cli
 from ackwise.cli import policy as policy_cli
 from ackwise.cli import topo as topo_cli
 from ackwise.cli.output import emit, render_table
-from ackwise.thinning import set_queue_depth
+from ackwise.queues import set_queue_depth, set_queue_rate
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -346,7 +348,7 @@ def cmd_counter_reset(args: argparse.Namespace) -> int:
 def cmd_port_rate(args: argparse.Namespace) -> int:
     port = parse_port(args.port)
     with client_for(args) as client:
-        client.set_queue_rate(port, args.rate_pps)
+        set_queue_rate(client, port, args.rate_pps)
     emit(
         args,
         {"port": args.port, "rate_pps": args.rate_pps},
@@ -575,7 +577,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     policy_cli.add_commands(sub, add, group, client_for)
     ap_cli.add_commands(add, group, client_for)
+    holdback_cli.add_commands(add, group, client_for)
     topo_cli.add_commands(sub, add, group)
+    experiment_cli.add_commands(sub, add, group)
     return parser
 
 
@@ -602,6 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         SwitchError,
         ConfigError,
         topo_cli.TopoError,
+        experiment_cli.ExperimentCliError,
         LookupError,
         ValueError,
         OSError,

@@ -212,4 +212,4 @@ def add_commands(sub: Any, add: Any, group: Any) -> None:
     p = add(tp, "exec", cmd_topo_exec, "run a command on a host of the running topology")
     p.add_argument("host")
     p.add_argument("command", nargs=argparse.REMAINDER)
-    add(sub, "demo", cmd_demo, "a short transfer through ack_switch on a dumbbell, with a packet table")
+    add(sub, "demo", cmd_demo, "the comparison in miniature: nothing on vs a host vs a switch policy")

@@ -1,0 +1,84 @@
+"""Scenarios load and validate; the matrix is planned deterministically from the seed, with the
+same traffic for every arm of a point and repeat, and resumable run ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ackwise.experiments.runner import plan, select_arms
+from ackwise.experiments.scenario import SCENARIO_DIR, ScenarioError, all_scenarios, load
+from ackwise.experiments.schema import METRICS, Arm
+
+REQUIRED = {
+    "asymmetric",
+    "one-flow",
+    "two-two",
+    "different-rtt",
+    "tcp-udp-onoff",
+    "parking-lot",
+    "wlan",
+    "chain",
+    "short-flows",
+    "reverse-data",
+}
+
+
+def test_every_required_scenario_exists_and_loads() -> None:
+    scenarios = {s.name: s for s in all_scenarios()}
+    assert set(scenarios) >= REQUIRED
+    for s in scenarios.values():
+        assert Arm() in s.arms, s.name
+        assert s.reproduces and s.scale["what"], s.name
+        assert all(m in METRICS for m in s.metrics), s.name
+
+
+def test_plan_is_deterministic_and_shuffled_by_the_seed() -> None:
+    s = load("asymmetric")
+    a, b, c = plan(s, seed=1), plan(s, seed=1), plan(s, seed=2)
+    assert [r.run_id for r in a] == [r.run_id for r in b]
+    assert [r.run_id for r in a] != [r.run_id for r in c]
+    assert len(a) == len(s.points) * len(s.arms) * s.repeats
+    assert len({r.run_id for r in a}) == len(a)
+
+
+def test_every_arm_of_a_point_and_repeat_gets_the_same_traffic_seed() -> None:
+    runs = plan(load("asymmetric"), seed=7)
+    seeds: dict[tuple[str, int], set[int]] = {}
+    for r in runs:
+        seeds.setdefault((r.point.label, r.repeat), set()).add(r.seed)
+    assert all(len(v) == 1 for v in seeds.values())
+    assert len({next(iter(v)) for v in seeds.values()}) == len(seeds)
+
+
+def test_quick_keeps_the_baseline_and_the_named_arms() -> None:
+    s = load("asymmetric")
+    runs = plan(s, quick=True)
+    labels = {r.arm.label() for r in runs}
+    assert labels == {"baseline (nothing on)", *s.quick["arms"]}
+    assert {r.point.label for r in runs} == set(s.quick["points"])
+    assert {r.repeat for r in runs} == {0}
+
+
+def test_where_and_policies_filter_but_keep_the_baseline() -> None:
+    s = load("asymmetric")
+    assert {a.where for a in select_arms(s, {"host"}, None)} == {"none", "host"}
+    switch_only = select_arms(s, {"switch"}, {"coalesce"})
+    assert Arm() in switch_only
+    assert all(a == Arm() or (a.switch and a.switch.name == "coalesce" and not a.host) for a in switch_only)
+
+
+def test_a_bad_scenario_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    text = (SCENARIO_DIR / "asymmetric.yaml").read_text()
+    bad = tmp_path / "asymmetric.yaml"
+    bad.write_text(
+        text.replace("completion_s, acks_per_data_segment", "completion_seconds, acks_per_data_segment")
+    )
+    with pytest.raises(ScenarioError, match=r"asymmetric\.yaml: unknown metric 'completion_seconds'"):
+        load(bad)
+    bad.write_text(text.replace("  - {}\n", "", 1))
+    with pytest.raises(ScenarioError, match="baseline arm"):
+        load(bad)
+    with pytest.raises(ScenarioError, match=r"no scenario 'nosuch'; known: .*asymmetric"):
+        load("nosuch")

@@ -1,0 +1,123 @@
+"""``make experiments``: every scenario's default matrix (or ``--quick``: one repeat of each one's
+reduced matrix), each into results/SCENARIO[-quick]/ (resumable: an interrupted run picks up where
+it stopped), each reported, and the headline table written into docs/results.md.
+
+    python -m ackwise.experiments.all [--quick] [--only asymmetric,wlan] [--write-docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ackwise.bmv2.toolchain import REPO_ROOT
+
+from .record import tool_versions
+from .report import build_report, write_report
+from .scenario import all_scenarios
+from .store import ResultStore
+
+DOCS = REPO_ROOT / "docs" / "results.md"
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def out_dir(name: str, quick: bool) -> Path:
+    return REPO_ROOT / "results" / f"{name}{'-quick' if quick else ''}"
+
+
+def headline(directories: list[Path], command: str, started: float) -> str:
+    """The verdict of every scenario, one table, with where it was measured and how."""
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d')} with `{command}` ({(time.time() - started) / 3600:.1f} h); "
+        f"{platform.node()}: {os.cpu_count()} cores, kernel {platform.release()}; "
+        f"simple_switch {tool_versions()['simple_switch']}, p4c {tool_versions()['p4c']}, "
+        f"ackwise {tool_versions()['ackwise']}. Mean ± 95 % CI half-width (n).",
+        "",
+        "| scenario | point | metric | baseline | best host | best switch | best AP | best combined "
+        "| best overall |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for directory in directories:
+        report = build_report(ResultStore.load(directory), draw_figures=False)
+        for section in report.sections:
+            v = section.verdict
+            for row in v.rows:
+                cells = []
+                for cat in ("host", "switch", "ap", "combined"):
+                    if cat not in v.categories:
+                        cells.append("–")
+                        continue
+                    c = row.cells[v.categories.index(cat)]
+                    cells.append(
+                        "–"
+                        if c.arm is None
+                        else f"{c.arm}: {c.value} ({c.change}{', ' + c.status if c.status else ''})"
+                    )
+                lines.append(
+                    f"| [{section.name}]({directory.relative_to(REPO_ROOT)}/report.md) | {row.point} | "
+                    f"{v.metric.key} | {row.baseline} | {' | '.join(cells)} | {row.best} |"
+                )
+    return "\n".join(lines)
+
+
+def write_docs(table: str) -> None:
+    text = DOCS.read_text() if DOCS.exists() else "# Results\n"
+    block = f"{START}\n{table}\n{END}"
+    if START in text:
+        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    DOCS.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", help="comma-separated scenario names (default: all)")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="write the headline table into docs/results.md"
+    )
+    args = parser.parse_args(argv)
+    scenarios = all_scenarios()
+    if args.only:
+        wanted = set(args.only.split(","))
+        scenarios = [s for s in scenarios if s.name in wanted]
+    started = time.time()
+    directories = []
+    for scenario in scenarios:
+        directory = out_dir(scenario.name, args.quick)
+        cmd = [
+            sys.executable,
+            "-m",
+            "ackwise.cli",
+            "experiment",
+            "run",
+            scenario.name,
+            "--out",
+            str(directory),
+        ]
+        if args.quick:
+            cmd.append("--quick")
+        print(f"== {scenario.name}: {' '.join(cmd[3:])}", flush=True)
+        if subprocess.run(cmd).returncode != 0:
+            print(f"{scenario.name}: the run failed; its directory keeps what was done", file=sys.stderr)
+            continue
+        write_report(directory)
+        directories.append(directory)
+    command = "make experiments" + (" QUICK=1" if args.quick else "")
+    table = headline(directories, command, started)
+    print(table)
+    if args.write_docs:
+        write_docs(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

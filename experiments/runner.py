@@ -1,0 +1,454 @@
+"""``ackwise experiment run``: a scenario's matrix, run by run, each in a fresh test bed.
+
+The matrix is point x arm x repeat, in an order shuffled by the seed (so slow drift of the machine
+spreads over every arm instead of falling on the last ones), and every arm of one point and repeat
+gets the same traffic (same transfer seeds, same emulator seed). A run's record goes to the
+results directory as soon as the run ends; a run that fails (bytes not exact, timeout, a process
+of the test bed died, anything raised) is recorded as failed with its reason. A resumed matrix
+skips what the directory already holds for the same configuration and code.
+
+``plan()`` is pure; ``execute()`` is the shell around the test bed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import subprocess
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.policies import PolicyError, PolicyParams
+from ackwise.thinning import set_default_policy
+
+from .metrics import ack_counts, ack_rate_series, airtime_share, avoidable_pure_acks, jain_index, percentile
+from .metrics import queue_delay_ms as queue_delay
+from .pcapstats import read_segments
+from .record import tool_versions
+from .scenario import Scenario
+from .schema import Arm, FlowResult, Point, RunRecord, run_id
+
+RUN_TIMEOUT_S = 600
+
+
+class ExperimentError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    scenario: str
+    point: Point
+    arm: Arm
+    repeat: int
+    seed: int  # traffic and emulator seed: the same for every arm of a point and repeat
+    run_id: str
+    config: dict[str, Any]  # topology name and parameters as run, traffic, capture
+
+    def label(self) -> str:
+        return f"{self.point.label} | {self.arm.label()} | repeat {self.repeat + 1}"
+
+
+def code_version() -> str:
+    out = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "describe", "--always", "--dirty", "--abbrev=10"],
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip() or "unknown (not a git checkout)"
+
+
+def select_arms(scenario: Scenario, where: set[str] | None, policies: set[str] | None) -> list[Arm]:
+    """The arms ``--where`` and ``--policies`` keep; the baseline always stays (the comparison needs
+    it). ``where`` names places (host, switch, ap): an arm stays when all its places are named."""
+    arms = []
+    for arm in scenario.arms:
+        if arm == Arm():
+            arms.append(arm)
+            continue
+        if where is not None and not set(arm.where.split("+")) <= where:
+            continue
+        names = {p.name for p in (arm.host, arm.switch) if p} | ({"ap"} if arm.ap else set())
+        if policies is not None and not names & policies:
+            continue
+        arms.append(arm)
+    return arms
+
+
+def plan(
+    scenario: Scenario,
+    *,
+    where: set[str] | None = None,
+    policies: set[str] | None = None,
+    repeats: int | None = None,
+    seed: int = 1,
+    quick: bool = False,
+) -> list[PlannedRun]:
+    points = list(scenario.points)
+    arms = select_arms(scenario, where, policies)
+    n_repeats = repeats if repeats is not None else scenario.repeats
+    if quick:
+        if scenario.quick.get("points"):
+            points = [scenario.point(label) for label in scenario.quick["points"]]
+        if scenario.quick.get("arms"):
+            keep = set(scenario.quick["arms"])
+            arms = [a for a in arms if a == Arm() or a.label() in keep]
+        n_repeats = repeats if repeats is not None else int(scenario.quick.get("repeats", 1))
+    if n_repeats < 1:
+        raise ExperimentError("--repeats must be at least 1")
+    runs = []
+    for p_index, point in enumerate(points):
+        for repeat in range(n_repeats):
+            run_seed = seed * 1000 + p_index * 100 + repeat
+            for arm in arms:
+                config = run_config(scenario, point, arm, run_seed)
+                rid = run_id(scenario.name, point, arm, repeat, run_seed, config)
+                runs.append(PlannedRun(scenario.name, point, arm, repeat, run_seed, rid, config))
+    random.Random(seed).shuffle(runs)
+    return runs
+
+
+def run_config(scenario: Scenario, point: Point, arm: Arm, seed: int) -> dict[str, Any]:
+    params = dict(scenario.params) | dict(point.params) | scenario.arm_topology_params(arm)
+    return {
+        "topology": scenario.topology,
+        "topology_params": params,
+        "traffic": scenario.traffic,
+        "capture": scenario.capture,
+        "switch_ecn": list(scenario.switch_ecn),
+        "seed": seed,
+    }
+
+
+# ---- one run ----
+
+
+def _receivers_ports(flows: list[tuple[str, str, int]]) -> dict[str, list[int]]:
+    ports: dict[str, list[int]] = {}
+    for _, receiver, port in flows:
+        ports.setdefault(receiver, []).append(port)
+    return ports
+
+
+def _topology_params(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config["topology_params"].items() if not k.startswith("_")}
+
+
+def execute(
+    run: PlannedRun, scenario: Scenario, on_progress: Callable[[str], None] | None = None
+) -> RunRecord:
+    """Run one point x arm x repeat in a fresh test bed and return its record (failed or not)."""
+    started = time.time()
+    started_iso = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record = RunRecord(
+        run_id=run.run_id,
+        scenario=run.scenario,
+        point=asdict(run.point),
+        arm=run.arm.to_dict(),
+        repeat=run.repeat,
+        seed=run.seed,
+        scale=dict(scenario.scale),
+        config=run.config,
+        code_version=code_version(),
+        versions=tool_versions(),
+        link_backend="",
+        status="ok",
+        reason=None,
+        started_at=started_iso,
+        duration_s=0.0,
+    )
+    try:
+        _run_in_testbed(run, scenario, record, on_progress)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a run that fails is a result: record why
+        record.status = "failed"
+        record.reason = f"{type(exc).__name__}: {exc}"[:800]
+        record.metrics = record.metrics or {}
+        if not isinstance(exc, ExperimentError):
+            record.reason += " | " + traceback.format_exc(limit=3).strip().splitlines()[-1][:200]
+    record.duration_s = round(time.time() - started, 2)
+    return record
+
+
+def _run_in_testbed(
+    run: PlannedRun, scenario: Scenario, record: RunRecord, on_progress: Callable[[str], None] | None
+) -> None:
+    from ackwise.hosts.mininet_agent import HostAgent
+    from ackwise.topologies.links import link_backend
+    from ackwise.topologies.testbed import Testbed
+
+    from . import traffic as tr
+
+    config = run.config
+    params = _topology_params(config)
+    record.link_backend = link_backend(params.get("backend", "auto"))
+    testbed = Testbed.create(config["topology"], **params)
+    with ExitStack() as stack:
+        stack.enter_context(testbed)
+        _configure_switches(testbed, run.arm, config)
+        flows = _flows(testbed, scenario.traffic)
+        agents = []
+        if run.arm.host is not None:
+            for receiver, ports in _receivers_ports(flows).items():
+                agent = HostAgent(
+                    testbed.host(receiver), run.arm.host.name, run.arm.host.params, tuple(ports)
+                )
+                agents.append(agent.start())
+                stack.callback(agent.stop)
+        captures = [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
+        for capture in captures:
+            stack.callback(capture.discard)
+        # One sampler per sender (its host's counters), watching its first flow's cwnd and RTT.
+        first_receiver = {s: r for s, r, _ in reversed(flows)}
+        samplers = {
+            s: tr.TcpSampler(testbed.host(s), testbed.host(r).IP()).start() for s, r in first_receiver.items()
+        }
+        results, extra = _drive_traffic(testbed, scenario.traffic, flows, run.seed, on_progress)
+        tcp = {s: sampler.stop() for s, sampler in samplers.items()}
+        segments = []
+        for capture in captures:
+            capture.stop(keep_pcap=True)
+            segments += list(read_segments(capture.path))
+            capture.discard()
+        agent_reports = [agent.stop() for agent in agents]
+        health = testbed.health()
+        link_stats = testbed.link_stats()
+        ips = {h.name: h.IP() for h in testbed.hosts}
+    died = [r for r in agent_reports if r.get("agent_died")]
+    if died:
+        raise ExperimentError(f"the host agent died during the run ({len(died)} of {len(agent_reports)})")
+    if health:
+        raise ExperimentError("the test bed broke during the run: " + "; ".join(health))
+    _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, params)
+    failed = [f for f in record.flows if not f["byte_exact"]]
+    if failed:
+        raise ExperimentError(
+            f"{len(failed)} transfer(s) not byte-exact: {failed[0]['sender']}->{failed[0]['receiver']}"
+        )
+
+
+def _configure_switches(testbed: Any, arm: Arm, config: dict[str, Any]) -> None:
+    from ackwise import ecn
+
+    for setting in config.get("switch_ecn", []):
+        switch = testbed.switch(setting["switch"])
+        with switch.client() as client:
+            ecn.set_threshold(client, switch.port_to(setting["toward"]), int(setting["k"]))
+    if arm.switch is None:
+        return
+    try:
+        params = PolicyParams.parse(arm.switch.name, [f"{k}={v}" for k, v in arm.switch.params.items()])
+    except PolicyError as exc:
+        raise ExperimentError(f"switch policy {arm.switch.label()}: {exc}") from None
+    names = [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
+    for name in names:
+        with testbed.switch(name).client() as client:
+            set_default_policy(client, params)
+
+
+def _flows(testbed: Any, traffic: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(sender, receiver, port) for each bulk flow of the traffic."""
+    pairs = testbed.flows if traffic.get("flows", "all") == "all" else [tuple(f) for f in traffic["flows"]]
+    return [(s, r, 5001 + i) for i, (s, r) in enumerate(pairs)]
+
+
+def _capture_intfs(testbed: Any, capture: dict[str, Any]) -> list[str]:
+    if "intf" in capture:
+        return [capture["intf"]]
+    node = testbed._net().get(capture["node"])
+    names = []
+    for intf in node.intfList():
+        link = intf.link
+        if link is None:
+            continue
+        other = link.intf2 if link.intf1 is intf else link.intf1
+        if other.node.name == capture["toward"]:
+            names.append(intf.name)
+    if not names:
+        raise ExperimentError(f"capture: {capture['node']} has no link towards {capture['toward']}")
+    return names
+
+
+def _drive_traffic(
+    testbed: Any,
+    traffic: dict[str, Any],
+    flows: list[tuple[str, str, int]],
+    seed: int,
+    on_progress: Callable[[str], None] | None,
+) -> tuple[list[Any], dict[str, Any]]:
+    from . import traffic as tr
+
+    extra: dict[str, Any] = {}
+    background: list[Any] = []
+    try:
+        udp = traffic.get("udp_onoff")
+        if udp:
+            onoff = tr.OnOffUdp(
+                testbed.host(udp["sender"]),
+                testbed.host(udp["receiver"]),
+                float(udp["rate_bps"]),
+                float(udp["on_s"]),
+                float(udp["off_s"]),
+                float(udp["duration_s"]),
+            ).start()
+            background.append(onoff)
+        reverse = traffic.get("reverse_stream")
+        if reverse:
+            stream = tr.PacedStream(
+                testbed.host(reverse["sender"]),
+                testbed.host(reverse["receiver"]),
+                rate_bps=float(reverse["rate_bps"]),
+                write_bytes=int(reverse.get("write_bytes", 1000)),
+                duration_s=float(reverse["duration_s"]),
+                port=6101,
+            ).start()
+            background.append(stream)
+        if traffic["kind"] == "transfers":
+            pairs = [(testbed.host(s), testbed.host(r)) for s, r, _ in flows]
+
+            def progress(transfers: list[Any]) -> None:
+                if on_progress is not None:
+                    done = sum(t.progress() for t in transfers)
+                    total = sum(t.size_bytes for t in transfers)
+                    on_progress(f"{done / 1e6:.2f}/{total / 1e6:.2f} MB")
+
+            results = tr.run_transfers(
+                pairs,
+                int(traffic["size_bytes"]),
+                stagger_s=float(traffic.get("stagger_s", 0)),
+                on_progress=progress,
+                timeout_s=float(traffic.get("timeout_s", RUN_TIMEOUT_S)),
+                seed_base=seed,
+            )
+        else:
+            results = _short_flows(testbed, traffic, flows, seed, on_progress)
+        for proc in background:
+            extra[type(proc).__name__] = proc.wait()
+        return results, extra
+    finally:
+        for proc in background:
+            proc.stop()
+
+
+def _short_flows(
+    testbed: Any,
+    traffic: dict[str, Any],
+    flows: list[tuple[str, str, int]],
+    seed: int,
+    on_progress: Callable[[str], None] | None,
+) -> list[Any]:
+    """Per sender, ``n_flows`` transfers one after another: Pareto sizes, exponential think times."""
+    from . import traffic as tr
+
+    rng = random.Random(seed)
+    shape = float(traffic.get("pareto_shape", 1.5))
+    mean = float(traffic["mean_size_bytes"])
+    scale = mean * (shape - 1) / shape  # Pareto with this shape has this mean
+    streams = []
+    for s, r, _ in flows:
+        stream = []
+        for _ in range(int(traffic["n_flows"])):
+            size = max(1, int(scale / (1 - rng.random()) ** (1 / shape)))
+            size = min(size, int(traffic.get("max_size_bytes", 2_000_000)))
+            think = rng.expovariate(1 / float(traffic["think_s"]))
+            stream.append((testbed.host(s), testbed.host(r), size, think))
+        streams.append(stream)
+    per_stream = tr.run_transfer_streams(
+        streams, timeout_s=float(traffic.get("timeout_s", 120)), on_progress=on_progress
+    )
+    return [result for stream in per_stream for result in stream]
+
+
+def _plain(value: Any) -> float | int | None:
+    """A JSON-safe number: numpy scalars become Python numbers, NaN and infinities None."""
+    if value is None:
+        return None
+    number = float(value) if not isinstance(value, int | bool) else int(value)
+    if isinstance(number, float):
+        return round(number, 6) if math.isfinite(number) else None
+    return number
+
+
+def first_receiver_of(flows: list[tuple[str, str, int]], sender: str) -> str:
+    return next(r for s, r, _ in flows if s == sender)
+
+
+def _fill_metrics(
+    record: RunRecord,
+    scenario: Scenario,
+    flows: list[tuple[str, str, int]],
+    results: list[Any],
+    tcp: dict[str, dict[str, Any]],
+    segments: list[Any],
+    ips: dict[str, str],
+    link_stats: dict[str, Any],
+    extra: dict[str, Any],
+    params: dict[str, Any],
+) -> None:
+    record.flows = [
+        asdict(
+            FlowResult(
+                r.sender,
+                r.receiver,
+                r.size_bytes,
+                round(r.completion_s, 4),
+                round(r.goodput_bps, 1),
+                r.byte_exact,
+                None,
+                r.max_stall_s,
+            )
+        )
+        for r in results
+    ]
+    senders = {ips[s] for s, _, _ in flows}
+    receivers = {ips[r] for _, r, _ in flows}
+    counts = ack_counts(segments, senders, receivers)
+    completions = [r.completion_s for r in results]
+    goodputs = [r.goodput_bps for r in results]
+    rtts = [s["rtt_ms"] for t in tcp.values() for s in t["cwnd_samples"]]
+    m: dict[str, float | int | None] = {
+        "completion_s": sum(completions) / len(completions) if completions else None,
+        "completion_p95_s": percentile(completions, 95),
+        "completion_max_s": max(completions) if completions else None,
+        "goodput_mbps": sum(goodputs) / 1e6 if scenario.traffic["kind"] == "transfers" else None,
+        "acks_per_data_segment": counts.acks_per_data_segment,
+        "pure_acks": counts.pure_acks,
+        "data_segments": counts.data_segments,
+        "retransmissions": sum(t["retransmitted_segments"] for t in tcp.values()),
+        "rto_timeouts": sum(t["rto_timeouts"] for t in tcp.values()),
+        "jain_fairness": jain_index(goodputs) if len(goodputs) > 1 else None,
+        "queue_delay_ms": queue_delay(rtts),
+    }
+    if scenario.topology == "chain":
+        m["throughput_mbps"] = m["goodput_mbps"]
+    if scenario.topology == "wlan":
+        from ackwise.topologies.wireless import preset
+
+        medium = link_stats.get("air", {}).get("media", [{}])[0]
+        airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).airtime_us(66)
+        m["ack_airtime_share"] = airtime_share(counts.pure_acks, airtime_us, int(medium.get("busy_ns", 0)))
+    reverse = scenario.traffic.get("reverse_stream")
+    if reverse:
+        avoidable, _ = avoidable_pure_acks(segments, ips[reverse["sender"]], ips[reverse["receiver"]])
+        m["avoidable_pure_acks"] = avoidable
+    record.metrics = {k: _plain(v) for k, v in m.items() if k in scenario.metrics or v is not None}
+    record.series = {
+        "cwnd": [
+            {
+                "flow": f"{s}->{first_receiver_of(flows, s)}",
+                "t_s": [round(x["t"], 2) for x in t["cwnd_samples"]],
+                "cwnd": [x["cwnd"] for x in t["cwnd_samples"]],
+            }
+            for s, t in tcp.items()
+        ],
+        "ack_rate": [],
+    }
+    for s, r, _ in flows:
+        times, rates = ack_rate_series(segments, ips[r], ips[s])
+        record.series["ack_rate"].append({"flow": f"{s}->{r}", "t_s": times, "acks_per_s": rates})
