@@ -21,10 +21,12 @@ from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import ToolchainError, compiled_program
 from ackwise.bmv2.values import format_value
 from ackwise.cli import ap as ap_cli
+from ackwise.cli import controller as controller_cli
 from ackwise.cli import experiment as experiment_cli
 from ackwise.cli import holdback as holdback_cli
 from ackwise.cli import policy as policy_cli
 from ackwise.cli import topo as topo_cli
+from ackwise.cli import watch as watch_cli
 from ackwise.cli.output import emit, render_table
 from ackwise.queues import set_queue_depth, set_queue_rate
 
@@ -580,6 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
     holdback_cli.add_commands(add, group, client_for)
     topo_cli.add_commands(sub, add, group)
     experiment_cli.add_commands(sub, add, group)
+    watch_cli.add_commands(sub, add, client_for)
+    controller_cli.add_commands(sub, add, group)
     return parser
 
 

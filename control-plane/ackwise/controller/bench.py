@@ -1,0 +1,140 @@
+"""How long the controller's pure work takes per interval for many flows: building the samples
+from flow records, matching configuration rules, deciding. No switch: the records are synthetic.
+The bulk read of the records over Thrift is the other part of an interval, measured on a switch.
+
+    python -m ackwise.controller.bench --flows 4000 --intervals 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ackwise.flowkey import FlowKey
+from ackwise.policies import MSS_BYTES, PolicyMatch
+from ackwise.serial import seq_add
+from ackwise.thinning import FlowRecord, HalfFlow
+
+from .config import ControllerConfig, Rule
+from .decision import AckStream, FlowSample, FlowState, decide, sample_from
+
+
+@dataclass
+class SyntheticHalf(HalfFlow):
+    """A HalfFlow with the fields the switch is to expose, so that the adapter reads them all."""
+
+    data_end: int = 0
+    retransmissions: int = 0
+    dup_acks: int = 0
+    acks_absorbed: int = 0
+
+
+def synthetic_records(flows: int) -> list[FlowRecord]:
+    """``flows`` flows from 10.1.0.0/16 to 10.2.0.0/16, each with a data and an ACK half."""
+    records = []
+    for i in range(flows):
+        src = str(ipaddress.IPv4Address(0x0A010000 + i))
+        dst = str(ipaddress.IPv4Address(0x0A020000 + i))
+        key, direction = FlowKey.of(src, dst, 40000 + i % 20000, 5001)
+        halves: list[HalfFlow] = [SyntheticHalf(key.endpoint(0)), SyntheticHalf(key.endpoint(1))]
+        data = halves[direction]
+        assert isinstance(data, SyntheticHalf)
+        data.data_end = i * 7919
+        data.rtt_min_us = 20_000 + i % 50 * 1000
+        records.append(FlowRecord(key.slot, key, 0, False, halves))
+    return records
+
+
+def advance(records: Sequence[FlowRecord], step: int) -> None:
+    """One interval of traffic: each flow ramps up for a few intervals, then holds its rate."""
+    for i, record in enumerate(records):
+        for half in record.halves:
+            if isinstance(half, SyntheticHalf) and half.rtt_min_us:
+                segments = min(2 ** min(step, 8), 50 + i % 200)
+                half.data_segments += segments
+                half.data_end = seq_add(half.data_end, segments * MSS_BYTES)
+            else:
+                half.acks_seen += 10
+                half.acks_forwarded += 5
+                half.acks_thinned += 5
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    flows: int
+    intervals: int
+    samples_ms: float  # per interval, median
+    rules_ms: float
+    decide_ms: float
+
+    @property
+    def decide_per_sample(self) -> float:
+        return self.decide_ms / self.samples_ms if self.samples_ms else float("inf")
+
+
+def run(flows: int = 4000, intervals: int = 20, interval_s: float = 0.1) -> BenchResult:
+    records = synthetic_records(flows)
+    config = ControllerConfig(
+        (
+            Rule("other", PolicyMatch(src=ipaddress.IPv4Network("192.168.0.0/16"))),
+            Rule("bench", PolicyMatch(src=ipaddress.IPv4Network("10.0.0.0/8"))),
+        )
+    )
+    states: dict[AckStream, FlowState] = {}
+    samples_ms, rules_ms, decide_ms = [], [], []
+    for step in range(intervals):
+        advance(records, step)
+        now = step * interval_s
+        t0 = time.perf_counter()
+        samples: list[tuple[AckStream, FlowSample]] = []
+        for record in records:
+            for direction, half in enumerate(record.halves):
+                if half.data_segments:
+                    samples.append((AckStream.of(record.key, direction), sample_from(record, half, now, 3)))
+        t1 = time.perf_counter()
+        ruled = [(stream, sample, config.managed(stream)) for stream, sample in samples]
+        t2 = time.perf_counter()
+        for stream, sample, rule in ruled:
+            if rule is not None:
+                states[stream], _ = decide(states.get(stream, FlowState()), sample, rule.decision)
+        t3 = time.perf_counter()
+        samples_ms.append((t1 - t0) * 1000)
+        rules_ms.append((t2 - t1) * 1000)
+        decide_ms.append((t3 - t2) * 1000)
+    return BenchResult(
+        flows,
+        intervals,
+        statistics.median(samples_ms),
+        statistics.median(rules_ms),
+        statistics.median(decide_ms),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flows", type=int, default=4000)
+    parser.add_argument("--intervals", type=int, default=20)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if args.flows < 1 or args.intervals < 2:
+        parser.error("--flows must be at least 1 and --intervals at least 2")
+    result = run(args.flows, args.intervals)
+    if args.json:
+        print(json.dumps(vars(result) | {"decide_per_sample": round(result.decide_per_sample, 2)}))
+    else:
+        print(
+            f"{result.flows} flows, median of {result.intervals} intervals: building samples "
+            f"{result.samples_ms:.1f} ms, matching rules {result.rules_ms:.1f} ms, deciding "
+            f"{result.decide_ms:.1f} ms per interval (deciding / building samples = "
+            f"{result.decide_per_sample:.1f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

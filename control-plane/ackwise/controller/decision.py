@@ -1,0 +1,612 @@
+"""The ``auto`` decision: which ACK policy a flow should have now, from what one switch counts.
+
+``decide(state, sample, config)`` is pure: the flow's state and one sample in, the next state and a
+``Decision`` out, the Decision only when the policy to write changes ("write only what changed").
+No clock, no switch, no I/O: the controller loop (``loop.py``) reads the samples and writes what
+comes out, so every rule below can be tested on recorded or synthetic traces.
+
+What is decided
+---------------
+One *ACK stream*: the pure ACKs a data receiver R sends about the data of a sender S, on one
+switch. A sample combines the flow's two half-flow records: S's (the data: ``data_end``,
+``data_segments``, ``retransmissions``, RTTmin from S's data to R's ACKs) and R's (the ACKs: seen,
+forwarded, thinned, absorbed, duplicate ACKs, ``acc_d``, the last keep reason). The rule written
+for it matches R's ACKs, ``src`` = R, as ``ackwise policy set`` does.
+
+The rules, in order: the first that holds decides
+-------------------------------------------------
+1. **Misbehaving -> safe policy, at once.** In one interval: at least ``misbehaviour_retransmissions``
+   retransmissions, or at least ``misbehaviour_dup_acks`` duplicate ACKs, or any retransmission
+   with no new data (a stalled flow: a retransmission timeout, most likely). The safe policy is
+   ``every_d`` with ``d = safe_d`` (2: the delayed ACK RFC 5681 §4.2 allows any receiver), never
+   more thinning than the flow already had. It is written without waiting for the dwell time and
+   held ``hold_off_s``; misbehaviour during the hold-off extends it; a new episode within
+   ``hold_off_max_s`` of the last hold-off ending doubles it, up to ``hold_off_max_s``.
+2. **Holding off** -> keep the safe policy until the hold-off ends.
+3. **ACK path congested -> stretch** (RFC 3449 §5.2.1, ACK Congestion Control; docs/acc.md). The
+   egress queue the ACKs leave by holds more than ``congestion_backlog_pkts`` packets, or its port
+   marked at least ``congestion_ecn_marks`` packets CE in the interval. Then ``acc`` (d_cap =
+   ``max_d``: the switch doubles d per congestion signal itself), else ``coalesce``, else
+   ``every_d`` with d doubled per decision, whichever the rule allows first. Clear once the backlog
+   stayed at or below ``congestion_clear_pkts`` with no marks for ``congestion_clear_intervals``.
+4. **Idle or too slow to measure -> ACK every segment.** No new data for ``idle_s``: TCP restarts
+   from its restart window after an idle period (RFC 5681 §4.1), a ramp-up to come. Fewer than
+   ``min_segments_per_interval`` segments: the rate estimate is too coarse, and there is little to
+   save.
+5. **Ramping up -> ACK every segment** (smartacking: while the bottleneck is underused, an ACK for
+   each delivered segment lets the sender take the capacity promptly). ``every_d`` d = 1 (never
+   ``off``: an ``off`` flow is not tracked, and the controller would lose sight of it). A flow
+   enters ramp-up new, after idle, or when its rate grows by ``ramp_up_growth`` (x1.25) in one
+   interval; it leaves when the rate grew less than ``steady_growth`` (x1.10) for
+   ``steady_intervals`` (3) intervals in a row.
+6. **Saturated -> TACK** (Li et al., TACK, IEEE/ACM ToN 2021, Eq. 4): f = min(bw / (L x MSS),
+   beta / RTTmin) ACKs per second, bw the smoothed rate, RTTmin the switch's measurement. One ACK per
+   d = (bw / MSS) / f = max(L, bdp / beta) segments. ``tack`` with the rule's L and beta; when d would
+   exceed ``max_d``, beta is raised so that it does not (at most 255; beyond that ``every_d`` d =
+   ``max_d``). Without ``tack`` allowed: ``every_d`` with that d. RTTmin stays 0 in the rule (the
+   switch keeps measuring it), so the rule need not be rewritten as RTTmin moves.
+
+Every d is clamped to the rule's [``min_d``, ``max_d``].
+
+Hysteresis, so that decisions do not flap
+-----------------------------------------
+- Enter and leave thresholds differ: ramp-up at x1.25 growth, steady below x1.10 for 3 intervals;
+  congestion above 8 packets, clear at 4 or less for 3 intervals.
+- A decision stays at least ``dwell_s`` (0.5 s) before another replaces it (the safe policy
+  excepted: safety does not wait).
+- For the same reason and policy, a parameter (d, beta, d_cap) changes only when the new value
+  differs from the written one by at least ``param_margin`` (25 %) of it, and at least 1; except
+  when the written tack's beta lets d pass ``max_d`` at the current rate (a bound is a bound).
+  A raised beta leaves a margin's headroom, so that small rises of the rate need no rewrite.
+
+The first sample of a flow (or one after its counters went back: a switch restart, a recreated
+record) writes ``every_d`` d = 1 ("new flow"). Rates come from ``data_end`` deltas (serial
+arithmetic, correct across the 32-bit wrap); while the switch does not expose ``data_end`` (0),
+from new data segments x MSS. The smoothed rate TACK uses restarts from the current rate when a
+flow becomes saturated, since an average over the ramp-up lags far behind.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from ackwise.flowkey import FlowKey
+from ackwise.policies import MSS_BYTES, Policy, PolicyMatch, PolicyParams
+from ackwise.serial import seq_diff
+
+if TYPE_CHECKING:
+    from ackwise.thinning import FlowRecord, HalfFlow
+
+BETA_MAX = 255  # tack_beta is 8 bits in the P4 action
+D_MAX = 255  # every_d's d is 8 bits
+ACC_D_CAP_MAX = 127  # acc.p4 finds d_max by a 7-step search (docs/acc.md)
+
+
+def policy_named(name: str) -> Policy | None:
+    """The Policy of that name, or None if this ackwise has no such policy (``coalesce`` is newer)."""
+    return Policy._value2member_map_.get(name)  # type: ignore[return-value]
+
+
+COALESCE = policy_named("coalesce")
+# The policies the controller knows how to choose between; every_d is the one it cannot do without.
+CONTROLLER_POLICIES: tuple[Policy, ...] = tuple(
+    p for p in (Policy.EVERY_D, Policy.TACK, Policy.ACC, COALESCE) if p is not None
+)
+
+
+# ---- what is decided about ----
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class AckStream:
+    """The pure ACKs a data receiver (``src``) sends about one sender's (``dst``) data: what a
+    controller rule matches, in the direction of ``ackwise policy set``. Addresses are kept as
+    integers: streams are dictionary keys thousands of times per interval."""
+
+    src_addr: int  # the data receiver, sending the ACKs
+    sport: int
+    dst_addr: int  # the data sender, receiving them
+    dport: int
+
+    @classmethod
+    def of(cls, key: FlowKey, data_direction: int) -> AckStream:
+        """The ACKs about the data that half-flow ``data_direction`` of ``key`` sends."""
+        if data_direction == 0:  # the lower endpoint sends the data, the higher the ACKs
+            return cls(key.addr_hi, key.port_hi, key.addr_lo, key.port_lo)
+        return cls(key.addr_lo, key.port_lo, key.addr_hi, key.port_hi)
+
+    @classmethod
+    def parse(cls, src: str, sport: int, dst: str, dport: int) -> AckStream:
+        """The ACKs from ``src:sport`` (the data receiver) to ``dst:dport``."""
+        return cls(int(ipaddress.IPv4Address(src)), sport, int(ipaddress.IPv4Address(dst)), dport)
+
+    @property
+    def src(self) -> ipaddress.IPv4Address:
+        return ipaddress.IPv4Address(self.src_addr)
+
+    @property
+    def dst(self) -> ipaddress.IPv4Address:
+        return ipaddress.IPv4Address(self.dst_addr)
+
+    def match(self) -> PolicyMatch:
+        """The exact rule for these ACKs: /32 both ways and both ports."""
+        return PolicyMatch(
+            ipaddress.IPv4Network(self.src_addr), ipaddress.IPv4Network(self.dst_addr), self.sport, self.dport
+        )
+
+    @property
+    def data_sender(self) -> str:
+        return f"{self.dst}:{self.dport}"
+
+    @property
+    def data_receiver(self) -> str:
+        return f"{self.src}:{self.sport}"
+
+    def __str__(self) -> str:
+        return f"{self.data_sender} -> {self.data_receiver}"
+
+
+@dataclass(frozen=True, slots=True)
+class FlowSample:
+    """One ACK stream as the switch counts it at time ``t_s``. Counters are cumulative, as the
+    registers hold them; the decision works on their deltas."""
+
+    t_s: float
+    # the data sender's half-flow
+    data_end: int = 0  # highest sequence number + length sent (32-bit serial); 0: not exposed
+    data_segments: int = 0
+    retransmissions: int = 0  # data segments not beyond data_end
+    rtt_min_us: int = 0  # switch -> receiver -> switch; 0: no measurement yet
+    # the data receiver's half-flow: its ACKs
+    acks_seen: int = 0
+    acks_forwarded: int = 0
+    acks_thinned: int = 0
+    acks_absorbed: int = 0  # coalesce: folded into a waiting ACK
+    dup_acks: int = 0  # ACKs kept as duplicate ACKs
+    acc_d: int = 0  # acc: the switch's current d (0: not under acc)
+    last_keep_reason: str = "none"
+    # the port the ACKs leave by
+    queue_backlog_pkts: int | None = None  # None: unknown
+    ecn_marks: int | None = None  # cumulative CE marks on that port; None: unknown
+    closed: bool = False
+
+
+def sample_from(
+    record: FlowRecord,
+    half: HalfFlow,
+    now_s: float,
+    queue_backlog_pkts: int | None,
+    ecn_marks: int | None = None,
+) -> FlowSample:
+    """The sample of the ACKs about ``half``'s data: ``half`` is the data sender's half-flow of
+    ``record``, the other half is the receiver's, whose ACKs these are. Fields the switch does not
+    expose yet (``data_end``, ``retransmissions``, ``dup_acks``, ``acks_absorbed``) read as 0."""
+    data = half
+    acks = record.halves[1 - record.halves.index(half)]
+    return FlowSample(
+        t_s=now_s,
+        data_end=getattr(data, "data_end", 0),
+        data_segments=data.data_segments,
+        retransmissions=getattr(data, "retransmissions", 0),
+        rtt_min_us=data.rtt_min_us,
+        acks_seen=acks.acks_seen,
+        acks_forwarded=acks.acks_forwarded,
+        acks_thinned=acks.acks_thinned,
+        acks_absorbed=getattr(acks, "acks_absorbed", 0),
+        dup_acks=getattr(acks, "dup_acks", 0),
+        acc_d=acks.acc_d,
+        last_keep_reason=acks.last_keep_reason,
+        queue_backlog_pkts=queue_backlog_pkts,
+        ecn_marks=ecn_marks,
+        closed=record.closed,
+    )
+
+
+# ---- configuration of the decision ----
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the controller may write for the flows of one rule."""
+
+    min_d: int = 1
+    max_d: int = 16  # bounds the burst one ACK releases at a sender that does not pace
+    policies: frozenset[Policy] = frozenset({Policy.EVERY_D, Policy.TACK, Policy.ACC})
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The numbers the rules test against; the defaults and why are in config.py and the module
+    docstring."""
+
+    ramp_up_growth: float = 1.25  # rate x this in one interval: ramping up
+    steady_growth: float = 1.10  # rate grew less than this ...
+    steady_intervals: int = 3  # ... this many intervals in a row: saturated
+    min_segments_per_interval: int = 4  # fewer: too slow to measure, ACK every segment
+    idle_s: float = 1.0  # no new data this long: idle
+    rate_gain: float = 0.25  # EWMA gain of the smoothed rate (RFC 6298 uses 1/8 for SRTT)
+    congestion_backlog_pkts: int = 8  # ACK queue above this: congested
+    congestion_clear_pkts: int = 4  # ... at or below this (and no marks) ...
+    congestion_clear_intervals: int = 3  # ... this many intervals: clear
+    congestion_ecn_marks: int = 1  # CE marks per interval on the ACKs' port: congested; 0: ignore
+    misbehaviour_retransmissions: int = 3  # per interval
+    misbehaviour_dup_acks: int = 6  # per interval: two fast-retransmit triggers (3 each)
+    safe_d: int = 2
+    hold_off_s: float = 2.0
+    hold_off_max_s: float = 16.0
+    dwell_s: float = 0.5
+    param_margin: float = 0.25
+    tack_l: int = 2  # TACK's defaults (Eq. 4): L = 2, beta = 4
+    tack_beta: int = 4
+    mss_bytes: int = MSS_BYTES
+
+
+@dataclass(frozen=True)
+class DecisionConfig:
+    limits: Limits = field(default_factory=Limits)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+
+# ---- state and decisions ----
+
+
+class Phase(StrEnum):
+    RAMP_UP = "ramp_up"
+    SATURATED = "saturated"
+    IDLE = "idle"
+
+
+class Kind(StrEnum):
+    """Why a decision was taken: the machine-readable half of its reason."""
+
+    NEW = "new"
+    RAMP_UP = "ramp_up"
+    LOW_RATE = "low_rate"
+    IDLE = "idle"
+    SATURATED = "saturated"
+    CONGESTED = "congested"
+    MISBEHAVING = "misbehaving"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    params: PolicyParams
+    kind: Kind
+    reason: str  # e.g. "ramp-up: delivery rate +40 % per interval"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.params.describe(), "kind": self.kind.value, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class FlowState:
+    """What the controller keeps about one ACK stream between intervals."""
+
+    prev: FlowSample | None = None
+    rate_bytes_per_s: float | None = None  # smoothed
+    last_rate_bytes_per_s: float | None = None  # the previous interval's, for growth; None: too low
+    phase: Phase = Phase.RAMP_UP
+    steady_intervals: int = 0
+    last_progress_s: float | None = None  # when data_end last moved
+    congested: bool = False
+    congestion_reason: str = ""
+    clear_intervals: int = 0
+    hold_until_s: float | None = None
+    hold_s: float = 0.0
+    strikes: int = 0
+    decision: Decision | None = None  # the current one (written, or to be written)
+    changed_at_s: float | None = None
+
+
+def counter_delta(new: int, old: int) -> int | None:
+    """new - old of a 32-bit counter, across its wrap; None when it went back (a reset)."""
+    d = seq_diff(new, old)
+    return d if d >= 0 else None
+
+
+# Policy parameters are immutable and few: build each once (validation is not free at 4000 flows).
+@functools.lru_cache(maxsize=4096)
+def _policy(policy: Policy, mss: int, d: int = 2, L: int = 2, beta: int = 4, d_cap: int = 64) -> PolicyParams:
+    return PolicyParams(policy, mss=mss, d=d, L=L, beta=beta, d_cap=d_cap)
+
+
+def _clamp(d: int, limits: Limits) -> int:
+    return max(limits.min_d, min(limits.max_d, d))
+
+
+def _every_d(d: int, config: DecisionConfig) -> PolicyParams:
+    return _policy(Policy.EVERY_D, config.thresholds.mss_bytes, _clamp(d, config.limits))
+
+
+def tack_d(rate_bytes_per_s: float, rtt_min_us: int, tack_l: int, beta: int, mss_bytes: int) -> float:
+    """Segments per ACK under TACK: (bw / MSS) / f with f = min(bw / (L x MSS), beta / RTTmin),
+    i.e. max(L, bdp / beta); L alone while RTTmin is unknown."""
+    if rtt_min_us <= 0:
+        return float(tack_l)
+    bdp_segments = rate_bytes_per_s * rtt_min_us / 1e6 / mss_bytes
+    return max(float(tack_l), bdp_segments / beta)
+
+
+Target = tuple[PolicyParams, Kind, Callable[[], str]]  # the reason is only formatted when written
+
+
+def _tack(rate: float, sample: FlowSample, config: DecisionConfig) -> Target:
+    th, lim = config.thresholds, config.limits
+    mss = th.mss_bytes
+    tack_l = _clamp(th.tack_l, lim)
+    beta = th.tack_beta
+    rtt_us = sample.rtt_min_us
+    d = tack_d(rate, rtt_us, tack_l, beta, mss)
+    raised = d > lim.max_d and Policy.TACK in lim.policies
+    if raised:
+        # Headroom of one parameter margin: the rate may grow that much before the written beta
+        # lets d pass max_d again, so that beta is not rewritten at every small rise.
+        bdp_segments = rate * rtt_us / 1e6 / mss
+        beta = min(BETA_MAX, math.ceil(bdp_segments * (1 + th.param_margin) / lim.max_d))
+        d = tack_d(rate, rtt_us, tack_l, beta, mss)
+
+    def reason() -> str:
+        f_bytes = rate / (tack_l * mss)
+        if rtt_us > 0:
+            f_rtt = beta / (rtt_us / 1e6)
+            formula = f"min({f_bytes:.0f}, {f_rtt:.0f}) = {min(f_bytes, f_rtt):.0f}"
+        else:
+            formula = f"{f_bytes:.0f} (RTTmin not measured yet)"
+        note = f", beta raised to {beta} for max_d {lim.max_d}" if raised else ""
+        return f"saturated: f = min(bw/(L*MSS), beta/RTTmin) = {formula} ACKs/s: d = {d:.1f}{note}"
+
+    if Policy.TACK in lim.policies and d <= lim.max_d:
+        return _policy(Policy.TACK, mss, L=tack_l, beta=beta), Kind.SATURATED, reason
+    return _every_d(round(d), config), Kind.SATURATED, reason
+
+
+def _current_d(decision: Decision | None, fallback: int) -> int:
+    if decision is not None and decision.params.policy is Policy.EVERY_D:
+        return decision.params.d
+    return fallback
+
+
+def _congested(state: FlowState, why: str, config: DecisionConfig) -> Target:
+    lim = config.limits
+    mss = config.thresholds.mss_bytes
+    if Policy.ACC in lim.policies:
+        params = _policy(Policy.ACC, mss, d_cap=min(lim.max_d, ACC_D_CAP_MAX))
+        return params, Kind.CONGESTED, lambda: f"ack path congested: {why}: acc d_cap={params.d_cap}"
+    if COALESCE is not None and COALESCE in lim.policies:
+        return _policy(COALESCE, mss), Kind.CONGESTED, lambda: f"ack path congested: {why}: coalesce"
+    # ACC's multiplicative stretch, at most once per dwell time (the gate holds it that long)
+    d = _clamp(2 * _current_d(state.decision, 1), lim)
+    return (
+        _every_d(d, config),
+        Kind.CONGESTED,
+        lambda: f"ack path congested: {why}: every_d d stretched to {d}",
+    )
+
+
+def _safe(state: FlowState, config: DecisionConfig) -> PolicyParams:
+    # Never thin more than the flow already was: a flow at d = 1 stays at 1.
+    th = config.thresholds
+    return _every_d(min(th.safe_d, _current_d(state.decision, th.safe_d)), config)
+
+
+def _params_close(old: PolicyParams, new: PolicyParams, margin: float) -> bool:
+    """Same policy, every numeric parameter within the margin of the written one."""
+    if old.policy is not new.policy:
+        return False
+    for name in ("d", "L", "beta", "d_cap"):
+        a, b = getattr(old, name), getattr(new, name)
+        if a != b and abs(b - a) >= max(1.0, margin * a):
+            return False
+    return True
+
+
+def _with(state: FlowState, **changes: Any) -> FlowState:
+    """A copy with changes; dataclasses.replace is several times slower on a hot path."""
+    values = {name: getattr(state, name) for name in FlowState.__slots__}  # type: ignore[attr-defined]
+    values.update(changes)
+    return FlowState(**values)
+
+
+def _gate(
+    state: FlowState, target: Target, now_s: float, config: DecisionConfig, breach: bool = False
+) -> tuple[FlowState, Decision | None]:
+    """Write only what changed, and not too often: the dwell time and the parameter margin. A
+    ``breach`` (the written parameters let d pass max_d) is written despite the margin."""
+    params, kind, reason = target
+    th, min_d = config.thresholds, config.limits.min_d
+    current = state.decision
+    if current is not None:
+        if current.params == params:
+            return state, None
+        if kind is not Kind.MISBEHAVING:
+            if state.changed_at_s is not None and now_s - state.changed_at_s < th.dwell_s:
+                return state, None
+            close = _params_close(current.params, params, th.param_margin)
+            if current.kind is kind and close and not breach:
+                return state, None
+    why = reason()
+    if min_d > 1 and params.policy is Policy.EVERY_D and params.d == min_d and kind is not Kind.SATURATED:
+        why += f" (min_d {min_d})"  # "ACK every segment" was meant; the limits allow no less than min_d
+    decision = Decision(params, kind, why)
+    return _with(state, decision=decision, changed_at_s=now_s), decision
+
+
+def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tuple[FlowState, Decision | None]:
+    """The next state of the flow, and the decision to write if the policy changes."""
+    th, lim = config.thresholds, config.limits
+    now = sample.t_s
+    prev = state.prev
+    if prev is not None and now <= prev.t_s:
+        return state, None  # not newer than the last sample: nothing happened in between
+
+    # -- what happened since the last sample; None: first sample, or a counter went back --
+    segments_delta = retx = dups = new_bytes = None
+    if prev is not None:
+        segments_delta = counter_delta(sample.data_segments, prev.data_segments)
+        retx = counter_delta(sample.retransmissions, prev.retransmissions)
+        dups = counter_delta(sample.dup_acks, prev.dup_acks)
+        acks = counter_delta(sample.acks_seen, prev.acks_seen)
+        if segments_delta is not None and retx is not None and dups is not None and acks is not None:
+            if prev.data_end and sample.data_end:
+                new_bytes = counter_delta(sample.data_end, prev.data_end)  # never back in one flow
+            else:  # data_end not exposed: count new segments as full-sized
+                new_bytes = max(0, segments_delta - retx) * th.mss_bytes
+    if new_bytes is None or retx is None or dups is None:
+        # Measure afresh; keep the decision written and the hold-off (a switch restart forgets
+        # nothing about misbehaviour).
+        fresh = FlowState(
+            prev=sample,
+            last_progress_s=now,
+            hold_until_s=state.hold_until_s,
+            hold_s=state.hold_s,
+            strikes=state.strikes,
+            decision=state.decision,
+            changed_at_s=state.changed_at_s,
+        )
+        if fresh.hold_until_s is not None and now < fresh.hold_until_s:
+            return fresh, None
+        target: Target = (
+            _every_d(1, config),
+            Kind.NEW,
+            lambda: "new flow: ACK every segment until its rate is known",
+        )
+        return _gate(fresh, target, now, config)
+    assert prev is not None
+    dt_s = now - prev.t_s
+    interval_ms = round(dt_s * 1000)
+    marks = None
+    if sample.ecn_marks is not None and prev.ecn_marks is not None:
+        marks = max(0, sample.ecn_marks - prev.ecn_marks)  # a counter reset reads as no marks
+
+    # -- rate and phase --
+    rate = new_bytes / dt_s
+    smoothed = (
+        rate
+        if state.rate_bytes_per_s is None
+        else state.rate_bytes_per_s + th.rate_gain * (rate - state.rate_bytes_per_s)
+    )
+    segments = new_bytes / th.mss_bytes
+    low = segments < th.min_segments_per_interval
+    last_progress = now if new_bytes > 0 else (state.last_progress_s or now)
+    idle_for_s = now - last_progress
+    growth = rate / state.last_rate_bytes_per_s if state.last_rate_bytes_per_s and not low else None
+    phase, steady = state.phase, state.steady_intervals
+    if new_bytes == 0:
+        if idle_for_s >= th.idle_s:
+            phase, steady = Phase.IDLE, 0
+    elif phase is Phase.IDLE or low:
+        phase, steady = Phase.RAMP_UP, 0
+    elif growth is None:
+        steady = 0
+    elif growth >= th.ramp_up_growth:
+        phase, steady = Phase.RAMP_UP, 0
+    elif phase is Phase.RAMP_UP:
+        steady = steady + 1 if growth < th.steady_growth else 0
+        if steady >= th.steady_intervals:
+            # The average lags far behind a rate that just stopped growing: restart it from now.
+            phase, smoothed = Phase.SATURATED, rate
+
+    # -- the ACK path --
+    backlog = sample.queue_backlog_pkts
+    congested, congestion_reason, clear = state.congested, state.congestion_reason, state.clear_intervals
+    marked = th.congestion_ecn_marks > 0 and (marks or 0) >= th.congestion_ecn_marks
+    if backlog is not None and backlog > th.congestion_backlog_pkts:
+        congested, clear = True, 0
+        congestion_reason = f"backlog {backlog} > {th.congestion_backlog_pkts} packets"
+    elif marked:
+        congested, clear = True, 0
+        congestion_reason = f"{marks} ECN marks in {interval_ms} ms"
+    elif congested:
+        quiet = (backlog is None or backlog <= th.congestion_clear_pkts) and not marks
+        clear = clear + 1 if quiet else 0
+        if clear >= th.congestion_clear_intervals:
+            congested, congestion_reason, clear = False, "", 0
+
+    # -- misbehaviour --
+    misbehaving = ""
+    if retx >= th.misbehaviour_retransmissions:
+        misbehaving = f"{retx} retransmissions in {interval_ms} ms"
+    elif dups >= th.misbehaviour_dup_acks:
+        misbehaving = f"{dups} duplicate ACKs in {interval_ms} ms"
+    elif retx > 0 and new_bytes == 0:
+        misbehaving = f"retransmission with no new data in {interval_ms} ms (a timeout?)"
+    hold_until, hold_s, strikes = state.hold_until_s, state.hold_s, state.strikes
+    holding = hold_until is not None and now < hold_until
+    if misbehaving:
+        if holding:
+            hold_until = max(hold_until or now, now + hold_s)
+        else:
+            recent = hold_until is not None and now - hold_until < th.hold_off_max_s
+            strikes = strikes + 1 if recent else 1
+            hold_s = min(th.hold_off_s * 2 ** (strikes - 1), th.hold_off_max_s)
+            hold_until = now + hold_s
+
+    new_state = FlowState(
+        prev=sample,
+        rate_bytes_per_s=smoothed,
+        last_rate_bytes_per_s=None if low else rate,
+        phase=phase,
+        steady_intervals=steady,
+        last_progress_s=last_progress,
+        congested=congested,
+        congestion_reason=congestion_reason,
+        clear_intervals=clear,
+        hold_until_s=hold_until,
+        hold_s=hold_s,
+        strikes=strikes,
+        decision=state.decision,
+        changed_at_s=state.changed_at_s,
+    )
+
+    # -- the target, first rule that holds --
+    breach = False
+    if misbehaving and not holding:
+        safe = _safe(state, config)
+        why, held = misbehaving, hold_s
+        target = (safe, Kind.MISBEHAVING, lambda: f"misbehaving: {why}: every_d d={safe.d} for {held:g} s")
+    elif hold_until is not None and now < hold_until:
+        return new_state, None  # hold-off: the safe policy stays
+    elif congested:
+        target = _congested(state, congestion_reason, config)
+    elif phase is Phase.IDLE:
+        target = (
+            _every_d(1, config),
+            Kind.IDLE,
+            lambda: f"idle: no new data for {idle_for_s:.1f} s: ACK every segment when it restarts",
+        )
+    elif low and new_bytes > 0:
+        target = (
+            _every_d(1, config),
+            Kind.LOW_RATE,
+            lambda: (
+                f"low rate: {segments:.1f} segments in {interval_ms} ms < "
+                f"{th.min_segments_per_interval}: ACK every segment"
+            ),
+        )
+    elif phase is Phase.RAMP_UP:
+        if growth is not None and growth >= th.ramp_up_growth:
+            pct = 100 * (growth - 1)
+            target = (
+                _every_d(1, config),
+                Kind.RAMP_UP,
+                lambda: f"ramp-up: delivery rate {pct:+.0f} % per interval",
+            )
+        else:
+            target = (
+                _every_d(1, config),
+                Kind.RAMP_UP,
+                lambda: f"ramp-up: rate not steady yet ({steady} of {th.steady_intervals} steady intervals)",
+            )
+    else:
+        target = _tack(smoothed, sample, config)
+        written = state.decision.params if state.decision else None
+        if written is not None and written.policy is Policy.TACK:
+            d_now = tack_d(smoothed, sample.rtt_min_us, written.L, written.beta, th.mss_bytes)
+            breach = d_now > lim.max_d
+    return _gate(new_state, target, now, config, breach)

@@ -1,0 +1,192 @@
+"""An in-memory test double of the few SwitchClient methods the controller and ``ackwise watch``
+use: whole register arrays (what read_flows reads), the policy and LPM tables, counters, the
+clock, info. Not a switch: no packets, no P4; tests set the registers a switch would hold."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ackwise.bmv2.client import (
+    CounterValue,
+    DefaultAction,
+    MatchValue,
+    PortInfo,
+    SwitchInfo,
+    SwitchOperationError,
+    SwitchUnreachable,
+    TableEntry,
+)
+from ackwise.flowkey import FLOW_SLOTS, FlowKey
+from ackwise.p4names import IPV4_LPM
+from ackwise.policies import POLICY_TABLE
+from ackwise.thinning import HALF_REGISTERS
+
+POLICY_TABLE_SIZE = 256  # ACK_POLICY_TABLE_SIZE in constants.p4
+POLICY_KEY = ("src_addr", "dst_addr", "src_port", "dst_port")
+
+
+def _ternary(field_name: str, text: str) -> MatchValue:
+    value, _, mask = text.partition("&&&")
+    width = 32 if field_name.endswith("addr") else 16
+
+    def num(t: str) -> int:
+        return int(ipaddress.IPv4Address(t)) if "." in t else int(t, 0)
+
+    return MatchValue(field_name, "ternary", width, num(value), mask=num(mask))
+
+
+@dataclass
+class Half:
+    """The registers of one half-flow, by HalfFlow field name (plus the fields being added)."""
+
+    values: dict[str, int] = field(default_factory=dict)
+
+
+class FakeSwitchClient:
+    def __init__(self, host: str = "localhost", thrift_port: int = 9090) -> None:
+        self.host = host
+        self.thrift_port = thrift_port
+        self.uptime_us = 1_000_000
+        self.registers: dict[str, list[int]] = {}
+        self.entries: dict[str, dict[int, TableEntry]] = {POLICY_TABLE: {}, IPV4_LPM: {}}
+        self.default: dict[str, DefaultAction] = {}
+        self.counters: dict[tuple[str, int], int] = {}
+        self.ports = (PortInfo(1, "veth1", True), PortInfo(2, "veth2", True))
+        self._next_handle = 0
+        self.writes: list[tuple[str, Any]] = []  # ("add" | "modify" | "delete", detail)
+        self.reachable = True
+        self.closed = False
+
+    # ---- what tests set ----
+
+    def set_flow(
+        self,
+        src: str,
+        sport: int,
+        dst: str,
+        dport: int,
+        *,
+        closed: bool = False,
+        last_seen_us: int = 0,
+        **halves: Mapping[str, int],
+    ) -> FlowKey:
+        """A flow record; ``data`` holds the src's half-flow registers (it sends the data), ``acks``
+        the dst's (it sends the ACKs), by HalfFlow field name, e.g. ``data={"data_end": ...}``."""
+        key, direction = FlowKey.of(src, dst, sport, dport)
+        slot = key.slot
+        self._array("ack_thinning.key_addrs", FLOW_SLOTS)[slot] = key.addrs
+        self._array("ack_thinning.key_ports", FLOW_SLOTS)[slot] = key.ports
+        self._array("ack_thinning.last_seen_us", FLOW_SLOTS)[slot] = last_seen_us
+        self._array("ack_thinning.closed", FLOW_SLOTS)[slot] = int(closed)
+        for role, values in halves.items():
+            half = key.half(direction if role == "data" else 1 - direction)
+            for name, value in values.items():
+                register = HALF_REGISTERS.get(name, f"fake.{name}")
+                self._array(register, 2 * FLOW_SLOTS)[half] = value
+        return key
+
+    def drop_flow(self, src: str, sport: int, dst: str, dport: int) -> None:
+        key, _ = FlowKey.of(src, dst, sport, dport)
+        self._array("ack_thinning.key_addrs", FLOW_SLOTS)[key.slot] = 0
+        self._array("ack_thinning.key_ports", FLOW_SLOTS)[key.slot] = 0
+
+    def restart(self) -> None:
+        """As a restarted simple_switch: tables empty, registers zero, the clock from 0."""
+        self.uptime_us = 0
+        self.registers.clear()
+        self.entries = {POLICY_TABLE: {}, IPV4_LPM: {}}
+        self.counters.clear()
+
+    def add_route(self, prefix: str, port: int) -> None:
+        net = ipaddress.IPv4Network(prefix)
+        key = (MatchValue("dst_addr", "lpm", 32, int(net.network_address), prefix_len=net.prefixlen),)
+        handle = self._handle()
+        self.entries[IPV4_LPM][handle] = TableEntry(
+            IPV4_LPM, handle, key, "forwarding.route", {"port": port, "src_mac": 0, "dst_mac": 0}
+        )
+
+    def _array(self, name: str, size: int) -> list[int]:
+        return self.registers.setdefault(name, [0] * size)
+
+    def _handle(self) -> int:
+        self._next_handle += 1
+        return self._next_handle - 1
+
+    def _check(self) -> None:
+        if not self.reachable:
+            raise SwitchUnreachable(f"no switch answers on Thrift port {self.host}:{self.thrift_port}")
+
+    # ---- the SwitchClient methods used ----
+
+    def connect(self) -> FakeSwitchClient:
+        self._check()
+        return self
+
+    def close(self) -> None:
+        self.closed = True
+
+    def time_elapsed_us(self) -> int:
+        self._check()
+        return self.uptime_us
+
+    def info(self) -> SwitchInfo:
+        self._check()
+        return SwitchInfo(self.host, self.thrift_port, 0, "fake", self.ports, self.uptime_us)
+
+    def register_read_all(self, name: str) -> list[int]:
+        self._check()
+        size = FLOW_SLOTS if name in ("ack_thinning.key_addrs", "ack_thinning.key_ports") else 2 * FLOW_SLOTS
+        if name in ("ack_thinning.last_seen_us", "ack_thinning.closed"):
+            size = FLOW_SLOTS
+        return list(self.registers.get(name, [0] * size))
+
+    def counter_read(self, name: str, index: int) -> CounterValue:
+        self._check()
+        return CounterValue(self.counters.get((name, index), 0), 0)
+
+    def table_add(
+        self,
+        table: str,
+        action: str,
+        key: Mapping[str, str],
+        params: Mapping[str, int] | Sequence[Any] = (),
+        priority: int | None = None,
+    ) -> int:
+        self._check()
+        entries = self.entries.setdefault(table, {})
+        if table == POLICY_TABLE and len(entries) >= POLICY_TABLE_SIZE:
+            raise SwitchOperationError(f"adding an entry to {table} failed: TABLE_FULL")
+        match = tuple(_ternary(name, key[name]) for name in POLICY_KEY)
+        if any(e.key == match and e.priority == priority for e in entries.values()):
+            raise SwitchOperationError(f"adding an entry to {table} failed: DUPLICATE_ENTRY")
+        handle = self._handle()
+        entries[handle] = TableEntry(table, handle, match, action, dict(params), priority)  # type: ignore[arg-type]
+        self.writes.append(("add", handle))
+        return handle
+
+    def table_modify(self, table: str, handle: int, action: str, params: Mapping[str, int]) -> None:
+        self._check()
+        entry = self.entries[table].get(handle)
+        if entry is None:
+            raise SwitchOperationError(f"modifying entry {handle} of {table} failed: INVALID_HANDLE")
+        self.entries[table][handle] = TableEntry(
+            table, handle, entry.key, action, dict(params), entry.priority
+        )
+        self.writes.append(("modify", handle))
+
+    def table_delete(self, table: str, handle: int) -> None:
+        self._check()
+        if self.entries[table].pop(handle, None) is None:
+            raise SwitchOperationError(f"deleting entry {handle} of {table} failed: INVALID_HANDLE")
+        self.writes.append(("delete", handle))
+
+    def table_entries(self, table: str) -> list[TableEntry]:
+        self._check()
+        return sorted(self.entries.get(table, {}).values(), key=lambda e: e.handle)
+
+    def table_default(self, table: str) -> DefaultAction:
+        self._check()
+        return self.default.get(table, DefaultAction(table, None, {}))

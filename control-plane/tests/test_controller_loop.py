@@ -1,0 +1,327 @@
+"""The controller loop against an in-memory fake of the Thrift client (tests/fake_switch_client.py):
+what it writes, when, and what it never touches."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import pytest
+from fake_switch_client import FakeSwitchClient
+
+from ackwise.bmv2.client import SwitchClient
+from ackwise.controller.config import ControllerConfig, parse_config
+from ackwise.controller.decision import AckStream
+from ackwise.controller.loop import Controller, SwitchEndpoint, exact_stream, print_json_line
+from ackwise.policies import POLICY_TABLE, PolicyMatch, PolicyParams
+from ackwise.thinning import list_policies, set_policy
+
+SENDER, RECEIVER = ("10.0.1.1", 40000), ("10.0.2.1", 5001)
+ACKS = AckStream.parse(RECEIVER[0], RECEIVER[1], SENDER[0], SENDER[1])
+STEADY = 86  # segments per 100 ms interval
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Rig:
+    """A controller on one fake switch, with a fake clock advanced by ``step``."""
+
+    def __init__(self, config: ControllerConfig | None = None) -> None:
+        self.fake = FakeSwitchClient()
+        self.client = cast(SwitchClient, self.fake)  # the same object, for the typed helpers
+        self.clock = Clock()
+        self.events: list[dict[str, Any]] = []
+        self.connects = 0
+        self.controller = Controller(
+            [SwitchEndpoint("fake", 9090)],
+            config or parse_config({"rules": [{"name": "lab", "match": {"src": "10.0.2.0/24"}}]}),
+            connect=self.connect,
+            log=self.events.append,
+            clock=self.clock,
+            wall=lambda: 1700000000.0,
+            sleep=self.sleep,
+        )
+        self.segments: dict[tuple[str, int, str, int], int] = {}
+
+    def connect(self, endpoint: SwitchEndpoint) -> SwitchClient:
+        self.connects += 1
+        self.fake.connect()
+        return self.client
+
+    def sleep(self, seconds: float) -> None:
+        self.clock.now += seconds
+
+    def flow(
+        self,
+        src: tuple[str, int] = SENDER,
+        dst: tuple[str, int] = RECEIVER,
+        segments: int = STEADY,
+        **kw: Any,
+    ) -> None:
+        """The data sender ``src`` sent ``segments`` more segments to ``dst``."""
+        key = (src[0], src[1], dst[0], dst[1])
+        self.segments[key] = self.segments.get(key, 0) + segments
+        self.fake.set_flow(*key, data={"data_segments": self.segments[key], "rtt_min_us": 40_000}, **kw)
+
+    def step(self, send: bool = True, **flow: Any) -> list[dict[str, Any]]:
+        """One interval; unless ``send`` is False, the flow sends (``flow`` as for ``flow``)."""
+        self.clock.now += 0.125
+        self.fake.uptime_us += 125_000
+        if send:
+            self.flow(**flow)
+        before = len(self.events)
+        self.controller.step()
+        return self.events[before:]
+
+    def policy_rules(self) -> dict[AckStream | None, str]:
+        rules, _ = list_policies(self.client)
+        return {exact_stream(r.match): r.params.describe() for r in rules}
+
+
+def kinds(events: list[dict[str, Any]]) -> list[str]:
+    return [e["event"] for e in events]
+
+
+def test_a_new_flow_gets_an_exact_rule_then_only_changes_are_written() -> None:
+    rig = Rig()
+    events = rig.step(segments=10)
+    assert kinds(events) == ["connected", "set"]
+    assert rig.policy_rules() == {ACKS: "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200"}
+    entry = rig.fake.entries[POLICY_TABLE][0]
+    assert entry.priority == 1  # exact: above any prefix rule
+    set_event = events[1]
+    assert set_event == {
+        "t": 1700000000.0,
+        "event": "set",
+        "switch": "fake:9090",
+        "flow": "10.0.1.1:40000 -> 10.0.2.1:5001",
+        "acks": "src=10.0.2.1/32 dst=10.0.1.1/32 sport=5001 dport=40000",
+        "old": None,
+        "handle": 0,
+        "new": "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200",
+        "kind": "new",
+        "reason": "new flow: ACK every segment until its rate is known",
+    }
+    writes = len(rig.fake.writes)
+    for segments in (20, 40, 80, 86):  # ramping up: the decision stays every_d d=1
+        assert kinds(rig.step(segments=segments)) == []
+    assert len(rig.fake.writes) == writes
+    events = [e for _ in range(3) for e in rig.step()]  # steady: saturated, tack
+    assert [(e["event"], e["old"], e["new"]) for e in events] == [
+        (
+            "change",
+            "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200",
+            "tack mss=1448 L=2 beta=4 rtt_min_us=0 idle_ms=1000 hold_ms=200",
+        )
+    ]
+    assert rig.fake.writes[-1] == ("modify", 0)  # in place: never a moment without a rule
+
+
+def test_no_rule_while_the_operators_rule_gives_the_same_policy() -> None:
+    """Under a tracking rule every_d d=1, a new flow's d=1 needs no rule of its own (the table holds
+    256): short flows never get one; a flow gets its rule when its policy differs."""
+    rig = Rig()
+    set_policy(rig.client, PolicyMatch.parse(["src=10.0.2.0/24"]), PolicyParams.parse("every_d", ["d=1"]))
+    for segments in (10, 20, 40, 80, 86, 86):
+        assert kinds(rig.step(segments=segments)) in (["connected"], [])
+    assert len(rig.fake.entries[POLICY_TABLE]) == 1
+    events = rig.step()
+    assert [(e["event"], e["old"], e["kind"]) for e in events] == [("set", None, "saturated")]
+    assert rig.policy_rules()[ACKS].startswith("tack")
+
+
+def test_flows_no_rule_manages_are_never_touched() -> None:
+    config = parse_config(
+        {
+            "rules": [
+                {"name": "hands-off", "match": {"src": "10.0.2.9/32"}, "ignore": True},
+                {"name": "lab", "match": {"src": "10.0.2.0/24"}},
+            ]
+        }
+    )
+    rig = Rig(config)
+    # the operator's rules: a tracking rule for the managed prefix, a prefix rule elsewhere, and an
+    # exact rule for a flow the controller does not manage
+    for spec, policy in ((["src=10.0.2.0/24"], "every_d"), (["src=10.0.3.0/24"], "tack")):
+        set_policy(rig.client, PolicyMatch.parse(spec), PolicyParams.parse(policy, []))
+    unmanaged = AckStream.parse("10.0.3.1", 5001, "10.0.1.1", 40001)
+    operator_exact = set_policy(rig.client, unmanaged.match(), PolicyParams.parse("every_d", ["d=8"]))
+    rig.flow(("10.0.1.1", 40001), ("10.0.3.1", 5001))  # no rule matches its ACKs
+    rig.flow(("10.0.1.1", 40002), ("10.0.2.9", 5001))  # the ignore rule matches
+    rig.flow(RECEIVER, SENDER)  # data the other way: its ACKs come from 10.0.1.1
+    before = dict(rig.fake.entries[POLICY_TABLE])
+    for _ in range(20):
+        rig.flow(("10.0.1.1", 40001), ("10.0.3.1", 5001))
+        rig.flow(("10.0.1.1", 40002), ("10.0.2.9", 5001))
+        rig.flow(RECEIVER, SENDER)
+        rig.step()  # and the managed flow, SENDER -> RECEIVER
+    after = rig.fake.entries[POLICY_TABLE]
+    assert {h: e for h, e in after.items() if h in before} == before  # the operator's 3, unchanged
+    assert len(before) == 3
+    assert [exact_stream(r.match) for r in list_policies(rig.client)[0] if r.handle not in before] == [ACKS]
+    rig.fake.drop_flow("10.0.1.1", 40001, "10.0.3.1", 5001)
+    rig.step()
+    assert operator_exact in rig.fake.entries[POLICY_TABLE]  # not the controller's to remove
+
+
+def test_a_switch_restart_gets_the_current_decisions_again() -> None:
+    rig = Rig()
+    for _ in range(8):
+        rig.step()
+    assert rig.policy_rules() == {ACKS: "tack mss=1448 L=2 beta=4 rtt_min_us=0 idle_ms=1000 hold_ms=200"}
+    rig.fake.restart()  # tables empty, registers zero, uptime from 0
+    events = rig.step(send=False)  # the flow's record is not back yet
+    assert kinds(events) == ["restart", "reapply"]
+    assert events[0]["reason"] == "switch restarted: its uptime went back"
+    assert events[1]["new"].startswith("tack")
+    assert rig.policy_rules() == {ACKS: "tack mss=1448 L=2 beta=4 rtt_min_us=0 idle_ms=1000 hold_ms=200"}
+
+
+def test_a_rule_lost_without_a_restart_is_reapplied() -> None:
+    rig = Rig()
+    rig.step(segments=10)
+    rig.flow(("10.0.1.2", 40000), RECEIVER, segments=10)
+    rig.step(segments=10)
+    assert len(rig.policy_rules()) == 2
+    rules, _ = list_policies(rig.client)
+    handle = next(r.handle for r in rules if exact_stream(r.match) == ACKS)
+    del rig.fake.entries[POLICY_TABLE][handle]  # an operator's 'ackwise policy del'
+    events = rig.step(segments=10)
+    assert kinds(events) == ["lost", "reapply"]
+    assert len(rig.policy_rules()) == 2
+
+
+def test_every_rule_lost_at_once_counts_as_a_restart() -> None:
+    """A program reload keeps the uptime but empties the tables: as a restart."""
+    rig = Rig()
+    rig.step(segments=10)
+    rig.fake.entries[POLICY_TABLE].clear()
+    events = rig.step(segments=10)
+    assert kinds(events) == ["restart", "reapply"]
+    assert events[0]["reason"] == "the policy table lost every rule of the controller"
+
+
+def test_rules_of_finished_flows_are_removed() -> None:
+    rig = Rig()
+    other = ("10.0.1.2", 40000)
+    rig.flow(other, RECEIVER, segments=10)
+    rig.step(segments=10)
+    assert len(rig.policy_rules()) == 2
+    rig.fake.set_flow(*other, *RECEIVER, closed=True)  # FIN: the record is marked closed
+    events = rig.step()
+    assert [(e["event"], e["reason"]) for e in events] == [("remove", "flow closed (FIN or RST)")]
+    rig.fake.drop_flow(*SENDER, *RECEIVER)  # its slot taken by another flow
+    events = rig.step(send=False)
+    assert [(e["event"], e["reason"]) for e in events] == [
+        ("remove", "flow record gone (reclaimed, or the switch restarted)")
+    ]
+    assert rig.policy_rules() == {}
+
+
+def test_an_idle_flow_loses_its_rule_and_gets_one_when_it_sends_again() -> None:
+    config = parse_config({"forget_after_s": 1, "rules": [{"name": "lab", "match": {"src": "10.0.2.0/24"}}]})
+    rig = Rig(config)
+    rig.step(segments=10)
+    removed = [e for _ in range(12) for e in rig.step(segments=0)]
+    assert [(e["event"], e["reason"]) for e in removed] == [("remove", "no new data for 1 s")]
+    assert rig.policy_rules() == {}
+    assert [e for _ in range(5) for e in rig.step(segments=0)] == []  # still idle: not re-added
+    assert kinds(rig.step(segments=10)) == ["set"]
+
+
+def test_rules_left_by_a_previous_controller_are_adopted() -> None:
+    rig = Rig()
+    left = set_policy(rig.client, ACKS.match(), PolicyParams.parse("tack", []))
+    gone = AckStream.parse("10.0.2.2", 5001, "10.0.1.1", 40000)
+    left_gone = set_policy(rig.client, gone.match(), PolicyParams.parse("every_d", ["d=4"]))
+    events = rig.step(segments=10)
+    assert [(e["event"], e.get("handle")) for e in events] == [
+        ("connected", None),
+        ("adopt", left),
+        ("adopt", left_gone),
+        ("remove", None),  # the flow of the second is not there
+        ("change", None),  # the first: modified in place, not added twice
+    ]
+    assert rig.fake.writes == [("add", left), ("add", left_gone), ("delete", left_gone), ("modify", left)]
+
+
+def test_the_rule_budget_is_kept() -> None:
+    config = parse_config(
+        {"max_rules_per_switch": 1, "rules": [{"name": "lab", "match": {"src": "10.0.2.0/24"}}]}
+    )
+    rig = Rig(config)
+    rig.flow(("10.0.1.2", 40000), RECEIVER, segments=10)
+    events = rig.step(segments=10)
+    assert kinds(events) == ["connected", "set", "budget"]
+    assert "max_rules_per_switch reached" in events[2]["reason"]
+    assert kinds(rig.step(segments=10)) == []  # logged once
+    assert len(rig.policy_rules()) == 1
+
+
+def test_a_switch_that_stops_answering_is_retried() -> None:
+    rig = Rig()
+    rig.step(segments=10)
+    rig.fake.reachable = False
+    events = [e for _ in range(5) for e in rig.step(segments=10)]
+    assert kinds(events) == ["error"]  # once while it lasts, not every interval
+    assert "no switch answers on Thrift port" in events[0]["error"]
+    rig.fake.reachable = True
+    events = rig.step(segments=10)
+    assert kinds(events) == ["connected", "recovered"]
+    assert rig.connects == 1 + 4 + 1  # the first, one attempt per interval while down, the last
+
+
+def test_a_failed_write_is_logged_and_retried() -> None:
+    rig = Rig()
+    for i in range(256):  # the operator filled the table
+        set_policy(rig.client, PolicyMatch.parse([f"sport={i}"]), PolicyParams.parse("tack", []))
+    events = rig.step(segments=10)
+    assert kinds(events) == ["connected", "error"]
+    assert "TABLE_FULL" in events[1]["error"]
+    rig.fake.table_delete(POLICY_TABLE, 0)
+    assert kinds(rig.step(segments=10)) == ["set"]
+
+
+def test_run_steps_every_interval_and_release_removes_the_rules() -> None:
+    rig = Rig()
+    rig.flow(segments=10)
+    start = rig.clock.now
+    assert rig.controller.run(intervals=3) == 3
+    assert rig.clock.now == pytest.approx(start + 0.2)  # slept between the 3 steps, not after
+    assert len(rig.policy_rules()) == 1
+    rig.controller.release()
+    assert rig.policy_rules() == {}
+    assert rig.events[-1]["reason"] == "controller exiting: its rules removed on request"
+
+
+def test_an_overrun_is_logged() -> None:
+    rig = Rig()
+    rig.flow(segments=10)
+
+    def slow_step() -> None:
+        rig.clock.now += 0.3
+
+    rig.controller.step = slow_step  # type: ignore[method-assign]
+    rig.controller.run(intervals=2)
+    assert [e["event"] for e in rig.events] == ["overrun", "overrun"]
+
+
+def test_switch_endpoints() -> None:
+    assert SwitchEndpoint.parse("s1:9091") == SwitchEndpoint("s1", 9091)
+    assert SwitchEndpoint.parse("9092") == SwitchEndpoint("localhost", 9092)
+    assert SwitchEndpoint.parse("s2") == SwitchEndpoint("s2", 9090)
+    with pytest.raises(ValueError, match="write HOST:PORT"):
+        SwitchEndpoint.parse("s1:x")
+    with pytest.raises(ValueError, match="give at least one --switch"):
+        Controller([], parse_config({"rules": [{"name": "r", "match": {}}]}))
+
+
+def test_log_lines_are_json(capsys: pytest.CaptureFixture[str]) -> None:
+    print_json_line({"event": "set", "flow": "a -> b"})
+    assert json.loads(capsys.readouterr().out) == {"event": "set", "flow": "a -> b"}
