@@ -90,13 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.only.split(","))
         scenarios = [s for s in scenarios if s.name in wanted]
     started = time.time()
-    directories = []
+    directories: list[Path] = []
+    failed: list[str] = []
     for scenario in scenarios:
         directory = out_dir(scenario.name, args.quick)
         cmd = [
             sys.executable,
             "-m",
-            "ackwise.cli",
+            "ackwise",
             "experiment",
             "run",
             scenario.name,
@@ -108,14 +109,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {scenario.name}: {' '.join(cmd[3:])}", flush=True)
         if subprocess.run(cmd).returncode != 0:
             print(f"{scenario.name}: the run failed; its directory keeps what was done", file=sys.stderr)
+            failed.append(scenario.name)
             continue
         write_report(directory)
         directories.append(directory)
     command = "make experiments" + (" QUICK=1" if args.quick else "")
     table = headline(directories, command, started)
     print(table)
-    if args.write_docs:
+    if args.write_docs and directories:
         write_docs(table)
+    if failed:
+        print(f"not run to the end: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -80,7 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         },
         "code_version": code_version(),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "command": "ackwise " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("ackwise") else "",
+        "command": " ".join(["ackwise", *(shlex.quote(a) for a in sys.argv[1:])]),
     }
     store = ResultStore.open(out, manifest, allow_mixing=args.allow_mixing)
     done = store.completed(retry_failed=args.retry_failed)
