@@ -72,6 +72,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupt)
+    # What a test starts and then detaches (Mininet's host shells, everything in a host) stays
+    # this process's descendant, so the guard below can tell it from anyone else's processes.
+    leftovers.become_subreaper()
 
 
 @pytest.fixture(autouse=True)

@@ -1,14 +1,21 @@
 """What a test left on the machine: the processes, interfaces, namespaces and files that exist after
 it and did not before it, and their removal.
 
-Tests run one at a time, so anything of the test bed's kind that appeared while a test ran is that
-test's. Processes count when they are of a kind the test bed starts (switches, emulators, agents,
-traffic, captures, Mininet host shells); interfaces and named namespaces when they are new; files
-when they are new /tmp/ackwise-* entries.
+Only what this test run made counts, so that a run never touches what another user (or another
+test run) has going on the same machine:
+
+- processes: descendants of this pytest process. pytest is made a child subreaper
+  (``become_subreaper``), so processes that detach from their parent (Mininet's host shells and
+  everything started in a host, which mnexec daemonizes) are reparented to it, not to init;
+- interfaces: new ones with the names the suite uses (Mininet's NODE-ethN and NODE-cpu[a], the
+  ``aw`` prefix of the tests' own, run_ptf.py's ``ap<pid>``);
+- namespaces: new ones with the ``aw`` prefix the suite uses;
+- files: new /tmp/ackwise-* entries that no process outside this run names on its command line.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -26,31 +33,77 @@ MODULES = re.compile(
 TMP_PREFIX = "ackwise-"
 
 
-def processes() -> dict[int, str]:
-    """pid -> command line of every live (not zombie) process of the test bed's kinds."""
-    found: dict[int, str] = {}
+OUR_INTERFACES = re.compile(r"^[a-z]+\d*-(eth\d+|cpu|cpua)$|^aw|^ap\d+[stc]")
+OUR_NAMESPACES = re.compile(r"^aw")
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """Make orphaned descendants of this process its children rather than init's (Linux)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _all_processes() -> dict[int, tuple[int, str, list[str]]]:
+    """pid -> (parent pid, state, argv) of every process."""
+    found = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit():
             continue
         try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
             argv = [a.decode(errors="replace") for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
-            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
         except OSError:
             continue
-        if not argv or state == "Z":
-            continue
-        if Path(argv[0]).name in PROGRAMS or any(MODULES.search(a) for a in argv):
-            found[int(entry.name)] = " ".join(argv)[:120]
+        found[int(entry.name)] = (int(fields[1]), fields[0], argv)
     return found
 
 
+def _descendants(table: dict[int, tuple[int, str, list[str]]], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def processes() -> dict[int, str]:
+    """pid -> command line of every live (not zombie) process of the test bed's kinds that this
+    test run started."""
+    table = _all_processes()
+    ours = _descendants(table, os.getpid())
+    found: dict[int, str] = {}
+    for pid in ours:
+        _, state, argv = table[pid]
+        if not argv or state == "Z":
+            continue
+        if Path(argv[0]).name in PROGRAMS or any(MODULES.search(a) for a in argv):
+            found[pid] = " ".join(argv)[:120]
+    return found
+
+
+def foreign_command_lines() -> str:
+    """The command lines of the processes this test run did not start, joined."""
+    table = _all_processes()
+    ours = _descendants(table, os.getpid()) | {os.getpid()}
+    return "\n".join(" ".join(argv) for pid, (_, _, argv) in table.items() if pid not in ours)
+
+
 def interfaces() -> set[str]:
-    return {p.name for p in Path("/sys/class/net").iterdir()}
+    return {p.name for p in Path("/sys/class/net").iterdir() if OUR_INTERFACES.search(p.name)}
 
 
 def namespaces() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
+    return {
+        n for n in (line.split()[0] for line in out.splitlines() if line.strip()) if OUR_NAMESPACES.search(n)
+    }
 
 
 def tmp_files() -> set[Path]:
@@ -89,11 +142,12 @@ class Leftovers:
 
 
 def since(before: Snapshot) -> Leftovers:
+    foreign = foreign_command_lines()
     return Leftovers(
         {pid: cmd for pid, cmd in processes().items() if pid not in before.pids},
         sorted(interfaces() - before.intfs),
         sorted(namespaces() - before.netns),
-        sorted(tmp_files() - before.files),
+        sorted(f for f in tmp_files() - before.files if str(f) not in foreign),
     )
 
 
