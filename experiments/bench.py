@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,9 @@ from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_def
 
 from .record import tool_versions
 
-N_FLOWS = 64
+N_FLOWS = 64  # the main table's; the flow sweep also runs FLOW_SWEEP flows
+FLOW_SWEEP = (64, 1000, 4000)
+SWEEP_POLICY = "every_d d=8"
 MIXES = {"ack-heavy": (1, 8), "data-heavy": (2, 1)}  # (data segments, pure ACKs) per round
 CONFIGS = [
     ("forward_only", None),
@@ -40,6 +44,8 @@ CONFIGS = [
     ("ack_switch", "dynamic_d"),
     ("ack_switch", "tack"),
     ("ack_switch", "filter"),
+    ("ack_switch", "acc"),
+    ("ack_switch", "coalesce"),
 ]
 MAC = {1: bytes.fromhex("0000000001fe"), 2: bytes.fromhex("0000000002fe")}
 
@@ -64,7 +70,7 @@ def _ipv4_header(src: int, dst: int, payload_len: int) -> bytes:
     return header[:10] + struct.pack("!H", ~total & 0xFFFF) + header[12:]
 
 
-def _segment(
+def segment(
     in_port: int, src: int, dst: int, sport: int, dport: int, seq: int, ack: int, payload: int
 ) -> bytes:
     """Ethernet/IPv4/TCP with NOP NOP Timestamps. The TCP checksum is left zero: the switch does
@@ -75,28 +81,28 @@ def _segment(
     return MAC[in_port] + bytes.fromhex("000000000101") + b"\x08\x00" + ip + tcp + bytes(payload)
 
 
-def build_traffic(mix: str, rounds: int) -> list[tuple[int, bytes]]:
+def build_traffic(mix: str, rounds: int, n_flows: int = N_FLOWS) -> list[tuple[int, bytes]]:
     """(ingress port, frame) in sending order."""
     n_data, n_acks = MIXES[mix]
     host1, host2 = 0x0A000101, 0x0A000201
     frames: list[tuple[int, bytes]] = []
-    sent = [0] * N_FLOWS  # bytes of data per flow
+    sent = [0] * n_flows  # bytes of data per flow
     # ACKs lag the data by a flight of 16 segments and share out the data's advance evenly, so
     # they are neither duplicates nor acknowledgements of everything sent.
     step = n_data * MSS_BYTES // n_acks
     for r in range(rounds):
-        f = r % N_FLOWS
+        f = r % n_flows
         sport = 20000 + f
         for _ in range(n_data):
-            frames.append((1, _segment(1, host1, host2, sport, 5001, 1000 + sent[f], 1, MSS_BYTES)))
+            frames.append((1, segment(1, host1, host2, sport, 5001, 1000 + sent[f], 1, MSS_BYTES)))
             sent[f] += MSS_BYTES
         for i in range(n_acks):
             acked = max(0, sent[f] - 16 * MSS_BYTES - (n_acks - 1 - i) * step)
-            frames.append((2, _segment(2, host2, host1, 5001, sport, 1, 1000 + acked, 0)))
+            frames.append((2, segment(2, host2, host1, 5001, sport, 1, 1000 + acked, 0)))
     return frames
 
 
-def _veth(name: str, peer: str) -> None:
+def veth(name: str, peer: str) -> None:
     subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", peer], check=True)
     for iface in (name, peer):
         Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6").write_text("1")
@@ -112,6 +118,7 @@ class Result:
     program: str
     policy: str
     mix: str
+    flows: int
     offered_pps: float
     handled_pps: float
     forwarded: int
@@ -127,6 +134,7 @@ def measure(
     offered_pps: float,
     ifaces: dict[int, tuple[str, str]],
     thrift_port: int,
+    n_flows: int = N_FLOWS,
 ) -> Result:
     spec = SwitchSpec(
         program_json=str(compiled_program(program)),
@@ -136,20 +144,7 @@ def measure(
     )
     running = start_switch(spec)
     try:
-        with SwitchClient("localhost", thrift_port) as client:
-            for port in (1, 2):
-                client.table_add(
-                    "forwarding.ipv4_lpm",
-                    "route",
-                    {"dst_addr": f"10.0.{port}.0/24"},
-                    {
-                        "port": port,
-                        "src_mac": f"00:00:00:00:0{port}:fe",
-                        "dst_mac": f"00:00:00:00:0{port}:01",
-                    },
-                )
-            if policy is not None:
-                set_default_policy(client, PolicyParams.parse(policy.split()[0], policy.split()[1:]))
+        _routes_and_policy(thrift_port, policy)
         socks = {}
         for port, (_, test_side) in ifaces.items():
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -177,6 +172,7 @@ def measure(
             with SwitchClient("localhost", thrift_port) as client:
                 thinned = (
                     client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets
+                    + client.counter_read(THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
                     + client.counter_read(FILTER_STATS, 1).packets
                 )
         for s in socks.values():
@@ -185,6 +181,7 @@ def measure(
             program,
             policy or "-",
             mix,
+            n_flows,
             total / sent_s,
             (forwarded + thinned) / (sent_s + 0.5),
             forwarded,
@@ -194,12 +191,114 @@ def measure(
         running.stop()
 
 
+# ---- the work per packet, from bmv2's own trace ----
+
+# What the trace says for each step of a packet (simple_switch --log-level trace).
+STEP_KINDS = {
+    "parser states": re.compile(r"Parser '\w+' entering state"),
+    "tables": re.compile(r"Applying table '"),
+    "conditions": re.compile(r"Condition \""),
+    "primitives": re.compile(r" Primitive "),
+    "register reads": re.compile(r"Read register '"),
+    "register writes": re.compile(r"Wrote register '"),
+}
+TYPICAL = {"data segment": 24, "pure ACK": 25}  # packet ids in the trace (see count_steps)
+
+
+@dataclass
+class Steps:
+    program: str
+    policy: str
+    packet: str
+    counts: dict[str, int]
+
+
+def count_steps(
+    program: str, policy: str | None, ifaces: dict[int, tuple[str, str]], thrift_port: int
+) -> list[Steps]:
+    """Run a switch with its trace on, send a flow's warm-up (20 data segments, 4 ACKs lagging 16
+    segments behind), then one typical data segment (packet 24) and one typical pure ACK (25,
+    neither a duplicate nor the end of a burst), and count each one's steps in the trace."""
+    with tempfile.TemporaryDirectory(prefix="ackwise-bench-trace-") as tmp:
+        log = Path(tmp) / "trace.log"
+        spec = SwitchSpec(
+            program_json=str(compiled_program(program)),
+            ports={p: sw for p, (sw, _) in ifaces.items()},
+            thrift_port=thrift_port,
+            enable_swap=False,
+            log_file=str(log),
+            log_level="trace",
+        )
+        running = start_switch(spec)
+        try:
+            _routes_and_policy(thrift_port, policy)
+            host1, host2 = 0x0A000101, 0x0A000201
+            frames = [
+                (1, segment(1, host1, host2, 20000, 5001, 1000 + k * MSS_BYTES, 1, MSS_BYTES))
+                for k in range(20)
+            ]
+            frames += [
+                (2, segment(2, host2, host1, 5001, 20000, 1, 1000 + k * MSS_BYTES, 0)) for k in range(1, 5)
+            ]
+            frames += [(1, segment(1, host1, host2, 20000, 5001, 1000 + 20 * MSS_BYTES, 1, MSS_BYTES))]
+            frames += [(2, segment(2, host2, host1, 5001, 20000, 1, 1000 + 5 * MSS_BYTES, 0))]
+            socks = {}
+            for port, (_, test_side) in ifaces.items():
+                socks[port] = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+                socks[port].bind((test_side, 0))
+            for port, frame in frames:
+                socks[port].send(frame)
+                time.sleep(0.01)  # one at a time: the trace's packet ids follow the sending order
+            time.sleep(0.3)
+            for s in socks.values():
+                s.close()
+        finally:
+            running.stop()
+        text = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("trace.log*")))
+    results = []
+    for packet, pid in TYPICAL.items():
+        lines = [line for line in text.splitlines() if f"] [{pid}.0] " in line]
+        counts = {kind: sum(1 for line in lines if rx.search(line)) for kind, rx in STEP_KINDS.items()}
+        results.append(Steps(program, policy or "-", packet, counts))
+    return results
+
+
+def _routes_and_policy(thrift_port: int, policy: str | None) -> None:
+    with SwitchClient("localhost", thrift_port) as client:
+        for port in (1, 2):
+            client.table_add(
+                "forwarding.ipv4_lpm",
+                "route",
+                {"dst_addr": f"10.0.{port}.0/24"},
+                {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
+            )
+        if policy is not None:
+            set_default_policy(client, PolicyParams.parse(policy.split()[0], policy.split()[1:]))
+
+
+def render_steps(steps: list[Steps]) -> str:
+    kinds = list(STEP_KINDS)
+    lines = [
+        "| program | policy | packet | " + " | ".join(kinds) + " | steps (tables + conditions) |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in kinds) + " | --- |",
+    ]
+    for s in steps:
+        cells = " | ".join(str(s.counts[k]) for k in kinds)
+        lines.append(
+            f"| {s.program} | {s.policy} | {s.packet} | {cells} | "
+            f"{s.counts['tables'] + s.counts['conditions']} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--offered-pps", type=float, default=30000)
+    parser.add_argument("--no-sweep", action="store_true", help="skip the 1 000 and 4 000 flow runs")
+    parser.add_argument("--no-holdback", action="store_true", help="skip the hold-back agent's part")
     parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
     )
@@ -210,47 +309,78 @@ def main(argv: list[str] | None = None) -> int:
     tag = f"bn{os.getpid() % 10000}"
     ifaces = {1: (f"{tag}s1", f"{tag}t1"), 2: (f"{tag}s2", f"{tag}t2")}
     results: list[Result] = []
+    steps: list[Steps] = []
     try:
         for sw, test in ifaces.values():
-            _veth(sw, test)
+            veth(sw, test)
         for mix in MIXES:
             frames = build_traffic(mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1)
             for program, policy in CONFIGS:
                 r = measure(program, policy, mix, frames, args.seconds, args.offered_pps, ifaces, 9590)
                 results.append(r)
-                print(
-                    f"{mix:<10} {program:<12} {r.policy:<12} offered {r.offered_pps:8.0f} pps, "
-                    f"handled {r.handled_pps:8.0f} pps (out {r.forwarded}, thinned {r.thinned})",
-                    flush=True,
+                _print(r)
+        if not args.no_sweep:
+            mix = "ack-heavy"
+            for n_flows in FLOW_SWEEP[1:]:
+                frames = build_traffic(
+                    mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1, n_flows
                 )
+                for program, policy in (("forward_only", None), ("ack_switch", SWEEP_POLICY)):
+                    r = measure(
+                        program, policy, mix, frames, args.seconds, args.offered_pps, ifaces, 9590, n_flows
+                    )
+                    results.append(r)
+                    _print(r)
+        for program, policy in CONFIGS:
+            steps += count_steps(program, policy, ifaces, 9591)
     finally:
         for sw, _ in ifaces.values():
             subprocess.run(["ip", "link", "del", sw], stderr=subprocess.DEVNULL)
-    table = render(results, args)
+    holdback_table = ""
+    if not args.no_holdback:
+        from . import holdback_bench
+
+        holdback_table = holdback_bench.render(holdback_bench.run(args.seconds, [1000.0, 2000.0, 4000.0]))
+    table = render(results, args) + "\n\n" + render_steps(steps)
+    if holdback_table:
+        table += (
+            "\n\nHold-back agent (every_d d=4, hold_ms=200, each ACK right behind its data):\n\n"
+            + holdback_table
+        )
     print(table)
     if args.write_docs:
         write_docs(table)
     return 0
 
 
+def _print(r: Result) -> None:
+    print(
+        f"{r.mix:<10} {r.flows:>5} flows {r.program:<12} {r.policy:<12} offered {r.offered_pps:8.0f} pps, "
+        f"handled {r.handled_pps:8.0f} pps (out {r.forwarded}, thinned {r.thinned})",
+        flush=True,
+    )
+
+
 def render(results: list[Result], args: argparse.Namespace) -> str:
     lines = [
-        "| mix | program | policy | handled pps | ratio to forward_only | out | thinned |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| mix | flows | program | policy | handled pps | ratio to forward_only | out | thinned |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for mix in MIXES:
-        base = next(r.handled_pps for r in results if r.mix == mix and r.program == "forward_only")
-        for r in (r for r in results if r.mix == mix):
+    groups = list(dict.fromkeys((r.mix, r.flows) for r in results))
+    for mix, flows in groups:
+        group = [r for r in results if (r.mix, r.flows) == (mix, flows)]
+        base = next(r.handled_pps for r in group if r.program == "forward_only")
+        for r in group:
             lines.append(
-                f"| {mix} | {r.program} | {r.policy} | {r.handled_pps:.0f} | {r.handled_pps / base:.2f} | "
-                f"{r.forwarded} | {r.thinned} |"
+                f"| {mix} | {flows} | {r.program} | {r.policy} | {r.handled_pps:.0f} | "
+                f"{r.handled_pps / base:.2f} | {r.forwarded} | {r.thinned} |"
             )
     offered = {mix: next(r.offered_pps for r in results if r.mix == mix) for mix in MIXES}
     v = tool_versions()
     lines += [
         "",
         f"Offered: {', '.join(f'{m} {o:.0f} pps' for m, o in offered.items())} for {args.seconds:g} s "
-        f"per configuration, {N_FLOWS} flows; simple_switch {v['simple_switch']}, p4c {v['p4c']}, "
+        f"per configuration; simple_switch {v['simple_switch']}, p4c {v['p4c']}, "
         f"kernel {v['kernel']}, {os.cpu_count()} cores, ackwise {v['ackwise']}.",
     ]
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from ackwise.policies import MSS_BYTES, PolicyParams
 from ackwise.processes import stop_process
 from ackwise.thinning import THINNING_STATS, ThinningStat, set_default_policy
 
-from .bench import _segment, _veth
+from .bench import segment, veth
 
 N_FLOWS = 64
 CPU_PORT = 3
@@ -53,9 +53,9 @@ def build_traffic(pairs: int) -> list[tuple[int, bytes]]:
     for r in range(pairs):
         f = r % N_FLOWS
         sport = 20000 + f
-        frames.append((1, _segment(1, host1, host2, sport, 5001, 1000 + sent[f], 1, MSS_BYTES)))
+        frames.append((1, segment(1, host1, host2, sport, 5001, 1000 + sent[f], 1, MSS_BYTES)))
         sent[f] += MSS_BYTES
-        frames.append((2, _segment(2, host2, host1, 5001, sport, 1, 1000 + sent[f], 0)))
+        frames.append((2, segment(2, host2, host1, 5001, sport, 1, 1000 + sent[f], 0)))
     return frames
 
 
@@ -144,7 +144,7 @@ def run(seconds: float, rates: list[float]) -> list[HoldbackResult]:
     results = []
     try:
         for sw, test in ifaces.values():
-            _veth(sw, test)
+            veth(sw, test)
         for rate in rates:
             r = measure(rate, seconds, ifaces, 9592)
             results.append(r)
