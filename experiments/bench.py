@@ -9,6 +9,11 @@ and data-heavy (2 data segments of 1514 bytes per ACK). The sender offers more t
 can take; the rate is what the switch handled: packets out of it plus ACKs it thinned on purpose.
 
     python -m ackwise.experiments.bench [--seconds 3] [--offered-pps 30000] [--write-docs]
+        [--steps-only] [--keep-trace DIR] [--simple-switch PATH --label NAME]
+
+With --simple-switch, every switch of the run is that binary (for instance a bmv2 built with
+--disable-logging-macros); --write-docs then writes the table into its own block, named by --label.
+Steps are counted from bmv2's trace, which such a build does not write: that table is left out.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 
 from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
-from ackwise.bmv2.toolchain import REPO_ROOT, compiled_program
+from ackwise.bmv2.toolchain import REPO_ROOT, SIMPLE_SWITCH_ENV, compiled_program
 from ackwise.policies import MSS_BYTES, PolicyParams
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 
@@ -109,6 +114,14 @@ def veth(name: str, peer: str) -> None:
         subprocess.run(["ip", "link", "set", iface, "mtu", "9000", "up"], check=True)
 
 
+def cpu_s(pid: int) -> float:
+    """CPU time of every thread of a process so far, in seconds, to the nanosecond (schedstat)."""
+    return (
+        sum(int((task / "schedstat").read_text().split()[0]) for task in Path(f"/proc/{pid}/task").iterdir())
+        / 1e9
+    )
+
+
 def _rx(iface: str) -> int:
     return int(Path(f"/sys/class/net/{iface}/statistics/rx_packets").read_text())
 
@@ -123,6 +136,7 @@ class Result:
     handled_pps: float
     forwarded: int
     thinned: int
+    cpu_us_per_packet: float  # the switch's CPU time (all threads) per packet it handled
 
 
 def measure(
@@ -152,6 +166,7 @@ def measure(
             socks[port] = s
         time.sleep(0.2)
         rx_before = {p: _rx(t) for p, (_, t) in ifaces.items()}
+        cpu_before = cpu_s(running.pid)
         # Pace in batches of 100 frames to the offered rate for `seconds`.
         total = min(len(frames), int(offered_pps * seconds))
         start = time.monotonic()
@@ -167,6 +182,7 @@ def measure(
         sent_s = time.monotonic() - start
         time.sleep(0.5)  # let the switch drain what it accepted
         forwarded = sum(_rx(t) - rx_before[p] for p, (_, t) in ifaces.items())
+        cpu = cpu_s(running.pid) - cpu_before
         thinned = 0
         if program == "ack_switch":
             with SwitchClient("localhost", thrift_port) as client:
@@ -186,6 +202,7 @@ def measure(
             (forwarded + thinned) / (sent_s + 0.5),
             forwarded,
             thinned,
+            cpu / max(1, forwarded + thinned) * 1e6,
         )
     finally:
         running.stop()
@@ -214,11 +231,16 @@ class Steps:
 
 
 def count_steps(
-    program: str, policy: str | None, ifaces: dict[int, tuple[str, str]], thrift_port: int
+    program: str,
+    policy: str | None,
+    ifaces: dict[int, tuple[str, str]],
+    thrift_port: int,
+    keep_trace: Path | None = None,
 ) -> list[Steps]:
     """Run a switch with its trace on, send a flow's warm-up (20 data segments, 4 ACKs lagging 16
     segments behind), then one typical data segment (packet 24) and one typical pure ACK (25,
-    neither a duplicate nor the end of a burst), and count each one's steps in the trace."""
+    neither a duplicate nor the end of a burst), and count each one's steps in the trace. With
+    keep_trace, the two packets' trace lines are written there (one file per configuration)."""
     with tempfile.TemporaryDirectory(prefix="ackwise-bench-trace-") as tmp:
         log = Path(tmp) / "trace.log"
         spec = SwitchSpec(
@@ -260,6 +282,10 @@ def count_steps(
         lines = [line for line in text.splitlines() if f"] [{pid}.0] " in line]
         counts = {kind: sum(1 for line in lines if rx.search(line)) for kind, rx in STEP_KINDS.items()}
         results.append(Steps(program, policy or "-", packet, counts))
+        if keep_trace is not None:
+            keep_trace.mkdir(parents=True, exist_ok=True)
+            name = f"{program}-{(policy or '-').split()[0]}-{packet.replace(' ', '-')}.log"
+            (keep_trace / name).write_text("\n".join(lines) + "\n")
     return results
 
 
@@ -300,9 +326,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sweep", action="store_true", help="skip the 1 000 and 4 000 flow runs")
     parser.add_argument("--no-holdback", action="store_true", help="skip the hold-back agent's part")
     parser.add_argument(
+        "--steps-only", action="store_true", help="only count the steps of a typical packet per policy"
+    )
+    parser.add_argument(
+        "--keep-trace", type=Path, metavar="DIR", help="write the counted packets' trace lines into DIR"
+    )
+    parser.add_argument(
+        "--simple-switch", metavar="PATH", help="run this simple_switch instead of the one on PATH"
+    )
+    parser.add_argument(
+        "--label",
+        default="",
+        help="with --simple-switch: names the build in the output and in the docs block",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
     )
     args = parser.parse_args(argv)
+    if args.simple_switch:
+        if not args.label:
+            parser.error("--simple-switch needs --label (say which build it is)")
+        os.environ[SIMPLE_SWITCH_ENV] = os.path.abspath(args.simple_switch)
+    if args.steps_only and args.write_docs:
+        parser.error("--write-docs needs the full run: drop --steps-only")
     if os.geteuid() != 0:
         print("bench creates veth interfaces: run it as root", file=sys.stderr)
         return 2
@@ -313,13 +359,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for sw, test in ifaces.values():
             veth(sw, test)
-        for mix in MIXES:
+        for mix in MIXES if not args.steps_only else ():
             frames = build_traffic(mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1)
             for program, policy in CONFIGS:
                 r = measure(program, policy, mix, frames, args.seconds, args.offered_pps, ifaces, 9590)
                 results.append(r)
                 _print(r)
-        if not args.no_sweep:
+        if not args.no_sweep and not args.steps_only:
             mix = "ack-heavy"
             for n_flows in FLOW_SWEEP[1:]:
                 frames = build_traffic(
@@ -331,17 +377,20 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     results.append(r)
                     _print(r)
-        for program, policy in CONFIGS:
-            steps += count_steps(program, policy, ifaces, 9591)
+        if not args.simple_switch:
+            for program, policy in CONFIGS:
+                steps += count_steps(program, policy, ifaces, 9591, args.keep_trace)
     finally:
         for sw, _ in ifaces.values():
             subprocess.run(["ip", "link", "del", sw], stderr=subprocess.DEVNULL)
     holdback_table = ""
-    if not args.no_holdback:
+    if not args.no_holdback and not args.steps_only:
         from . import holdback_bench
 
         holdback_table = holdback_bench.render(holdback_bench.run(args.seconds, [1000.0, 2000.0, 4000.0]))
-    table = render(results, args) + "\n\n" + render_steps(steps)
+    table = render(results, args) if results else ""
+    if steps:
+        table = (table + "\n\n" if table else "") + render_steps(steps)
     if holdback_table:
         table += (
             "\n\nHold-back agent (every_d d=4, hold_ms=200, each ACK right behind its data):\n\n"
@@ -349,22 +398,24 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(table)
     if args.write_docs:
-        write_docs(table)
+        write_docs(table, args.label, args.simple_switch)
     return 0
 
 
 def _print(r: Result) -> None:
     print(
         f"{r.mix:<10} {r.flows:>5} flows {r.program:<12} {r.policy:<12} offered {r.offered_pps:8.0f} pps, "
-        f"handled {r.handled_pps:8.0f} pps (out {r.forwarded}, thinned {r.thinned})",
+        f"handled {r.handled_pps:8.0f} pps (out {r.forwarded}, thinned {r.thinned}), "
+        f"switch CPU {r.cpu_us_per_packet:.0f} us/packet",
         flush=True,
     )
 
 
 def render(results: list[Result], args: argparse.Namespace) -> str:
     lines = [
-        "| mix | flows | program | policy | handled pps | ratio to forward_only | out | thinned |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| mix | flows | program | policy | handled pps | ratio to forward_only | out | thinned "
+        "| switch CPU us per packet |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     groups = list(dict.fromkeys((r.mix, r.flows) for r in results))
     for mix, flows in groups:
@@ -373,7 +424,7 @@ def render(results: list[Result], args: argparse.Namespace) -> str:
         for r in group:
             lines.append(
                 f"| {mix} | {flows} | {r.program} | {r.policy} | {r.handled_pps:.0f} | "
-                f"{r.handled_pps / base:.2f} | {r.forwarded} | {r.thinned} |"
+                f"{r.handled_pps / base:.2f} | {r.forwarded} | {r.thinned} | {r.cpu_us_per_packet:.0f} |"
             )
     offered = {mix: next(r.offered_pps for r in results if r.mix == mix) for mix in MIXES}
     v = tool_versions()
@@ -386,11 +437,17 @@ def render(results: list[Result], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def write_docs(table: str) -> None:
+def write_docs(table: str, label: str = "", simple_switch: str | None = None) -> None:
     path = REPO_ROOT / "docs" / "performance.md"
     text = path.read_text() if path.exists() else ""
-    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    name = f"bench-{label}" if label else "bench"
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     command = "sudo make bench   # = python -m ackwise.experiments.bench --write-docs"
+    if simple_switch:
+        command = (
+            "sudo .venv/bin/python -m ackwise.experiments.bench --write-docs "
+            f"--simple-switch {simple_switch} --label {label}"
+        )
     block = f"{start}\nMeasured {time.strftime('%Y-%m-%d')} with:\n\n    {command}\n\n{table}\n{end}"
     if start in text:
         text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]

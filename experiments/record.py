@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import re
+import shutil
 import subprocess
 import time
 from functools import cache
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise import __version__
-from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.bmv2.toolchain import REPO_ROOT, SIMPLE_SWITCH, ToolchainError, find_tool
 
 RESULTS_DIR = REPO_ROOT / "results"
 
@@ -28,6 +29,16 @@ def _first_line(cmd: list[str]) -> str:
 
 
 @cache
+def _simple_switch_version() -> str:
+    """The version of the simple_switch ackwise runs, with its path when it is not the one on PATH."""
+    try:
+        path = find_tool(SIMPLE_SWITCH)
+    except ToolchainError:
+        return "missing"
+    version = _first_line([path, "--version"])
+    return version if path == shutil.which(SIMPLE_SWITCH) else f"{version} ({path})"
+
+
 def tool_versions() -> dict[str, str]:
     commit = (
         subprocess.run(
@@ -48,7 +59,7 @@ def tool_versions() -> dict[str, str]:
         mininet_version = "missing"
     return {
         "ackwise": f"{__version__} ({commit}{'+dirty' if dirty else ''})",
-        "simple_switch": _first_line(["simple_switch", "--version"]),
+        "simple_switch": _simple_switch_version(),
         "p4c": _first_line(["p4c-bm2-ss", "--version"]),
         "kernel": platform.release(),
         "iperf3": _first_line(["iperf3", "--version"]),

@@ -32,36 +32,38 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
     apply {
         bool from_agent;
         bool heartbeat;
-        bool agent_alive;
         holdback_port.apply(standard_metadata.ingress_port, hdr.ethernet.ether_type,
-                            standard_metadata.ingress_global_timestamp, from_agent, heartbeat, agent_alive);
+                            standard_metadata.ingress_global_timestamp, from_agent, heartbeat);
         bool malformed;
         bool drop_malformed;
         parser_verdict.apply(standard_metadata.parser_error, meta.parser_meta.malformed_reason,
                              malformed, drop_malformed);
-        bool drop_forwarding = heartbeat;
-        if (!heartbeat) {
+        bool drop_forwarding;
+        if (heartbeat) {
+            drop_forwarding = true;     // the agent's heartbeat ends here
+        } else {
             forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         }
         queue_view_t queue;
         queue_peek.apply(standard_metadata.egress_spec, standard_metadata.ingress_global_timestamp, queue);
-        bool drop_thinning = false;
         if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
             ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
-                               standard_metadata.ingress_global_timestamp, queue, from_agent, agent_alive,
-                               drop_thinning, meta.ack_policy, meta.ack);
-            if (meta.ack.hold) {
-                // The agent gets a copy of the ACK as it arrived; the hold time travels with it.
-                meta.hold_ms = meta.ack_policy.hold_ms;
-                meta.hold_base_ack = meta.ack.hold_base_ack;
-                clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
-            }
-            if (meta.ack.pure_ack && meta.ack_policy.policy == POLICY_FILTER) {
-                ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
+                               standard_metadata.ingress_global_timestamp, queue, from_agent,
+                               meta.ack_policy, meta.ack, meta.thinning);
+            if (meta.ack.pure_ack) {
+                if (meta.ack.hold) {
+                    // The agent gets a copy of the ACK as it arrived; the hold time travels with it.
+                    meta.hold_ms = meta.ack_policy.hold_ms;
+                    meta.hold_base_ack = meta.ack.hold_base_ack;
+                    clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
+                }
+                if (meta.ack_policy.policy == POLICY_FILTER) {
+                    ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
+                }
             }
         }
-        if (drop_malformed || drop_forwarding || drop_thinning) {
+        if (drop_malformed || drop_forwarding || meta.ack.drop) {
             mark_to_drop(standard_metadata);
         } else {
             queue_commit.apply(standard_metadata.egress_spec, queue);
@@ -87,46 +89,54 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
             hdr.holdback.base_ack = meta.hold_base_ack;
             exit;
         }
-        bool queue_above_k;
-        bool marked;
-        ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth,
-                          queue_above_k, marked);
-        if (marked) {
-            meta.ipv4_rewritten = true;
-        }
-        if (meta.ack.tracked && meta.ack_policy.policy == POLICY_ACC) {
-            if (marked && meta.tcp_payload_len != 0) {
-                // CE this switch put on the flow's data: a signal for the flow's ACKs.
-                acc_signal_marked.apply(meta.ack.half ^ 1, ACC_SIGNAL_CE, meta.ack_policy.acc_signals);
+        // Only ECT packets can be marked, and only acc flows' ACKs need the queue signal: others
+        // skip the lookup.
+        if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2
+                || (meta.ack.tracked && meta.ack_policy.policy == POLICY_ACC))) {
+            bool queue_above_k;
+            bool marked;
+            ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth,
+                              queue_above_k, marked);
+            if (marked) {
+                meta.ipv4_rewritten = true;
             }
-            if (meta.ack.pure_ack && queue_above_k) {
-                acc_signal_queue.apply(meta.ack.half, ACC_SIGNAL_QUEUE, meta.ack_policy.acc_signals);
-            }
-        }
-        if (meta.ack.coalesce_serial != 0) {
-            bool rewrite;
-            bit<32> ack_no;
-            bit<16> window;
-            bit<32> ts_val;
-            bit<32> ts_ecr;
-            coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial, hdr.tcp, meta.tcp_opts, rewrite,
-                                     ack_no, window, ts_val, ts_ecr);
-            if (rewrite) {
-                // The waiting ACK leaves carrying the newest state of the ACKs folded into it.
-                hdr.tcp.ack_no = ack_no;
-                hdr.tcp.window = window;
-                if (meta.tcp_opts.ts_present) {
-                    set_timestamps.apply(hdr, meta.tcp_opts.ts_index, ts_val, ts_ecr);
+            if (meta.ack.tracked && meta.ack_policy.policy == POLICY_ACC) {
+                if (marked && meta.tcp_payload_len != 0) {
+                    // CE this switch put on the flow's data: a signal for the flow's ACKs.
+                    acc_signal_marked.apply(meta.ack.half ^ 1, ACC_SIGNAL_CE, meta.ack_policy.acc_signals);
                 }
-                meta.tcp_rewritten = true;
+                if (meta.ack.pure_ack && queue_above_k) {
+                    acc_signal_queue.apply(meta.ack.half, ACC_SIGNAL_QUEUE, meta.ack_policy.acc_signals);
+                }
             }
         }
-        if (meta.ack.filter_candidate) {
-            bool drop;
-            ack_filter_dequeue.apply(hdr.tcp, meta.tcp_opts, meta.ack, standard_metadata.egress_port,
-                                     standard_metadata.enq_qdepth, standard_metadata.deq_qdepth, drop);
-            if (drop) {
-                mark_to_drop(standard_metadata);
+        // The rest is about pure ACKs the thinning stage evaluated.
+        if (meta.ack.pure_ack) {
+            if (meta.ack.coalesce_serial != 0) {
+                bool rewrite;
+                bit<32> ack_no;
+                bit<16> window;
+                bit<32> ts_val;
+                bit<32> ts_ecr;
+                coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial, hdr.tcp, meta.tcp_opts, rewrite,
+                                         ack_no, window, ts_val, ts_ecr);
+                if (rewrite) {
+                    // The waiting ACK leaves carrying the newest state of the ACKs folded into it.
+                    hdr.tcp.ack_no = ack_no;
+                    hdr.tcp.window = window;
+                    if (meta.tcp_opts.ts_present) {
+                        set_timestamps.apply(hdr, meta.tcp_opts.ts_index, ts_val, ts_ecr);
+                    }
+                    meta.tcp_rewritten = true;
+                }
+            }
+            if (meta.ack.filter_candidate) {
+                bool drop;
+                ack_filter_dequeue.apply(hdr.tcp, meta.tcp_opts, meta.ack, standard_metadata.egress_port,
+                                         standard_metadata.enq_qdepth, standard_metadata.deq_qdepth, drop);
+                if (drop) {
+                    mark_to_drop(standard_metadata);
+                }
             }
         }
     }

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ackwise.flowkey import FlowKey
 from ackwise.policies import PolicyParams
+from ackwise.thinning import read_half_field
 from base_test import TcpFlow, param, routed
 from test_ack_thinning import ThinningTest
 
@@ -84,7 +85,7 @@ class HoldbackTest(ThinningTest):
             self.send(flow.ack_port, ack)
             acks.append(ack)
             deadline = time.monotonic() + 2
-            while self.register("ack_thinning.acks_seen", key.half(direction)) < k + 1:
+            while read_half_field(self.client, "acks_seen", key.half(direction)) < k + 1:
                 self.assertLess(time.monotonic(), deadline, f"the switch never saw ack({k + 1})")
                 time.sleep(0.001)
         return acks, sent_at

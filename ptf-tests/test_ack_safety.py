@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ackwise.flowkey import FlowKey
 from ackwise.policies import PolicyParams
 from ackwise.safety import KeepReason
+from ackwise.thinning import read_half_field
 from base_test import TcpFlow, routed
 from test_ack_thinning import ThinningTest
 
@@ -28,7 +29,7 @@ class SafetyContractTest(ThinningTest):
         key, direction = FlowKey.of(
             f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
         )
-        return KeepReason(self.client.register_read("ack_thinning.last_keep_reason", key.half(direction)))
+        return KeepReason(read_half_field(self.client, "last_keep_reason", key.half(direction)))
 
     def run_steps(self, name: str, flow: TcpFlow, steps: list[Step]) -> None:
         with self.subTest(name):

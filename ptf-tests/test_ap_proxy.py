@@ -456,3 +456,32 @@ class NoAgentTest(ApProxyTest):
         self.assertEqual(self.stat(ApStat.SPOOFED), 0)
         assert self.client is not None
         self.assertEqual(read_flows(self.client)[0].mode, ApMode.PASS.name.lower())
+
+
+class HighAddressesTest(ApProxyTest):
+    """A flow between addresses from 128.0.0.0 up (a 192.168/16 WLAN, a 172.16/12 server) reads back
+    with its own key. Regression: the slot's two addresses were one 64-bit register cell, which
+    Thrift saturates at 2**63 - 1, so `ackwise ap flows` showed 127.255.255.255 for such flows."""
+
+    station_ip, server_ip = "192.168.2.7", "172.16.1.9"
+
+    def install_entries(self) -> None:
+        assert self.client is not None
+        for port in (UPLINK, STATION):
+            self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port})
+        configure_ap(self.client, [UPLINK], [STATION], CPU, [("192.168.2.0/24", self.station_params)])
+        self.heartbeat()
+
+    def runTest(self) -> None:
+        syn = bytes(
+            Ether(src=host_mac(STATION), dst=host_mac(UPLINK))
+            / IP(src=self.station_ip, dst=self.server_ip)
+            / TCP(sport=STATION_PORT, dport=SERVER_PORT, flags="S", seq=A_ISN, window=SYNACK_WINDOW)
+        )
+        self.send(STATION, syn)
+        self.expect_next(syn, CPU)
+        self.expect_next(syn, UPLINK)
+        self.expect_nothing_else()
+        assert self.client is not None
+        (flow,) = read_flows(self.client)
+        self.assertEqual(str(flow.key), f"{self.server_ip}:{SERVER_PORT} <> {self.station_ip}:{STATION_PORT}")

@@ -161,19 +161,26 @@ class ApFlow:
 COUNTERS = ("spoofed_acks", "consumed_acks", "dup_acks_to_agent", "budget_stalls", "window_updates")
 
 
+# The per-slot registers read_flows reads (each at most 63 bits: control-plane/tests/
+# test_register_widths.py).
+FLOW_REGISTERS = {
+    name: f"ap.{name}"
+    for name in ("key_a", "key_b", "key_ports", "mode", "state", "spoofed", "station_ack", *COUNTERS)
+}
+
+
 def read_flows(client: SwitchClient) -> list[ApFlow]:
-    names = ("key_addrs", "key_ports", "mode", "state", "spoofed", "station_ack", *COUNTERS)
-    regs = {name: client.register_read_all(f"ap.{name}") for name in names}
+    regs = {name: client.register_read_all(register) for name, register in FLOW_REGISTERS.items()}
     flows = []
     for slot in range(FLOW_SLOTS):
-        if regs["key_addrs"][slot] == 0 and regs["key_ports"][slot] == 0:
+        if regs["key_a"][slot] == 0 and regs["key_b"][slot] == 0 and regs["key_ports"][slot] == 0:
             continue
         spoof_valid = regs["state"][slot] & 0x04  # AP_SPOOF_VALID
         spoofed, station_ack = regs["spoofed"][slot], regs["station_ack"][slot]
         flows.append(
             ApFlow(
                 slot=slot,
-                key=FlowKey.from_registers(regs["key_addrs"][slot], regs["key_ports"][slot]),
+                key=FlowKey.from_registers(regs["key_a"][slot], regs["key_b"][slot], regs["key_ports"][slot]),
                 mode=ApMode(regs["mode"][slot]).name.lower(),
                 spoofed=spoofed,
                 station_ack=station_ack,

@@ -27,8 +27,9 @@ class FlowKey:
         return cls(d, s, dport, sport), 1
 
     @classmethod
-    def from_registers(cls, addrs: int, ports: int) -> FlowKey:
-        return cls(addrs >> 32, addrs & 0xFFFFFFFF, ports >> 16, ports & 0xFFFF)
+    def from_registers(cls, addr_lo: int, addr_hi: int, ports: int) -> FlowKey:
+        """From a slot's key registers: key_a (the lower endpoint's address), key_b, and the ports."""
+        return cls(addr_lo, addr_hi, ports >> 16, ports & 0xFFFF)
 
     @property
     def addrs(self) -> int:

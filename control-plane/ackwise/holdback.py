@@ -19,21 +19,23 @@ from .serial import seq_geq
 
 HOLDBACK_SESSION = 1  # HOLDBACK_SESSION in constants.p4: the mirroring session to the CPU port
 AGENT_TIMEOUT_MS = 500  # HOLDBACK_AGENT_TIMEOUT_US in constants.p4
-CPU_PORT_REGISTER = "holdback.cpu_port"
+PORTS_TABLE = "holdback.ports"
+AGENT_PORT_ACTION = "holdback.agent_port"
 ALIVE_REGISTER = "holdback.agent_alive_at_us"
 HEADER = struct.Struct("!HHI")  # holdback_h: hold_ms, reserved, base_ack, in front of a held ACK's copy
 
 
 def setup(client: SwitchClient, cpu_port: int) -> None:
     """Copy held ACKs to ``cpu_port`` and take released ones back from it (0: hold-back off)."""
-    if CPU_PORT_REGISTER not in client.program.registers:
+    if PORTS_TABLE not in client.program.tables:
         raise SwitchOperationError(
             f"the program on {client.host}:{client.port} has no hold-back (load ack_switch)"
         )
     if not 0 <= cpu_port < 512:
         raise SwitchOperationError(f"CPU port {cpu_port}: must be a port number 0..511 (0: off)")
-    client.register_write(CPU_PORT_REGISTER, 0, cpu_port)
+    client.table_clear(PORTS_TABLE)
     if cpu_port:
+        client.table_add(PORTS_TABLE, AGENT_PORT_ACTION, {"port": str(cpu_port)})
         client.mirroring_add(HOLDBACK_SESSION, cpu_port)
     else:
         try:
@@ -44,13 +46,14 @@ def setup(client: SwitchClient, cpu_port: int) -> None:
 
 @dataclass(frozen=True)
 class HoldbackStatus:
-    cpu_port: int
+    cpu_port: int  # 0: none
     agent_alive: bool
     agent_silent_ms: float | None  # since its last heartbeat; None: never heard
 
 
 def status(client: SwitchClient) -> HoldbackStatus:
-    cpu_port = client.register_read(CPU_PORT_REGISTER, 0)
+    entries = client.table_entries(PORTS_TABLE)
+    cpu_port = entries[0].key[0].value if entries else 0
     alive_at = client.register_read(ALIVE_REGISTER, 0)
     if not alive_at:
         return HoldbackStatus(cpu_port, False, None)

@@ -4,7 +4,9 @@ program keeps to model them at ingress (p4src/include/queue_model.p4).
 bmv2 lets a program see its queue only at egress. Coalescing decides at ingress, so ack_switch
 keeps its own books of each rate-limited queue; they are right only if the program knows the rate
 and depth the control plane gave bmv2. Every ackwise path that sets a rate or depth (the CLI,
-``ackwise apply``, the test bed) goes through here, so the two never differ.
+``ackwise apply``, the test bed) goes through here, so the two never differ: a port with a rate
+has an entry in the program's ``queue.model`` table (its service time and depth), and every port's
+depth is in the ``queue.capacity_pkts`` register (the filter policy reads it at egress).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 from .bmv2.client import SwitchClient
 
 CAPACITY_REGISTER = "queue.capacity_pkts"
-SERVICE_REGISTER = "queue.service_us"
+MODEL_TABLE = "queue.model"
+MODEL_ACTION = "queue.modelled"
 BMV2_DEFAULT_DEPTH_PKTS = 64  # simple_switch's egress queue (BMV2_DEFAULT_QUEUE_DEPTH in constants.p4)
 
 
@@ -24,21 +27,36 @@ def service_us(rate_pps: int) -> int:
     return 0 if rate_pps == 0 else 1_000_000 // rate_pps
 
 
-def _write(client: SwitchClient, register: str, port: int | None, value: int) -> None:
-    if register not in client.program.registers:
-        return  # a program that does not model its queues (forward_only, ap_proxy)
-    if port is None:
-        size = client.program.registers[register].size
-        client.register_write_range(register, 0, size - 1, value)
-    else:
-        client.register_write(register, port, value)
+def _ports(client: SwitchClient, port: int | None) -> list[int]:
+    return [p.port for p in client.info().ports] if port is None else [port]
+
+
+def _models(client: SwitchClient) -> dict[int, tuple[int, dict[str, int]]]:
+    """port -> (entry handle, action parameters) of the model's entries."""
+    return {e.key[0].value: (e.handle, e.params) for e in client.table_entries(MODEL_TABLE)}
+
+
+def _capacity(client: SwitchClient, port: int) -> int:
+    return client.register_read(CAPACITY_REGISTER, port) or BMV2_DEFAULT_DEPTH_PKTS
 
 
 def set_queue_rate(client: SwitchClient, port: int | None, rate_pps: int) -> None:
     """Serve a port's (or every port's) egress queue at ``rate_pps`` packets/s (0: no limit)."""
     service = service_us(rate_pps)
     client.set_queue_rate(port, rate_pps)
-    _write(client, SERVICE_REGISTER, port, service)
+    if MODEL_TABLE not in client.program.tables:
+        return  # a program that does not model its queues (forward_only, ap_proxy)
+    models = _models(client)
+    for p in _ports(client, port):
+        if service == 0:
+            if p in models:
+                client.table_delete(MODEL_TABLE, models[p][0])
+            continue
+        params = {"service_us": service, "capacity_pkts": _capacity(client, p)}
+        if p in models:
+            client.table_modify(MODEL_TABLE, models[p][0], MODEL_ACTION, params)
+        else:
+            client.table_add(MODEL_TABLE, MODEL_ACTION, {"port": str(p)}, params)
 
 
 def set_queue_depth(client: SwitchClient, port: int | None, depth_pkts: int) -> None:
@@ -46,4 +64,14 @@ def set_queue_depth(client: SwitchClient, port: int | None, depth_pkts: int) -> 
     if depth_pkts < 1:
         raise ValueError(f"queue depth {depth_pkts} packets: must be >= 1")
     client.set_queue_depth(port, depth_pkts)
-    _write(client, CAPACITY_REGISTER, port, depth_pkts)
+    if CAPACITY_REGISTER not in client.program.registers:
+        return
+    if port is None:
+        size = client.program.registers[CAPACITY_REGISTER].size
+        client.register_write_range(CAPACITY_REGISTER, 0, size - 1, depth_pkts)
+    else:
+        client.register_write(CAPACITY_REGISTER, port, depth_pkts)
+    if MODEL_TABLE in client.program.tables:
+        for p, (handle, params) in _models(client).items():
+            if port is None or p == port:
+                client.table_modify(MODEL_TABLE, handle, MODEL_ACTION, params | {"capacity_pkts": depth_pkts})

@@ -27,6 +27,7 @@ class ThinningStat:
     ACKS_FILTERED = 5
     ACKS_ABSORBED = 6
     ACKS_HELD = 7
+    ACKS_PASSED = 8
 
 
 @dataclass(frozen=True)
@@ -86,25 +87,58 @@ def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
 
 # ---- flow records ----
 
-HALF_REGISTERS = {
-    "acks_seen": "ack_thinning.acks_seen",
-    "acks_forwarded": "ack_thinning.acks_forwarded",
-    "acks_thinned": "ack_thinning.acks_thinned",
-    "data_segments": "ack_thinning.data_segments",
-    "last_keep_reason": "ack_thinning.last_keep_reason",
-    "rtt_min_us": "ack_thinning.rtt_min_us",
-    "filter_forwarded": "ack_filter.forwarded",
-    "filter_filtered": "ack_filter.filtered",
-    "acc_d": "acc.d",
-    "acc_d_max": "acc.d_max",
-    "acc_signals": "acc.signals",
-    "coalesce_counts": "coalesce.counts",
-    "holdback_held": "holdback.held",
-    "holdback_released": "holdback.released",
-    "data_end": "ack_thinning.data_end",
-    "retransmissions": "ack_thinning.retransmissions",
-    "dup_acks": "ack_thinning.dup_acks",
+# Where each per-half-flow value lives: (register, most significant bit, least significant bit).
+# ack_switch packs a half-flow's record into 64-bit words (p4src/include/ack_thinning.p4, one read
+# and one write per packet); this is the one Python place that knows the layout.
+HALF_FIELDS: dict[str, tuple[str, int, int]] = {
+    "data_end": ("ack_thinning.data", 62, 31),
+    "data_segments": ("ack_thinning.data", 30, 0),
+    "acks_seen": ("ack_thinning.acks", 61, 31),
+    "acks_forwarded": ("ack_thinning.acks", 30, 0),
+    "acks_thinned": ("ack_thinning.thinned", 61, 31),
+    "retransmissions": ("ack_thinning.thinned", 30, 0),
+    "dup_acks": ("ack_thinning.outcome", 38, 8),
+    "last_keep_reason": ("ack_thinning.outcome", 7, 0),
+    "rtt_min_us": ("ack_thinning.rtt", 62, 32),
+    "filter_forwarded": ("ack_filter.forwarded", 31, 0),
+    "filter_filtered": ("ack_filter.filtered", 31, 0),
+    "acc_d": ("acc.d", 7, 0),
+    "acc_d_max": ("acc.d_max", 7, 0),
+    "acc_signals": ("acc.signals", 31, 0),
+    "acks_absorbed": ("coalesce.counts", 61, 31),
+    "acks_rewritten": ("coalesce.counts", 30, 0),
+    "acks_held": ("holdback.held", 31, 0),
+    "acks_released": ("holdback.released", 31, 0),
 }
+# Per slot: the key's addresses (lower endpoint first), and its ports | last seen (30 bits of
+# 1.024 ms ticks) | closed.
+KEY_REGISTERS = ("ack_thinning.key_a", "ack_thinning.key_b")
+SLOT_REGISTER = "ack_thinning.slot"
+TICK_US = 1024  # the slot's clock: the switch's microseconds >> 10
+# Thrift reads a register cell as a signed 64-bit value and saturates anything larger, so every
+# register read here must be at most 63 bits wide (control-plane/tests/test_register_widths.py).
+READ_REGISTERS = (*KEY_REGISTERS, SLOT_REGISTER, *sorted({r for r, _, _ in HALF_FIELDS.values()}))
+
+
+def field_of(word: int, msb: int, lsb: int) -> int:
+    """Bits msb..lsb of a register word (Thrift returns 64-bit words signed)."""
+    return ((word & (2**64 - 1)) >> lsb) & ((1 << (msb - lsb + 1)) - 1)
+
+
+def read_half_fields(client: SwitchClient, names: list[str] | None = None) -> dict[str, list[int]]:
+    """Each named per-half-flow value for every half-flow, with one bulk read per register."""
+    wanted = names or list(HALF_FIELDS)
+    words = {reg: client.register_read_all(reg) for reg in {HALF_FIELDS[n][0] for n in wanted}}
+    return {
+        n: [field_of(w, HALF_FIELDS[n][1], HALF_FIELDS[n][2]) for w in words[HALF_FIELDS[n][0]]]
+        for n in wanted
+    }
+
+
+def read_half_field(client: SwitchClient, name: str, half: int) -> int:
+    """One per-half-flow value of one half-flow (slot * 2 + direction)."""
+    register, msb, lsb = HALF_FIELDS[name]
+    return field_of(client.register_read(register, half), msb, lsb)
 
 
 @dataclass
@@ -139,7 +173,7 @@ class HalfFlow:
 class FlowRecord:
     slot: int
     key: FlowKey
-    last_seen_us: int
+    last_seen_us: int  # the switch's clock, to 1.024 ms and modulo 12.7 days (30 bits of 1024 us ticks)
     closed: bool
     halves: list[HalfFlow] = field(default_factory=list)
 
@@ -154,17 +188,18 @@ class FlowRecord:
 
 
 def read_flows(client: SwitchClient) -> list[FlowRecord]:
-    addrs = client.register_read_all("ack_thinning.key_addrs")
-    ports = client.register_read_all("ack_thinning.key_ports")
-    last_seen = client.register_read_all("ack_thinning.last_seen_us")
-    closed = client.register_read_all("ack_thinning.closed")
-    halves = {name: client.register_read_all(reg) for name, reg in HALF_REGISTERS.items()}
+    """Every flow record, decoded; one bulk read per register."""
+    addrs_a = client.register_read_all(KEY_REGISTERS[0])
+    addrs_b = client.register_read_all(KEY_REGISTERS[1])
+    slots = client.register_read_all(SLOT_REGISTER)
+    halves = read_half_fields(client)
     flows = []
-    for slot, (a, p) in enumerate(zip(addrs, ports, strict=True)):
-        if a == 0 and p == 0:
+    for slot, (a, b, word) in enumerate(zip(addrs_a, addrs_b, slots, strict=True)):
+        ports = field_of(word, 62, 31)
+        if a == 0 and b == 0 and ports == 0:
             continue
-        key = FlowKey.from_registers(a, p)
-        record = FlowRecord(slot, key, last_seen[slot], bool(closed[slot]))
+        key = FlowKey.from_registers(a, b, ports)
+        record = FlowRecord(slot, key, field_of(word, 30, 1) * TICK_US, bool(field_of(word, 0, 0)))
         for direction in (0, 1):
             h = slot << 1 | direction
             reason = halves["last_keep_reason"][h]
@@ -183,10 +218,10 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     acc_d=halves["acc_d"][h],
                     acc_d_max=halves["acc_d_max"][h],
                     acc_signals=halves["acc_signals"][h],
-                    acks_absorbed=halves["coalesce_counts"][h] >> 32,
-                    acks_rewritten=halves["coalesce_counts"][h] & 0xFFFFFFFF,
-                    acks_held=halves["holdback_held"][h],
-                    acks_released=halves["holdback_released"][h],
+                    acks_absorbed=halves["acks_absorbed"][h],
+                    acks_rewritten=halves["acks_rewritten"][h],
+                    acks_held=halves["acks_held"][h],
+                    acks_released=halves["acks_released"][h],
                     data_end=halves["data_end"][h],
                     retransmissions=halves["retransmissions"][h],
                     dup_acks=halves["dup_acks"][h],

@@ -22,7 +22,7 @@ from ackwise.bmv2.client import (
 from ackwise.flowkey import FLOW_SLOTS, FlowKey
 from ackwise.p4names import IPV4_LPM
 from ackwise.policies import POLICY_TABLE
-from ackwise.thinning import HALF_REGISTERS
+from ackwise.thinning import HALF_FIELDS, KEY_REGISTERS, SLOT_REGISTER, TICK_US
 
 POLICY_TABLE_SIZE = 256  # ACK_POLICY_TABLE_SIZE in constants.p4
 POLICY_KEY = ("src_addr", "dst_addr", "src_port", "dst_port")
@@ -77,21 +77,24 @@ class FakeSwitchClient:
         the dst's (it sends the ACKs), by HalfFlow field name, e.g. ``data={"data_end": ...}``."""
         key, direction = FlowKey.of(src, dst, sport, dport)
         slot = key.slot
-        self._array("ack_thinning.key_addrs", FLOW_SLOTS)[slot] = key.addrs
-        self._array("ack_thinning.key_ports", FLOW_SLOTS)[slot] = key.ports
-        self._array("ack_thinning.last_seen_us", FLOW_SLOTS)[slot] = last_seen_us
-        self._array("ack_thinning.closed", FLOW_SLOTS)[slot] = int(closed)
+        self._array(KEY_REGISTERS[0], FLOW_SLOTS)[slot] = key.addr_lo
+        self._array(KEY_REGISTERS[1], FLOW_SLOTS)[slot] = key.addr_hi
+        ticks = (last_seen_us // TICK_US) & (2**30 - 1)
+        self._array(SLOT_REGISTER, FLOW_SLOTS)[slot] = key.ports << 31 | ticks << 1 | int(closed)
         for role, values in halves.items():
             half = key.half(direction if role == "data" else 1 - direction)
             for name, value in values.items():
-                register = HALF_REGISTERS.get(name, f"fake.{name}")
-                self._array(register, 2 * FLOW_SLOTS)[half] = value
+                # Packed as the switch packs it (thinning.HALF_FIELDS: register, msb, lsb).
+                register, msb, lsb = HALF_FIELDS.get(name, (f"fake.{name}", 63, 0))
+                mask = ((1 << (msb - lsb + 1)) - 1) << lsb
+                cells = self._array(register, 2 * FLOW_SLOTS)
+                cells[half] = cells[half] & ~mask | (value << lsb) & mask
         return key
 
     def drop_flow(self, src: str, sport: int, dst: str, dport: int) -> None:
         key, _ = FlowKey.of(src, dst, sport, dport)
-        self._array("ack_thinning.key_addrs", FLOW_SLOTS)[key.slot] = 0
-        self._array("ack_thinning.key_ports", FLOW_SLOTS)[key.slot] = 0
+        for register in (*KEY_REGISTERS, SLOT_REGISTER):
+            self._array(register, FLOW_SLOTS)[key.slot] = 0
 
     def restart(self) -> None:
         """As a restarted simple_switch: tables empty, registers zero, the clock from 0."""
@@ -138,9 +141,7 @@ class FakeSwitchClient:
 
     def register_read_all(self, name: str) -> list[int]:
         self._check()
-        size = FLOW_SLOTS if name in ("ack_thinning.key_addrs", "ack_thinning.key_ports") else 2 * FLOW_SLOTS
-        if name in ("ack_thinning.last_seen_us", "ack_thinning.closed"):
-            size = FLOW_SLOTS
+        size = FLOW_SLOTS if name in (*KEY_REGISTERS, SLOT_REGISTER) else 2 * FLOW_SLOTS
         return list(self.registers.get(name, [0] * size))
 
     def counter_read(self, name: str, index: int) -> CounterValue:

@@ -18,7 +18,7 @@ def test_slot_is_crc32_of_the_key_bytes() -> None:
 
 def test_register_round_trip() -> None:
     key, _ = FlowKey.of("10.0.9.9", "10.0.1.2", 1234, 80)
-    assert FlowKey.from_registers(key.addrs, key.ports) == key
+    assert FlowKey.from_registers(key.addr_lo, key.addr_hi, key.ports) == key
     assert str(key) == "10.0.1.2:80 <> 10.0.9.9:1234"
 
 

@@ -14,8 +14,28 @@ def test_reason_codes_match_constants_p4() -> None:
 
 
 def test_rule_order_matches_ack_safety_p4() -> None:
-    chain = re.findall(r"if \(facts\.(\w+)\) \{\s*reason = KEEP_(\w+);", (P4 / "ack_safety.p4").read_text())
-    assert chain == [(fact, reason.name) for fact, reason in RULES]
+    source = (P4 / "ack_safety.p4").read_text()
+    entries = re.findall(r"FACT_(\w+) &&& FACT_(\w+) : keep\(KEEP_(\w+)\);", source)
+    assert all(value == mask for value, mask, _ in entries)
+    assert [(value.lower(), reason) for value, _, reason in entries] == [
+        (fact, reason.name) for fact, reason in RULES
+    ]
+
+
+def test_each_fact_has_its_own_bit_and_the_switch_sets_it() -> None:
+    """FACT_ constants are distinct single bits named after AckFacts' fields, and ack_facts() in
+    ack_thinning.p4 sets each one from the local of the same name."""
+    bits = {
+        name.lower(): 1 << int(shift)
+        for name, shift in re.findall(
+            r"const bit<13> FACT_(\w+) = 1 << (\d+);", (P4 / "ack_safety.p4").read_text()
+        )
+    }
+    assert sorted(bits) == sorted(fact for fact, _ in RULES)
+    assert len(set(bits.values())) == len(bits)
+    thinning = (P4 / "ack_thinning.p4").read_text()
+    set_from = dict(re.findall(r"\((\w+) \? FACT_(\w+) : 0\)", thinning))
+    assert {local: fact.lower() for local, fact in set_from.items()} == {fact: fact for fact in bits}
 
 
 def test_first_rule_that_holds_names_the_reason() -> None:

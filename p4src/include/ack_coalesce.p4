@@ -30,13 +30,14 @@ const bit<8> COALESCE_WAITING = 0x01;   // an ACK of this half-flow waits in the
 const bit<8> COALESCE_HAS_TS = 0x02;    // ...and carries the Timestamps option
 
 // Per half-flow. state: deadline (low 32 bits of the us clock) | serial of the waiting ACK (16) |
-// 0 (8) | flags (8). newest_ack: ACK number | right window edge. newest_ts: TSval | TSecr.
-// counts: absorbed | rewritten on departure. Decoded by control-plane/ackwise/thinning.py.
-@name(".coalesce.state") register<bit<64>>(HALF_FLOWS) coalesce_state;
+// flags (8). newest_ack: ACK number | right window edge. newest_ts: TSval | TSecr. counts: absorbed
+// (31 bits) | rewritten on departure (31 bits). state and counts, which the control plane reads,
+// stay within 63 bits (Thrift saturates wider values); decoded by control-plane/ackwise/thinning.py.
+@name(".coalesce.state") register<bit<56>>(HALF_FLOWS) coalesce_state;
 @name(".coalesce.newest_ack") register<bit<64>>(HALF_FLOWS) coalesce_newest_ack;
 @name(".coalesce.newest_ts") register<bit<64>>(HALF_FLOWS) coalesce_newest_ts;
 @name(".coalesce.newest_window") register<bit<16>>(HALF_FLOWS) coalesce_newest_window;
-@name(".coalesce.counts") register<bit<64>>(HALF_FLOWS) coalesce_counts;
+@name(".coalesce.counts") register<bit<62>>(HALF_FLOWS) coalesce_counts;
 
 // Ingress, for a pure ACK of a coalescing flow. `absorbable`: the contract lets it be folded into
 // the waiting ACK. `eligible`: if it is queued, later ACKs may be folded into it. `serial` is
@@ -45,28 +46,28 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
                     in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_t queue,
                     out bool absorb, out bit<16> serial) {
     action decide() {
-        bit<64> state;
+        bit<56> state;
         bit<64> newest_ack;
         bit<64> newest_ts;
         bit<16> newest_window;
-        bit<64> counts;
+        bit<62> counts;
         coalesce_state.read(state, half);
         coalesce_newest_ack.read(newest_ack, half);
         coalesce_newest_ts.read(newest_ts, half);
         coalesce_newest_window.read(newest_window, half);
         coalesce_counts.read(counts, half);
 
-        bit<32> deadline = state[63:32];
-        bit<16> waiting_serial = state[31:16];
+        bit<32> deadline = state[55:24];
+        bit<16> waiting_serial = state[23:8];
         bit<8> flags = state[7:0];
         bool waiting = flags & COALESCE_WAITING != 0;
-        bool expired = seq_geq((bit<32>)now, deadline);
+        bool expired = SEQ_GEQ((bit<32>)now, deadline);
         bool ts_matches = (flags & COALESCE_HAS_TS != 0) == opts.ts_present;
         // Only ever forward: a newer ACK number, right edge and timestamps than the waiting ACK
         // will carry already.
-        bool forward = seq_geq(tcp.ack_no, newest_ack[63:32]) && seq_geq(right_edge, newest_ack[31:0])
-            && (!opts.ts_present || (seq_geq(opts.ts_val, newest_ts[63:32])
-                                     && seq_geq(opts.ts_ecr, newest_ts[31:0])));
+        bool forward = SEQ_GEQ(tcp.ack_no, newest_ack[63:32]) && SEQ_GEQ(right_edge, newest_ack[31:0])
+            && (!opts.ts_present || (SEQ_GEQ(opts.ts_val, newest_ts[63:32])
+                                     && SEQ_GEQ(opts.ts_ecr, newest_ts[31:0])));
         absorb = absorbable && waiting && !expired && ts_matches && forward;
         // Queued: it becomes the waiting ACK if it may be rewritten and the queue will keep it.
         bool start = !absorb && eligible && !queue.may_drop;
@@ -77,12 +78,12 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         bit<8> new_flags = absorb ? flags : (start ? COALESCE_WAITING | ts_flag : 8w0);
         bit<32> new_deadline = start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : deadline;
         bit<16> new_serial = start ? next_serial : waiting_serial;
-        coalesce_state.write(half, new_deadline ++ new_serial ++ 8w0 ++ new_flags);
+        coalesce_state.write(half, new_deadline ++ new_serial ++ new_flags);
         bool record = absorb || start;
         coalesce_newest_ack.write(half, record ? tcp.ack_no ++ right_edge : newest_ack);
         coalesce_newest_ts.write(half, record ? opts.ts_val ++ opts.ts_ecr : newest_ts);
         coalesce_newest_window.write(half, record ? tcp.window : newest_window);
-        coalesce_counts.write(half, absorb ? counts + (1 << 32) : counts);
+        coalesce_counts.write(half, absorb ? counts + (1 << 31) : counts);
     }
 
     apply {
@@ -96,19 +97,19 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in tcp_h tcp, i
                              out bool rewrite, out bit<32> ack_no, out bit<16> window, out bit<32> ts_val,
                              out bit<32> ts_ecr) {
     action depart() {
-        bit<64> state;
+        bit<56> state;
         bit<64> newest_ack;
         bit<64> newest_ts;
         bit<16> newest_window;
-        bit<64> counts;
+        bit<62> counts;
         coalesce_state.read(state, half);
         coalesce_newest_ack.read(newest_ack, half);
         coalesce_newest_ts.read(newest_ts, half);
         coalesce_newest_window.read(newest_window, half);
         coalesce_counts.read(counts, half);
 
-        bool mine = state[7:0] & COALESCE_WAITING != 0 && state[31:16] == serial;
-        coalesce_state.write(half, mine ? state[63:8] ++ 8w0 : state);
+        bool mine = state[7:0] & COALESCE_WAITING != 0 && state[23:8] == serial;
+        coalesce_state.write(half, mine ? state[55:8] ++ 8w0 : state);
         ack_no = newest_ack[63:32];
         window = newest_window;
         ts_val = newest_ts[63:32];
@@ -132,6 +133,11 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in tcp_h tcp, i
 
 control SetTimestamps(inout headers_t hdr, in bit<8> index, in bit<32> ts_val, in bit<32> ts_ecr) {
     apply {
+        if (hdr.tcp_nnts.isValid()) {   // the one-step NOP NOP Timestamps layout
+            hdr.tcp_nnts.ts_val = ts_val;
+            hdr.tcp_nnts.ts_ecr = ts_ecr;
+            return;
+        }
 #if TCP_OPTIONS_MAX != 10
 #error "SetTimestamps lists 10 option positions: update it with TCP_OPTIONS_MAX"
 #endif

@@ -60,8 +60,8 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
         }
         bool no_tail_drop = (bit<32>)enq_qdepth + 1 + (bit<32>)deq_qdepth < capacity;
         drop = no_tail_drop && newest_serial != ack.filter_serial
-            && seq_geq(newest_ack, tcp.ack_no)
-            && (!opts.ts_present || seq_geq(newest_ts_val, opts.ts_val))
+            && SEQ_GEQ(newest_ack, tcp.ack_no)
+            && (!opts.ts_present || SEQ_GEQ(newest_ts_val, opts.ts_val))
             && newest_ece_cwr == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
         bit<32> n;
         if (drop) {

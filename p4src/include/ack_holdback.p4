@@ -18,30 +18,55 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-// [0]: the CPU port the agent is on (0: no agent). From the control plane (ackwise holdback setup).
-@name(".holdback.cpu_port") register<bit<16>>(1) holdback_cpu_port;
 // [0]: when the agent's last heartbeat arrived.
 @name(".holdback.agent_alive_at_us") register<bit<48>>(1) holdback_alive_at;
-// Per half-flow: held | released (forwarded when they came back) | superseded (dropped then). 
+// Per half-flow: ACKs held, and held ACKs released (forwarded when they came back).
 @name(".holdback.held") register<bit<32>>(HALF_FLOWS) holdback_held;
 @name(".holdback.released") register<bit<32>>(HALF_FLOWS) holdback_released;
 
-// Where a packet comes from, as hold-back sees it.
+// Where a packet comes from, as hold-back sees it: the agent's CPU port has an entry in
+// holdback.ports (the control plane adds it, ackwise holdback setup); every other port costs one
+// lookup that misses.
 control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t now, out bool from_agent,
-                     out bool heartbeat, out bool agent_alive) {
-    action classify() {
-        bit<16> cpu_port;
+                     out bool heartbeat) {
+    @name(".holdback.agent_port")
+    action agent_port() {
+        from_agent = true;
+        heartbeat = ether_type == ETHERTYPE_AGENT_HEARTBEAT;
         bit<48> alive_at;
-        holdback_cpu_port.read(cpu_port, 0);
         holdback_alive_at.read(alive_at, 0);
-        from_agent = cpu_port != 0 && (bit<16>)ingress_port == cpu_port;
-        heartbeat = from_agent && ether_type == ETHERTYPE_AGENT_HEARTBEAT;
         holdback_alive_at.write(0, heartbeat ? now : alive_at);
-        agent_alive = heartbeat || (alive_at != 0 && now - alive_at < HOLDBACK_AGENT_TIMEOUT_US);
+    }
+
+    // Any other port (the miss sets the outputs itself: one step for ordinary packets).
+    action other_port() {
+        from_agent = false;
+        heartbeat = false;
+    }
+
+    @name(".holdback.ports")
+    table ports {
+        key = { ingress_port: exact @name("port"); }
+        actions = { agent_port; @defaultonly other_port; }
+        const default_action = other_port();
+        size = 8;
     }
 
     apply {
-        classify();
+        ports.apply();
+    }
+}
+
+// Whether the agent has been heard from lately (asked only for an ACK it could hold).
+control HoldbackAgentAlive(in time_us_t now, out bool alive) {
+    action check() {
+        bit<48> alive_at;
+        holdback_alive_at.read(alive_at, 0);
+        alive = alive_at != 0 && now - alive_at < HOLDBACK_AGENT_TIMEOUT_US;
+    }
+
+    apply {
+        check();
     }
 }
 

@@ -1,7 +1,9 @@
-// Which ACK policy applies to a packet, with its parameters: a control-plane table matching the
-// ACK direction's addresses and ports (ternary, by priority), with a settable default (off).
-// Data segments look the table up with source and destination swapped, so that one entry covers
-// a flow's data and its ACKs. Parameters are validated by control-plane/ackwise/policies.py.
+// Which ACK policy applies to a packet, with its parameters. Two control-plane tables, keyed on the
+// ACK direction's addresses and ports: `flow_policy` (exact: one flow, as the controller sets them,
+// thousands of entries at the cost of one hash lookup) and, when it has no entry, `policy`
+// (ternary rules by priority, with a settable default, off). Data segments look the tables up with
+// source and destination swapped, so that one entry covers a flow's data and its ACKs. Parameters
+// are validated by control-plane/ackwise/policies.py.
 #ifndef ACKWISE_ACK_POLICY_P4
 #define ACKWISE_ACK_POLICY_P4
 
@@ -9,8 +11,22 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr, in bit<16> ack_src_port,
-                        in bit<16> ack_dst_port, out ack_policy_params_t params) {
+control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, out bool has_data,
+                        inout ack_policy_params_t params) {
+    ipv4_addr_t ack_src_addr;
+    ipv4_addr_t ack_dst_addr;
+    bit<16> ack_src_port;
+    bit<16> ack_dst_port;
+
+    // The tables see the flow from its ACKs' side: data looks them up reversed.
+    action orient() {
+        has_data = payload_len != 0;
+        ack_src_addr = has_data ? ipv4.dst_addr : ipv4.src_addr;
+        ack_dst_addr = has_data ? ipv4.src_addr : ipv4.dst_addr;
+        ack_src_port = has_data ? tcp.dst_port : tcp.src_port;
+        ack_dst_port = has_data ? tcp.src_port : tcp.dst_port;
+    }
+
     @name(".ack_thinning.policy_off")
     action policy_off() {
         params.policy = POLICY_OFF;
@@ -74,6 +90,22 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
         params.idle_us = idle_ms * 1000;
     }
 
+    @name(".ack_thinning.flow_policy")
+    table flow_policy {
+        key = {
+            ack_src_addr: exact @name("src_addr");
+            ack_dst_addr: exact @name("dst_addr");
+            ack_src_port: exact @name("src_port");
+            ack_dst_port: exact @name("dst_port");
+        }
+        actions = {
+            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = FLOW_POLICY_TABLE_SIZE;
+    }
+
     @name(".ack_thinning.policy")
     table policy {
         key = {
@@ -90,8 +122,10 @@ control AckPolicySelect(in ipv4_addr_t ack_src_addr, in ipv4_addr_t ack_dst_addr
     }
 
     apply {
-        params = { POLICY_OFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-        policy.apply();
+        orient();
+        if (!flow_policy.apply().hit) {
+            policy.apply();
+        }
     }
 }
 

@@ -6,53 +6,57 @@
 
 #include "headers.p4"
 
-struct ack_facts_t {
-    bool flags_keep;        // SYN, FIN, RST, URG or PSH set
-    bool has_payload;
-    bool first_ack;         // no earlier ACK of this half-flow
-    bool window_update;     // same ACK number as the previous ACK, different window
-    bool dup_ack;           // ACK number not advancing
-    bool dsack;
-    bool sack_news;         // a SACK block the sender has not been told about
-    bool ece_cwr_change;    // ECE/CWR differ from the previous ACK's
-    bool window_reopen;     // previous window below one MSS, this one not
-    bool unknown_option;
-    bool ts_reordered;      // TSval or TSecr older than already seen: keeping RTT samples valid
-    bool idle;              // first ACK after the flow was idle
-    bool acks_all_data;     // acknowledges all data the switch has seen the other side send
-}
+// The facts, one bit each in the fact_bits the caller computes from its per-flow state (the
+// thinning stage, ack_thinning.p4 ack_facts). Their names are the Python twin's AckFacts fields.
+const bit<13> FACT_FLAGS_KEEP = 1 << 12;        // SYN, FIN, RST, URG or PSH set
+const bit<13> FACT_HAS_PAYLOAD = 1 << 11;
+const bit<13> FACT_FIRST_ACK = 1 << 10;         // no earlier ACK of this half-flow
+const bit<13> FACT_WINDOW_UPDATE = 1 << 9;      // same ACK number as the previous ACK, different window
+const bit<13> FACT_DUP_ACK = 1 << 8;            // ACK number not advancing
+const bit<13> FACT_DSACK = 1 << 7;
+const bit<13> FACT_SACK_NEWS = 1 << 6;          // a SACK block the sender has not been told about
+const bit<13> FACT_ECE_CWR_CHANGE = 1 << 5;     // ECE/CWR differ from the previous ACK's
+const bit<13> FACT_WINDOW_REOPEN = 1 << 4;      // previous window below one MSS, this one not
+const bit<13> FACT_UNKNOWN_OPTION = 1 << 3;
+const bit<13> FACT_TS_REORDERED = 1 << 2;       // TSval or TSecr older than already seen: RTT samples stay valid
+const bit<13> FACT_IDLE = 1 << 1;               // first ACK after the flow was idle
+const bit<13> FACT_ACKS_ALL_DATA = 1 << 0;      // acknowledges all data the switch has seen the other side send
 
-control AckSafety(in ack_facts_t facts, out keep_reason_t reason) {
-    apply {
-        if (facts.flags_keep) {
-            reason = KEEP_FLAGS;
-        } else if (facts.has_payload) {
-            reason = KEEP_PAYLOAD;
-        } else if (facts.first_ack) {
-            reason = KEEP_FIRST_ACK;
-        } else if (facts.window_update) {
-            reason = KEEP_WINDOW_UPDATE;
-        } else if (facts.dup_ack) {
-            reason = KEEP_DUP_ACK;
-        } else if (facts.dsack) {
-            reason = KEEP_DSACK;
-        } else if (facts.sack_news) {
-            reason = KEEP_SACK_NEWS;
-        } else if (facts.ece_cwr_change) {
-            reason = KEEP_ECE_CWR_CHANGE;
-        } else if (facts.window_reopen) {
-            reason = KEEP_WINDOW_REOPEN;
-        } else if (facts.unknown_option) {
-            reason = KEEP_UNKNOWN_OPTION;
-        } else if (facts.ts_reordered) {
-            reason = KEEP_TS_REORDERED;
-        } else if (facts.idle) {
-            reason = KEEP_IDLE;
-        } else if (facts.acks_all_data) {
-            reason = KEEP_ACKS_ALL_DATA;
-        } else {
-            reason = KEEP_NONE;
+control AckSafety(in bit<13> fact_bits, out keep_reason_t reason) {
+    action keep(keep_reason_t why) {
+        reason = why;
+    }
+
+    // The first rule whose fact holds names the reason. A table of constant entries rather than a
+    // chain of conditions: bmv2 looks it up in one step, where p4c lowers a 13-deep ?: chain into
+    // 25 primitives (docs/performance.md).
+    table rules {
+        key = {
+            fact_bits: ternary;
         }
+        actions = {
+            keep;
+        }
+        const default_action = keep(KEEP_NONE);
+        const entries = {
+            FACT_FLAGS_KEEP &&& FACT_FLAGS_KEEP : keep(KEEP_FLAGS);
+            FACT_HAS_PAYLOAD &&& FACT_HAS_PAYLOAD : keep(KEEP_PAYLOAD);
+            FACT_FIRST_ACK &&& FACT_FIRST_ACK : keep(KEEP_FIRST_ACK);
+            FACT_WINDOW_UPDATE &&& FACT_WINDOW_UPDATE : keep(KEEP_WINDOW_UPDATE);
+            FACT_DUP_ACK &&& FACT_DUP_ACK : keep(KEEP_DUP_ACK);
+            FACT_DSACK &&& FACT_DSACK : keep(KEEP_DSACK);
+            FACT_SACK_NEWS &&& FACT_SACK_NEWS : keep(KEEP_SACK_NEWS);
+            FACT_ECE_CWR_CHANGE &&& FACT_ECE_CWR_CHANGE : keep(KEEP_ECE_CWR_CHANGE);
+            FACT_WINDOW_REOPEN &&& FACT_WINDOW_REOPEN : keep(KEEP_WINDOW_REOPEN);
+            FACT_UNKNOWN_OPTION &&& FACT_UNKNOWN_OPTION : keep(KEEP_UNKNOWN_OPTION);
+            FACT_TS_REORDERED &&& FACT_TS_REORDERED : keep(KEEP_TS_REORDERED);
+            FACT_IDLE &&& FACT_IDLE : keep(KEEP_IDLE);
+            FACT_ACKS_ALL_DATA &&& FACT_ACKS_ALL_DATA : keep(KEEP_ACKS_ALL_DATA);
+        }
+    }
+
+    apply {
+        rules.apply();
     }
 }
 

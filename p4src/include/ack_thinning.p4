@@ -7,6 +7,16 @@
 // on another live flow's slot is left untouched and counted; idle or closed records are taken
 // over. Each slot has two half-flow records (index slot * 2 + direction), one per sender: the
 // data it sent, and the ACKs it sent about the other side's data.
+//
+// Cost (docs/performance.md): bmv2 runs each table, condition and primitive as a step of its own,
+// and p4c makes a table of every run of statements between two conditions. So a half-flow record
+// is packed into a few registers, read in one action and written back in one action, and the
+// decisions are values computed inside actions rather than chains of if-statements. The working
+// state lives in metadata (thinning_work_t) so that the actions can share it.
+//
+// Thrift reads a register cell as a signed 64-bit value and saturates anything wider or larger, so
+// every register the control plane reads is at most 63 bits wide; the others (read only here) use
+// all 64. The layout is decoded in one Python place, control-plane/ackwise/thinning.py.
 #ifndef ACKWISE_ACK_THINNING_P4
 #define ACKWISE_ACK_THINNING_P4
 
@@ -21,16 +31,29 @@
 #include "ack_coalesce.p4"
 #include "ack_holdback.p4"
 
-// Bits of the half_state register.
+// Bits of a half-flow's state (the low byte of its flags).
 const bit<8> HALF_DATA_VALID = 0x01;    // data_end holds something
 const bit<8> HALF_ACK_VALID = 0x02;     // ack_last, window_last, ... hold the previous ACK
 const bit<8> HALF_PROBE = 0x04;         // an RTT probe is waiting for its ACK
 const bit<8> HALF_TS_VALID = 0x08;      // ts_val_max / ts_ecr_max are set
 const bit<8> HALF_SACK_SEEN = 0x10;     // sack_high is set
 
+// The internal record of a half-flow (ack_thinning.record): flags | seq | fwd | ts | probe | sack | high.
+#define RECORD_BITS 392
+#define REC_FLAGS 391:352
+#define REC_SEQ 351:288
+#define REC_FWD 287:224
+#define REC_TS 223:160
+#define REC_PROBE 159:96
+#define REC_SACK 95:32
+#define REC_HIGH 31:0
+#define REC_BELOW_FLAGS 351:0
+#define REC_ABOVE_FWD 391:288
+#define REC_BELOW_FWD 223:0
+
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
-                    in time_us_t now, in queue_view_t queue, in bool from_agent, in bool agent_alive,
-                    out bool drop, inout ack_policy_params_t params, out ack_meta_t ack) {
+                    in time_us_t now, in queue_view_t queue, in bool from_agent,
+                    inout ack_policy_params_t params, inout ack_meta_t ack, inout thinning_work_t w) {
     FlowKey() flow_key;
     AckPolicySelect() policy_select;
     AckSafety() safety;
@@ -38,450 +61,433 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     AccSignal() acc_signal_ack;
     AccDelayFactor() acc_delay_factor;
     AckCoalesce() coalesce;
+    HoldbackAgentAlive() holdback_agent_alive;
 
     @name(".ack_thinning.stats") counter(THINNING_STATS, CounterType.packets) stats;
     @name(".ack_thinning.config") register<bit<48>>(1) config;   // [0]: reclaim idle (us), 0 = default
 
-    // Per slot.
-    @name(".ack_thinning.key_addrs") register<bit<64>>(FLOW_SLOTS) key_addrs_reg;
-    @name(".ack_thinning.key_ports") register<bit<32>>(FLOW_SLOTS) key_ports_reg;
-    @name(".ack_thinning.last_seen_us") register<bit<48>>(FLOW_SLOTS) last_seen_reg;
-    @name(".ack_thinning.closed") register<bit<8>>(FLOW_SLOTS) closed_reg;
+    // Per slot. key_a, key_b: the flow key's addresses (lower endpoint first). slot: the key's
+    // ports [62:31] | last seen, in 1.024 ms ticks (30 bits: wraps after 12.7 days) [30:1] | closed [0].
+    @name(".ack_thinning.key_a") register<bit<32>>(FLOW_SLOTS) key_a_reg;
+    @name(".ack_thinning.key_b") register<bit<32>>(FLOW_SLOTS) key_b_reg;
+    @name(".ack_thinning.slot") register<bit<63>>(FLOW_SLOTS) slot_reg;
 
-    // Per half-flow: state.
-    @name(".ack_thinning.half_state") register<bit<8>>(HALF_FLOWS) half_state_reg;
-    @name(".ack_thinning.data_end") register<bit<32>>(HALF_FLOWS) data_end_reg;
-    @name(".ack_thinning.ws_shift") register<bit<8>>(HALF_FLOWS) ws_shift_reg;
-    @name(".ack_thinning.ack_last") register<bit<32>>(HALF_FLOWS) ack_last_reg;
-    @name(".ack_thinning.window_last") register<bit<16>>(HALF_FLOWS) window_last_reg;
-    @name(".ack_thinning.ece_cwr_last") register<bit<8>>(HALF_FLOWS) ece_cwr_last_reg;
-    @name(".ack_thinning.ack_base") register<bit<32>>(HALF_FLOWS) ack_base_reg;
-    @name(".ack_thinning.ack_forwarded") register<bit<32>>(HALF_FLOWS) ack_fwd_reg;
-    @name(".ack_thinning.forwarded_at_us") register<bit<48>>(HALF_FLOWS) fwd_time_reg;
-    @name(".ack_thinning.ts_val_max") register<bit<32>>(HALF_FLOWS) ts_val_max_reg;
-    @name(".ack_thinning.ts_ecr_max") register<bit<32>>(HALF_FLOWS) ts_ecr_max_reg;
-    @name(".ack_thinning.sack_left") register<bit<32>>(HALF_FLOWS) sack_left_reg;
-    @name(".ack_thinning.sack_right") register<bit<32>>(HALF_FLOWS) sack_right_reg;
-    @name(".ack_thinning.sack_high") register<bit<32>>(HALF_FLOWS) sack_high_reg;
-    @name(".ack_thinning.probe_seq") register<bit<32>>(HALF_FLOWS) probe_seq_reg;
-    @name(".ack_thinning.probe_at_us") register<bit<48>>(HALF_FLOWS) probe_time_reg;
-    @name(".ack_thinning.rtt_min_us") register<bit<32>>(HALF_FLOWS) rtt_min_reg;
-    @name(".ack_thinning.rtt_min_at_us") register<bit<48>>(HALF_FLOWS) rtt_min_time_reg;
-    // Per half-flow: what the operator sees in `ackwise flows`.
-    @name(".ack_thinning.acks_seen") register<bit<32>>(HALF_FLOWS) acks_seen_reg;
-    @name(".ack_thinning.acks_forwarded") register<bit<32>>(HALF_FLOWS) acks_forwarded_reg;
-    @name(".ack_thinning.acks_thinned") register<bit<32>>(HALF_FLOWS) acks_thinned_reg;
-    @name(".ack_thinning.data_segments") register<bit<32>>(HALF_FLOWS) data_segments_reg;
-    @name(".ack_thinning.last_keep_reason") register<bit<8>>(HALF_FLOWS) keep_reason_reg;
-    @name(".ack_thinning.retransmissions") register<bit<32>>(HALF_FLOWS) retransmissions_reg;
-    @name(".ack_thinning.dup_acks") register<bit<32>>(HALF_FLOWS) dup_acks_reg;
+    // Per half-flow. Read by the control plane (at most 63 bits):
+    //   data:    data_end [62:31] | data segments (31 bits) [30:0]
+    //   acks:    ACKs seen [61:31] | ACKs forwarded [30:0]                 (31-bit counts)
+    //   thinned: ACKs thinned [61:31] | retransmissions [30:0]             (31-bit counts)
+    //   outcome: duplicate ACKs [38:8] | the last keep reason [7:0]
+    //   rtt:     RTTmin in us (31 bits) [62:32] | when measured (low 32 bits of the us clock) [31:0]
+    @name(".ack_thinning.data") register<bit<63>>(HALF_FLOWS) data_reg;
+    @name(".ack_thinning.acks") register<bit<62>>(HALF_FLOWS) acks_reg;
+    @name(".ack_thinning.thinned") register<bit<62>>(HALF_FLOWS) thinned_reg;
+    @name(".ack_thinning.outcome") register<bit<39>>(HALF_FLOWS) outcome_reg;
+    @name(".ack_thinning.rtt") register<bit<63>>(HALF_FLOWS) rtt_reg;
+    // Per half-flow, read only here, in one wide cell (one register read and one write per packet):
+    //   flags: window_last [39:24] | ece_cwr_last [23:16] | ws_shift [15:8] | state [7:0]
+    //   seq:   the previous ACK number [63:32] | the flow's first ACK number (dynamic_d) [31:0]
+    //   fwd:   the last forwarded ACK number [63:32] | when (low 32 bits of the us clock) [31:0]
+    //   ts:    the newest TSval [63:32] | TSecr [31:0]
+    //   probe: the RTT probe's end sequence [63:32] | when it was sent (low 32 bits) [31:0]
+    //   sack:  the previous ACK's first SACK block, left [63:32] | right [31:0]
+    //   high:  the highest SACK right edge reported
+    @name(".ack_thinning.record") register<bit<RECORD_BITS>>(HALF_FLOWS) record_reg;
 
-    action reset_half(bit<32> h) {
-        half_state_reg.write(h, 0);
-        ws_shift_reg.write(h, 0);
-        rtt_min_reg.write(h, 0);
-        rtt_min_time_reg.write(h, 0);
-        acks_seen_reg.write(h, 0);
-        acks_forwarded_reg.write(h, 0);
-        acks_thinned_reg.write(h, 0);
-        data_segments_reg.write(h, 0);
-        keep_reason_reg.write(h, 0);
-        retransmissions_reg.write(h, 0);
-        dup_acks_reg.write(h, 0);
+    // The packet's flow record: ours, taken over (empty, closed or idle past the reclaim time), or
+    // another live flow's (a collision: the packet passes untouched). A taken-over slot gets its
+    // new key in reset_records().
+    action claim() {
+        bit<32> stored_a;
+        bit<32> stored_b;
+        bit<63> stored;
+        bit<48> reclaim_idle_us;
+        w.half = w.slot << 1 | (bit<32>)w.direction;
+        w.other = w.slot << 1 | (bit<32>)(w.direction ^ 1);
+        key_a_reg.read(stored_a, w.slot);
+        key_b_reg.read(stored_b, w.slot);
+        slot_reg.read(stored, w.slot);
+        config.read(reclaim_idle_us, 0);
+        reclaim_idle_us = reclaim_idle_us == 0 ? RECLAIM_IDLE_DEFAULT_US : reclaim_idle_us;
+        bit<30> now_ticks = (bit<30>)(now >> 10);
+        bit<30> silent_ticks = now_ticks - stored[30:1];
+        bool closed = stored[0:0] == 1;
+        bool ours = stored_a == w.key_a && stored_b == w.key_b && stored[62:31] == w.key_ports;
+        w.empty = stored_a == 0 && stored_b == 0 && stored[62:31] == 0;
+        bool take_over = !ours && (w.empty || closed || (bit<48>)silent_ticks > reclaim_idle_us >> 10);
+        w.owned = ours || take_over;
+        w.fresh = take_over;
+        w.collision = !w.owned;
+        w.idle = ours && params.idle_us != 0 && (bit<48>)silent_ticks > (bit<48>)(params.idle_us >> 10);
+        bool closing = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
+        bit<1> closed_now = (bit<1>)(w.owned && (closing || (ours && closed)));
+        slot_reg.write(w.slot, w.owned ? w.key_ports ++ now_ticks ++ closed_now : stored);
     }
 
+    // A record taken over starts empty on both sides, before anything reads it: the internal
+    // records (whose state bits guard every other word), the counters and the RTTmin. data_end
+    // stays (guarded by its state bit too); the segment count restarts.
+    action reset_records() {
+        stats.count(w.empty ? STAT_NEW_FLOWS : STAT_RECLAIMED);
+        key_a_reg.write(w.slot, w.key_a);
+        key_b_reg.write(w.slot, w.key_b);
+        bit<63> data;
+        bit<63> data_other;
+        data_reg.read(data, w.half);
+        data_reg.read(data_other, w.other);
+        data_reg.write(w.half, data[62:31] ++ 31w0);
+        data_reg.write(w.other, data_other[62:31] ++ 31w0);
+        record_reg.write(w.half, 0);
+        record_reg.write(w.other, 0);
+        acks_reg.write(w.half, 0);
+        acks_reg.write(w.other, 0);
+        thinned_reg.write(w.half, 0);
+        thinned_reg.write(w.other, 0);
+        outcome_reg.write(w.half, 0);
+        outcome_reg.write(w.other, 0);
+        rtt_reg.write(w.half, 0);
+        rtt_reg.write(w.other, 0);
+    }
+
+    // ---- the record in and out, each in one step (p4c inlines these into the step actions) ----
+    action load_record() {
+        ack.half = w.half;
+        ack.tracked = true;
+        bit<RECORD_BITS> record;
+        record_reg.read(record, w.half);
+        w.flags = record[REC_FLAGS];
+        w.seq = record[REC_SEQ];
+        w.fwd = record[REC_FWD];
+        w.ts = record[REC_TS];
+        w.probe = record[REC_PROBE];
+        w.sack = record[REC_SACK];
+        w.high = record[REC_HIGH];
+    }
+
+    action load_other() {
+        record_reg.read(w.record_other, w.other);
+        w.flags_other = w.record_other[REC_FLAGS];
+        w.probe_other = w.record_other[REC_PROBE];
+        rtt_reg.read(w.rtt_other, w.other);
+    }
+
+    action store_record() {
+        record_reg.write(w.half, w.flags ++ w.seq ++ w.fwd ++ w.ts ++ w.probe ++ w.sack ++ w.high);
+    }
+
+    // The other side's record changes only in its flags (the probe answered) and its RTTmin.
+    action store_other() {
+        record_reg.write(w.other, w.flags_other ++ w.record_other[REC_BELOW_FLAGS]);
+        rtt_reg.write(w.other, w.rtt_other);
+    }
+
+    // A held ACK the hold-back agent sent back: forwarded unless an ACK of the flow that
+    // acknowledges at least as much has been forwarded since (it was superseded). Its state was
+    // recorded when it first arrived; only the forwarding counts change.
+    action released() {
+        bit<RECORD_BITS> record;
+        bit<62> counts;
+        bit<62> thinned;
+        bit<39> outcome;
+        bit<32> held_released;
+        record_reg.read(record, w.half);
+        acks_reg.read(counts, w.half);
+        thinned_reg.read(thinned, w.half);
+        outcome_reg.read(outcome, w.half);
+        holdback_released.read(held_released, w.half);
+        bit<64> forwarded = record[REC_FWD];
+        bool pure = payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0;
+        bool newer = pure && SEQ_GT(tcp.ack_no, forwarded[63:32]);
+        ack.drop = pure && !newer;
+        record_reg.write(w.half, newer ? record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ record[REC_BELOW_FWD]
+                                       : record);
+        acks_reg.write(w.half, newer ? counts + 1 : counts);
+        thinned_reg.write(w.half, newer ? thinned - (1 << 31) : thinned);
+        outcome_reg.write(w.half, newer ? outcome[38:8] ++ KEEP_RELEASED : outcome);
+        holdback_released.write(w.half, newer ? held_released + 1 : held_released);
+    }
+
+    // ---- data this side sends: data_end, the segment count, retransmissions, the RTT probe ----
+    action track_data() {
+        bit<8> state = w.flags[7:0];
+        bit<32> end = tcp.seq_no + (bit<32>)payload_len;
+        bit<32> data_end = w.data[62:31];
+        bool known = state & HALF_DATA_VALID != 0;
+        bool retransmission = known && SEQ_LEQ(end, data_end);
+        bool probing = state & HALF_PROBE != 0;
+        bool start_probe = !retransmission && !probing;
+        w.data = (!known || SEQ_GT(end, data_end) ? end : data_end) ++ (w.data[30:0] + 1);
+        w.thinned = retransmission ? w.thinned + 1 : w.thinned;
+        w.probe = start_probe ? end ++ (bit<32>)now : w.probe;
+        // A probe is running after new data (started now or before), and cancelled by a
+        // retransmission (Karn: no RTT sample across one).
+        w.flags = w.flags[39:8] ++ (state & ~HALF_PROBE | HALF_DATA_VALID | (retransmission ? 8w0 : HALF_PROBE));
+    }
+
+    // ---- every segment with an ACK: an RTT sample, and what "the previous ACK" means ----
+    action ack_sample() {
+        // An RTT sample when the other side's probe is acknowledged; RTTmin over RTT_MIN_WINDOW_US.
+        bit<8> other_state = w.flags_other[7:0];
+        bool sampled = other_state & HALF_PROBE != 0 && SEQ_GEQ(tcp.ack_no, w.probe_other[63:32]);
+        bit<32> sample = (bit<32>)now - w.probe_other[31:0];
+        bit<31> rtt_min = w.rtt_other[62:32];
+        bool newer_min = rtt_min == 0 || sample <= (bit<32>)rtt_min
+            || (bit<32>)now - w.rtt_other[31:0] > (bit<32>)RTT_MIN_WINDOW_US;
+        w.rtt_other = sampled && newer_min ? (bit<31>)sample ++ (bit<32>)now : w.rtt_other;
+        w.flags_other = sampled ? w.flags_other[39:8] ++ (other_state & ~HALF_PROBE) : w.flags_other;
+        w.ack_valid = w.flags[7:0] & HALF_ACK_VALID != 0;
+        w.ack_last = w.seq[63:32];
+        bit<8> ws_shift = w.flags[15:8];
+        w.window_bytes = (bit<32>)tcp.window << ws_shift;
+        w.window_last_bytes = (bit<32>)w.flags[39:24] << ws_shift;
+        w.ece_cwr = tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
+    }
+
+    action ack_remember() {
+        bit<8> state = w.flags[7:0];
+        bit<32> ack_base = w.ack_valid ? w.seq[31:0] : tcp.ack_no;
+        bit<32> ack_last = !w.ack_valid || SEQ_GT(tcp.ack_no, w.ack_last) ? tcp.ack_no : w.ack_last;
+        w.seq = ack_last ++ ack_base;
+        w.fwd = w.ack_valid || ack.drop ? w.fwd : tcp.ack_no ++ w.fwd[31:0];
+        bool ts_known = state & HALF_TS_VALID != 0;
+        bit<32> ts_val = ts_known && !SEQ_GT(opts.ts_val, w.ts[63:32]) ? w.ts[63:32] : opts.ts_val;
+        bit<32> ts_ecr = ts_known && !SEQ_GT(opts.ts_ecr, w.ts[31:0]) ? w.ts[31:0] : opts.ts_ecr;
+        w.ts = opts.ts_present ? ts_val ++ ts_ecr : w.ts;
+        state = opts.ts_present ? state | HALF_TS_VALID : state;
+        state = state | HALF_ACK_VALID;
+        w.flags = tcp.window ++ w.ece_cwr ++ w.flags[15:8] ++ state;
+    }
+
+    // ---- pure ACKs: the facts, the contract, the policy ----
+    // Each fact is a bit of w.fact_bits (FACT_* in ack_safety.p4, where the contract orders them).
+    action ack_facts() {
+        bit<8> state = w.flags[7:0];
+        bit<8> other_state = w.flags_other[7:0];
+        bool sack_present = opts.sack_blocks != 0;
+        w.mss = (bit<32>)params.mss;
+        w.data_end_other = w.data_other[62:31];
+        bool flags_keep = tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST | TCP_FLAG_URG | TCP_FLAG_PSH) != 0;
+        bool has_payload = payload_len != 0;
+        bool first_ack = !w.ack_valid;
+        bool window_update = w.ack_valid && tcp.ack_no == w.ack_last && tcp.window != w.flags[39:24];
+        bool dup_ack = w.ack_valid && !SEQ_GT(tcp.ack_no, w.ack_last);
+        bool dsack = sack_present && (SEQ_LT(opts.sack_left_0, tcp.ack_no)
+            || (opts.sack_blocks >= 2 && SEQ_GEQ(opts.sack_left_0, opts.sack_left_1)
+                && SEQ_LEQ(opts.sack_right_0, opts.sack_right_1)));
+        bool sack_news = sack_present && (state & HALF_SACK_SEEN == 0 || SEQ_GT(opts.sack_right_0, w.high)
+            || opts.sack_left_0 != w.sack[63:32] || opts.sack_right_0 != w.sack[31:0]);
+        bool ece_cwr_change = w.ack_valid && w.ece_cwr != w.flags[23:16];
+        bool window_reopen = w.ack_valid && w.window_last_bytes < w.mss && w.window_bytes >= w.mss;
+        bool unknown_option = opts.unknown_present;
+        bool ts_reordered = opts.ts_present && state & HALF_TS_VALID != 0
+            && (SEQ_LT(opts.ts_val, w.ts[63:32]) || SEQ_LT(opts.ts_ecr, w.ts[31:0]));
+        bool idle = w.idle;
+        // With `filter`, an ACK is dropped only behind a newer one that acknowledges at least as
+        // much, and with `coalesce` its state leaves inside the waiting ACK: the end of a burst is
+        // never at stake.
+        bool acks_all_data = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
+            && (other_state & HALF_DATA_VALID == 0 || SEQ_GEQ(tcp.ack_no, w.data_end_other));
+        w.fact_bits = (flags_keep ? FACT_FLAGS_KEEP : 0)
+            | (has_payload ? FACT_HAS_PAYLOAD : 0)
+            | (first_ack ? FACT_FIRST_ACK : 0)
+            | (window_update ? FACT_WINDOW_UPDATE : 0)
+            | (dup_ack ? FACT_DUP_ACK : 0)
+            | (dsack ? FACT_DSACK : 0)
+            | (sack_news ? FACT_SACK_NEWS : 0)
+            | (ece_cwr_change ? FACT_ECE_CWR_CHANGE : 0)
+            | (window_reopen ? FACT_WINDOW_REOPEN : 0)
+            | (unknown_option ? FACT_UNKNOWN_OPTION : 0)
+            | (ts_reordered ? FACT_TS_REORDERED : 0)
+            | (idle ? FACT_IDLE : 0)
+            | (acks_all_data ? FACT_ACKS_ALL_DATA : 0);
+        w.acked_since_fwd = tcp.ack_no - w.fwd[63:32];
+    }
+
+    // The policies' own rules, as values: has the ACK reached the policy's threshold? Sums and
+    // disjunctions rather than nested ?: (which p4c lowers into a chain of copies).
+    action policy_rule() {
+        // dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
+        bit<32> acked_total = tcp.ack_no - w.seq[31:0];
+        bit<32> dynamic_d = 1 + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l1 * w.mss)
+            + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l2 * w.mss)
+            + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l3 * w.mss);
+        // tack: L segments and RTTmin / beta since the last forwarded ACK
+        bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
+        bit<48> since_fwd = (bit<48>)((bit<32>)now - w.fwd[31:0]);
+        w.policy_keep = (params.policy == POLICY_EVERY_D && w.acked_since_fwd >= (bit<32>)params.d * w.mss)
+            || (params.policy == POLICY_DYNAMIC_D && w.acked_since_fwd >= dynamic_d * w.mss)
+            || (params.policy == POLICY_ACC && w.acked_since_fwd >= w.acc_d * w.mss)
+            || (params.policy == POLICY_TACK && w.acked_since_fwd >= (bit<32>)params.tack_l * w.mss
+                && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min);
+    }
+
+    // What becomes of the ACK, its counters, and the state the next ACK compares with.
+    action ack_outcome() {
+        w.reason = w.reason == KEEP_NONE && w.policy_keep ? KEEP_POLICY : w.reason;
+        // filter: decided at egress; here only whether it may be dropped there.
+        ack.filter_candidate = params.policy == POLICY_FILTER && w.reason == KEEP_NONE;
+        ack.hold_base_ack = w.fwd[63:32];
+        bool thinned = w.reason == KEEP_NONE && params.policy != POLICY_FILTER;
+        bool forwarded = !thinned && !w.absorbed && !ack.hold && !ack.filter_candidate;
+        bit<8> state = w.flags[7:0];
+        bool sack_present = opts.sack_blocks != 0;
+        w.acks = w.acks + (1 << 31) + (forwarded ? 62w1 : 62w0);
+        // Absorbed and held ACKs count as thinned (a held one until it comes back released).
+        w.thinned = thinned || ack.hold || w.absorbed ? w.thinned + (1 << 31) : w.thinned;
+        bit<31> dup_acks = w.outcome[38:8] + (w.reason == KEEP_DUP_ACK ? 31w1 : 31w0);
+        w.outcome = dup_acks ++ (forwarded ? w.reason : w.outcome[7:0]);
+        w.fwd = forwarded
+            ? (!w.ack_valid || SEQ_GT(tcp.ack_no, w.fwd[63:32]) ? tcp.ack_no : w.fwd[63:32]) ++ (bit<32>)now
+            : w.fwd;
+        w.sack = sack_present ? opts.sack_left_0 ++ opts.sack_right_0 : 64w0;
+        bool higher = state & HALF_SACK_SEEN == 0 || SEQ_GT(opts.sack_right_0, w.high);
+        w.high = sack_present && higher ? opts.sack_right_0 : w.high;
+        state = sack_present ? state | HALF_SACK_SEEN : state;
+        w.flags = w.flags[39:8] ++ state;
+        ack.drop = thinned || ack.hold || w.absorbed;
+        stats.count(w.absorbed ? STAT_ACKS_ABSORBED
+            : (thinned ? STAT_ACKS_THINNED : (ack.hold ? STAT_ACKS_HELD : STAT_ACKS_PASSED)));
+        bit<32> held;
+        holdback_held.read(held, w.half);
+        holdback_held.write(w.half, ack.hold ? held + 1 : held);
+    }
+
+    // A SYN fixes the window scale of this sender's windows from then on.
+    action window_scale() {
+        bit<8> ws_shift = opts.ws_present ? opts.ws_shift : 8w0;
+        w.flags = tcp.flags & TCP_FLAG_SYN != 0 ? w.flags[39:16] ++ ws_shift ++ w.flags[7:0] : w.flags;
+    }
+
+    // The steps of each kind of segment, each one bmv2 step (p4c inlines the called actions),
+    // reading and writing only the registers that kind uses.
+    action data_segment() {
+        load_record();
+        load_other();
+        data_reg.read(w.data, w.half);
+        thinned_reg.read(w.thinned, w.half);
+        window_scale();
+        track_data();
+        ack_sample();
+        ack_remember();
+        store_record();
+        store_other();
+        data_reg.write(w.half, w.data);
+        thinned_reg.write(w.half, w.thinned);
+    }
+
+    // A segment without the ACK flag: a SYN (perhaps with data).
+    action no_ack() {
+        load_record();
+        data_reg.read(w.data, w.half);
+        thinned_reg.read(w.thinned, w.half);
+        window_scale();
+        track_data();
+        store_record();
+        data_reg.write(w.half, w.data);
+        thinned_reg.write(w.half, w.thinned);
+    }
+
+    // A pure ACK up to the contract: its record, its facts, and the policy's own rule (acc's is
+    // evaluated again once its d is known).
+    action pure_ack() {
+        stats.count(STAT_ACKS_SEEN);
+        ack.pure_ack = true;
+        load_record();
+        load_other();
+        data_reg.read(w.data_other, w.other);
+        acks_reg.read(w.acks, w.half);
+        thinned_reg.read(w.thinned, w.half);
+        outcome_reg.read(w.outcome, w.half);
+        window_scale();
+        ack_sample();
+        ack_facts();
+        policy_rule();
+    }
+
+    // ...and after it: the outcome, and the record written back.
+    action pure_ack_outcome() {
+        ack_outcome();
+        ack_remember();
+        store_record();
+        store_other();
+        acks_reg.write(w.half, w.acks);
+        thinned_reg.write(w.half, w.thinned);
+        outcome_reg.write(w.half, w.outcome);
+    }
+
+    // No `return` below: p4c turns each one into a flag that every later block tests (one bmv2
+    // step each), so the cases nest instead.
     apply {
-        drop = false;
-        ack = { 0, false, false, false, 0, 0, false, 0 };
-
-        bool has_data = payload_len != 0;
-        // The policy table sees the flow from its ACKs' side: data looks it up reversed.
-        ipv4_addr_t ack_src_addr = ipv4.src_addr;
-        ipv4_addr_t ack_dst_addr = ipv4.dst_addr;
-        bit<16> ack_src_port = tcp.src_port;
-        bit<16> ack_dst_port = tcp.dst_port;
-        if (has_data) {
-            ack_src_addr = ipv4.dst_addr;
-            ack_dst_addr = ipv4.src_addr;
-            ack_src_port = tcp.dst_port;
-            ack_dst_port = tcp.src_port;
-        }
-        policy_select.apply(ack_src_addr, ack_dst_addr, ack_src_port, ack_dst_port, params);
-
+        // The policy tables see the flow from its ACKs' side: data looks them up reversed.
+        bool has_data;
+        policy_select.apply(ipv4, tcp, payload_len, has_data, params);
         if (params.policy != POLICY_OFF) {
-            bit<64> key_addrs;
-            bit<32> key_ports;
-            bit<32> slot;
-            bit<1> direction;
-            flow_key.apply(ipv4, tcp, key_addrs, key_ports, slot, direction);
-            bit<32> half = slot << 1 | (bit<32>)direction;
-            bit<32> other = slot << 1 | (bit<32>)(direction ^ 1);
-            ack.half = half;
-
-            // ---- the flow record: ours, taken over, or someone else's ----
-            bit<64> stored_addrs;
-            bit<32> stored_ports;
-            time_us_t last_seen;
-            bit<8> closed;
-            key_addrs_reg.read(stored_addrs, slot);
-            key_ports_reg.read(stored_ports, slot);
-            last_seen_reg.read(last_seen, slot);
-            closed_reg.read(closed, slot);
-            bit<48> reclaim_idle;
-            config.read(reclaim_idle, 0);
-            if (reclaim_idle == 0) {
-                reclaim_idle = RECLAIM_IDLE_DEFAULT_US;
-            }
-            bool owned = stored_addrs == key_addrs && stored_ports == key_ports;
-            bool fresh = false;
-            if (!owned) {
-                bool empty = stored_addrs == 0 && stored_ports == 0;
-                if (empty || closed != 0 || now - last_seen > reclaim_idle) {
-                    stats.count(empty ? STAT_NEW_FLOWS : STAT_RECLAIMED);
-                    key_addrs_reg.write(slot, key_addrs);
-                    key_ports_reg.write(slot, key_ports);
-                    closed_reg.write(slot, 0);
-                    reset_half(half);
-                    reset_half(other);
-                    owned = true;
-                    fresh = true;
-                } else {
-                    stats.count(STAT_COLLISIONS);
+            flow_key.apply(ipv4, tcp, w.key_a, w.key_b, w.key_ports, w.slot, w.direction);
+            claim();
+            if (w.collision) {
+                stats.count(STAT_COLLISIONS);
+            } else {
+                if (w.fresh) {
+                    reset_records();
                 }
-            }
-
-            if (owned && from_agent) {
-                // A held ACK the hold-back agent sent back: forwarded unless an ACK of the flow
-                // that acknowledges at least as much has been forwarded since (it was superseded).
-                // Its state was recorded when it first arrived.
-                if (payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0) {
-                    bit<32> ack_fwd;
-                    ack_fwd_reg.read(ack_fwd, half);
-                    if (seq_gt(tcp.ack_no, ack_fwd)) {
-                        ack_fwd_reg.write(half, tcp.ack_no);
-                        fwd_time_reg.write(half, now);
-                        keep_reason_reg.write(half, KEEP_RELEASED);
-                        bit<32> forwarded;
-                        acks_forwarded_reg.read(forwarded, half);
-                        acks_forwarded_reg.write(half, forwarded + 1);
-                        bit<32> released;
-                        holdback_released.read(released, half);
-                        holdback_released.write(half, released + 1);
-                        bit<32> thinned;
-                        acks_thinned_reg.read(thinned, half);
-                        acks_thinned_reg.write(half, thinned - 1);
-                    } else {
-                        drop = true;
+                if (from_agent) {
+                    released();
+                } else if (tcp.flags & TCP_FLAG_ACK == 0) {
+                    no_ack();
+                    if (has_data && ipv4.ecn == 3 && params.policy == POLICY_ACC) {
+                        acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
                     }
-                }
-            } else if (owned) {
-                ack.tracked = true;
-                bool idle = !fresh && params.idle_us != 0 && now - last_seen > (bit<48>)params.idle_us;
-                last_seen_reg.write(slot, now);
-                if (tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
-                    closed_reg.write(slot, 1);
-                }
-                bit<8> state;
-                bit<8> other_state;
-                half_state_reg.read(state, half);
-                half_state_reg.read(other_state, other);
-
-                if (tcp.flags & TCP_FLAG_SYN != 0) {
-                    // Window scale applies to this sender's windows from the SYN on.
-                    ws_shift_reg.write(half, opts.ws_present ? opts.ws_shift : 8w0);
-                }
-
-                // ---- data this side sends ----
-                if (has_data) {
-                    bit<32> end = tcp.seq_no + (bit<32>)payload_len;
-                    bit<32> data_end;
-                    data_end_reg.read(data_end, half);
-                    bit<32> segments;
-                    data_segments_reg.read(segments, half);
-                    data_segments_reg.write(half, segments + 1);
-                    bool retransmission = state & HALF_DATA_VALID != 0 && seq_leq(end, data_end);
-                    if (state & HALF_DATA_VALID == 0 || seq_gt(end, data_end)) {
-                        data_end_reg.write(half, end);
-                    }
-                    state = state | HALF_DATA_VALID;
+                } else if (has_data) {
+                    data_segment();
                     if (ipv4.ecn == 3 && params.policy == POLICY_ACC) {
-                        acc_signal_data.apply(other, ACC_SIGNAL_CE, params.acc_signals);
+                        acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
                     }
-                    if (retransmission) {
-                        state = state & ~HALF_PROBE;    // Karn: no RTT sample across a retransmission
-                        bit<32> retransmissions;
-                        retransmissions_reg.read(retransmissions, half);
-                        retransmissions_reg.write(half, retransmissions + 1);
-                    } else if (state & HALF_PROBE == 0) {
-                        probe_seq_reg.write(half, end);
-                        probe_time_reg.write(half, now);
-                        state = state | HALF_PROBE;
+                } else {
+                    // ---- a pure ACK (SYN, FIN, RST, URG, PSH: kept by the contract) ----
+                    pure_ack();
+                    safety.apply(w.fact_bits, w.reason);
+                    if (params.policy == POLICY_ACC) {
+                        bit<8> signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0)
+                            | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
+                        acc_signal_ack.apply(w.half, signal, params.acc_signals);
+                        bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
+                        // The flight: data the switch saw sent beyond the highest ACK.
+                        bit<32> highest_ack = w.ack_valid && SEQ_GT(w.ack_last, tcp.ack_no) ? w.ack_last : tcp.ack_no;
+                        bit<32> flight = w.flags_other[7:0] & HALF_DATA_VALID != 0
+                            && SEQ_GT(w.data_end_other, highest_ack) ? w.data_end_other - highest_ack : 32w0;
+                        acc_delay_factor.apply(w.half, now, rtt_min, flight, w.mss, params, w.acc_d);
+                        policy_rule();
                     }
+                    // (The policy's own rule is evaluated also for an ACK only the end-of-burst
+                    // rule keeps, which hold-back may then hold instead; ack_outcome turns reason
+                    // NONE into POLICY when the rule keeps the ACK.)
+
+                    // Coalescing: fold the ACK into its flow's waiting ACK, or queue it (as the new
+                    // waiting ACK if it may be rewritten later). acc thins by its d rule first
+                    // (reason NONE and no policy keep: dropped) and coalesces what that rule keeps.
+                    if (params.policy == POLICY_COALESCE || (params.policy == POLICY_ACC && queue.modelled
+                            && (w.reason != KEEP_NONE || w.policy_keep))) {
+                        // Never rewritten or folded: SACK blocks (a newer ACK number under an old
+                        // block would read as DSACK) and options the switch does not interpret.
+                        bool plain = opts.sack_blocks == 0 && !opts.unknown_present;
+                        bool foldable = w.reason == KEEP_NONE || w.reason == KEEP_ACKS_ALL_DATA;
+                        bool eligible = plain && (foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
+                            || w.reason == KEEP_ECE_CWR_CHANGE || w.reason == KEEP_WINDOW_REOPEN);
+                        coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, plain && foldable,
+                                       eligible, queue, w.absorbed, ack.coalesce_serial);
+                        if (w.reason == KEEP_NONE && !w.absorbed) {
+                            w.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
+                        }
+                    }
+
+                    // Hold-back: an ACK the policy would thin and only the end-of-burst rule keeps
+                    // goes to the agent, which sends it back after hold_ms unless superseded.
+                    if (!w.absorbed && w.reason == KEEP_ACKS_ALL_DATA && !w.policy_keep && params.hold_ms != 0
+                            && (params.policy == POLICY_EVERY_D || params.policy == POLICY_DYNAMIC_D
+                                || params.policy == POLICY_TACK || params.policy == POLICY_ACC)) {
+                        holdback_agent_alive.apply(now, ack.hold);
+                    }
+                    pure_ack_outcome();
                 }
-
-                // ---- ACKs this side sends, about the other side's data ----
-                if (tcp.flags & TCP_FLAG_ACK != 0) {
-                    // An RTT sample: the other side's probe is acknowledged.
-                    if (other_state & HALF_PROBE != 0) {
-                        bit<32> probe_seq;
-                        probe_seq_reg.read(probe_seq, other);
-                        if (seq_geq(tcp.ack_no, probe_seq)) {
-                            bit<48> probe_time;
-                            probe_time_reg.read(probe_time, other);
-                            bit<32> sample = (bit<32>)(now - probe_time);
-                            bit<32> rtt_min;
-                            bit<48> rtt_min_time;
-                            rtt_min_reg.read(rtt_min, other);
-                            rtt_min_time_reg.read(rtt_min_time, other);
-                            if (rtt_min == 0 || sample <= rtt_min || now - rtt_min_time > RTT_MIN_WINDOW_US) {
-                                rtt_min_reg.write(other, sample);
-                                rtt_min_time_reg.write(other, now);
-                            }
-                            half_state_reg.write(other, other_state & ~HALF_PROBE);
-                        }
-                    }
-
-                    bit<32> ack_last;
-                    bit<16> window_last;
-                    bit<8> ece_cwr_last;
-                    bit<32> ts_val_max;
-                    bit<32> ts_ecr_max;
-                    bit<32> sack_left;
-                    bit<32> sack_right;
-                    bit<32> sack_high;
-                    bit<8> ws_shift;
-                    ack_last_reg.read(ack_last, half);
-                    window_last_reg.read(window_last, half);
-                    ece_cwr_last_reg.read(ece_cwr_last, half);
-                    ts_val_max_reg.read(ts_val_max, half);
-                    ts_ecr_max_reg.read(ts_ecr_max, half);
-                    sack_left_reg.read(sack_left, half);
-                    sack_right_reg.read(sack_right, half);
-                    sack_high_reg.read(sack_high, half);
-                    ws_shift_reg.read(ws_shift, half);
-                    bit<8> ece_cwr = tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
-                    bool ack_valid = state & HALF_ACK_VALID != 0;
-
-                    if (payload_len == 0) {
-                        // ---- an ACK without data (SYN, FIN, RST, URG, PSH: kept by the contract) ----
-                        stats.count(STAT_ACKS_SEEN);
-                        ack.pure_ack = true;
-                        bit<32> seen;
-                        acks_seen_reg.read(seen, half);
-                        acks_seen_reg.write(half, seen + 1);
-
-                        bit<32> data_end_other;
-                        data_end_reg.read(data_end_other, other);
-                        bit<32> mss = (bit<32>)params.mss;
-                        bit<32> window_bytes = (bit<32>)tcp.window << ws_shift;
-                        bit<32> window_last_bytes = (bit<32>)window_last << ws_shift;
-                        bool sack = opts.sack_blocks != 0;
-
-                        ack_facts_t facts;
-                        facts.flags_keep = tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST | TCP_FLAG_URG
-                            | TCP_FLAG_PSH) != 0;
-                        facts.has_payload = false;
-                        facts.first_ack = !ack_valid;
-                        facts.window_update = ack_valid && tcp.ack_no == ack_last && tcp.window != window_last;
-                        facts.dup_ack = ack_valid && !seq_gt(tcp.ack_no, ack_last);
-                        facts.dsack = sack && (seq_lt(opts.sack_left_0, tcp.ack_no)
-                            || (opts.sack_blocks >= 2 && seq_geq(opts.sack_left_0, opts.sack_left_1)
-                                && seq_leq(opts.sack_right_0, opts.sack_right_1)));
-                        facts.sack_news = sack && (state & HALF_SACK_SEEN == 0 || seq_gt(opts.sack_right_0, sack_high)
-                            || opts.sack_left_0 != sack_left || opts.sack_right_0 != sack_right);
-                        facts.ece_cwr_change = ack_valid && ece_cwr != ece_cwr_last;
-                        facts.window_reopen = ack_valid && window_last_bytes < mss && window_bytes >= mss;
-                        facts.unknown_option = opts.unknown_present;
-                        facts.ts_reordered = opts.ts_present && state & HALF_TS_VALID != 0
-                            && (seq_lt(opts.ts_val, ts_val_max) || seq_lt(opts.ts_ecr, ts_ecr_max));
-                        facts.idle = idle;
-                        // With `filter`, an ACK is dropped only behind a newer one that acknowledges
-                        // at least as much, and with `coalesce` its state leaves inside the waiting
-                        // ACK: the end of a burst is never at stake.
-                        facts.acks_all_data = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
-                            && (other_state & HALF_DATA_VALID == 0 || seq_geq(tcp.ack_no, data_end_other));
-                        keep_reason_t reason;
-                        safety.apply(facts, reason);
-                        if (reason == KEEP_DUP_ACK) {
-                            bit<32> dup_acks;
-                            dup_acks_reg.read(dup_acks, half);
-                            dup_acks_reg.write(half, dup_acks + 1);
-                        }
-
-                        bit<32> ack_fwd;
-                        ack_fwd_reg.read(ack_fwd, half);
-                        bit<32> acked_since_fwd = tcp.ack_no - ack_fwd;
-
-                        bit<32> acc_d = 1;
-                        if (params.policy == POLICY_ACC) {
-                            bit<8> signal = 0;
-                            if (ipv4.ecn == 3) {
-                                signal = signal | ACC_SIGNAL_CE;
-                            }
-                            if (tcp.flags & TCP_FLAG_ECE != 0) {
-                                signal = signal | ACC_SIGNAL_ECE;
-                            }
-                            acc_signal_ack.apply(half, signal, params.acc_signals);
-                            bit<32> rtt_min = params.rtt_min_us;
-                            if (rtt_min == 0) {
-                                rtt_min_reg.read(rtt_min, other);
-                            }
-                            // The flight: data the switch saw sent beyond the highest ACK.
-                            bit<32> highest_ack = ack_valid && seq_gt(ack_last, tcp.ack_no) ? ack_last : tcp.ack_no;
-                            bit<32> flight = 0;
-                            if (other_state & HALF_DATA_VALID != 0 && seq_gt(data_end_other, highest_ack)) {
-                                flight = data_end_other - highest_ack;
-                            }
-                            acc_delay_factor.apply(half, now, rtt_min, flight, mss, params, acc_d);
-                        }
-                        // The policy's own rule: reached its threshold? Evaluated also for an ACK only
-                        // the end-of-burst rule keeps, which hold-back may then hold instead.
-                        bool policy_keep = false;
-                        if (reason == KEEP_NONE || reason == KEEP_ACKS_ALL_DATA) {
-                            if (params.policy == POLICY_EVERY_D) {
-                                if (acked_since_fwd >= (bit<32>)params.d * mss) {
-                                    policy_keep = true;
-                                }
-                            } else if (params.policy == POLICY_DYNAMIC_D) {
-                                bit<32> ack_base;
-                                ack_base_reg.read(ack_base, half);
-                                bit<32> acked_total = tcp.ack_no - ack_base;
-                                bit<32> d = 4;
-                                if (acked_total < (bit<32>)params.l1 * mss) {
-                                    d = 1;
-                                } else if (acked_total < (bit<32>)params.l2 * mss) {
-                                    d = 2;
-                                } else if (acked_total < (bit<32>)params.l3 * mss) {
-                                    d = 3;
-                                }
-                                if (acked_since_fwd >= d * mss) {
-                                    policy_keep = true;
-                                }
-                            } else if (params.policy == POLICY_ACC) {
-                                if (acked_since_fwd >= acc_d * mss) {
-                                    policy_keep = true;
-                                }
-                            } else if (params.policy == POLICY_TACK) {
-                                bit<32> rtt_min = params.rtt_min_us;
-                                if (rtt_min == 0) {
-                                    rtt_min_reg.read(rtt_min, other);
-                                }
-                                bit<48> since_fwd;
-                                bit<48> fwd_time;
-                                fwd_time_reg.read(fwd_time, half);
-                                since_fwd = now - fwd_time;
-                                if (acked_since_fwd >= (bit<32>)params.tack_l * mss
-                                        && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min) {
-                                    policy_keep = true;
-                                }
-                            }
-                        }
-                        if (reason == KEEP_NONE && policy_keep) {
-                            reason = KEEP_POLICY;
-                        }
-
-                        // Coalescing: fold the ACK into its flow's waiting ACK, or queue it (as the
-                        // new waiting ACK if it may be rewritten later). acc thins by its d rule
-                        // first (reason NONE: dropped below) and coalesces what that rule keeps.
-                        bool absorbed = false;
-                        bool coalescing = params.policy == POLICY_COALESCE
-                            || (params.policy == POLICY_ACC && queue.modelled && reason != KEEP_NONE);
-                        if (coalescing) {
-                            // Never rewritten or folded: SACK blocks (a newer ACK number under an old
-                            // block would read as DSACK) and options the switch does not interpret.
-                            bool plain = opts.sack_blocks == 0 && !opts.unknown_present;
-                            bool foldable = reason == KEEP_NONE || reason == KEEP_POLICY
-                                || reason == KEEP_ACKS_ALL_DATA;
-                            bool eligible = plain && (foldable || reason == KEEP_FIRST_ACK || reason == KEEP_IDLE
-                                || reason == KEEP_ECE_CWR_CHANGE || reason == KEEP_WINDOW_REOPEN);
-                            bit<32> right_edge = tcp.ack_no + window_bytes;
-                            coalesce.apply(half, now, tcp, opts, right_edge, plain && foldable, eligible, queue,
-                                           absorbed, ack.coalesce_serial);
-                            if (reason == KEEP_NONE && !absorbed) {
-                                reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
-                            }
-                        }
-
-                        // Hold-back: an ACK the policy would thin and only the end-of-burst rule keeps
-                        // goes to the agent, which sends it back after hold_ms unless superseded.
-                        bool thinning_policy = params.policy == POLICY_EVERY_D || params.policy == POLICY_DYNAMIC_D
-                            || params.policy == POLICY_TACK || params.policy == POLICY_ACC;
-                        ack.hold = !absorbed && reason == KEEP_ACKS_ALL_DATA && !policy_keep && thinning_policy
-                            && params.hold_ms != 0 && agent_alive;
-                        if (ack.hold) {
-                            drop = true;
-                            ack.hold_base_ack = ack_fwd;
-                            stats.count(STAT_ACKS_HELD);
-                            bit<32> held;
-                            holdback_held.read(held, half);
-                            holdback_held.write(half, held + 1);
-                            // Counted thinned until it comes back released (then forwarded).
-                            bit<32> thinned;
-                            acks_thinned_reg.read(thinned, half);
-                            acks_thinned_reg.write(half, thinned + 1);
-                        } else if (params.policy == POLICY_FILTER) {
-                            // Decided at egress; here only whether it may be dropped there.
-                            ack.filter_candidate = reason == KEEP_NONE;
-                            if (!ack.filter_candidate) {
-                                keep_reason_reg.write(half, reason);
-                                bit<32> forwarded;
-                                acks_forwarded_reg.read(forwarded, half);
-                                acks_forwarded_reg.write(half, forwarded + 1);
-                            }
-                        } else if (reason == KEEP_NONE || absorbed) {
-                            drop = true;
-                            stats.count(absorbed ? STAT_ACKS_ABSORBED : STAT_ACKS_THINNED);
-                            bit<32> thinned;
-                            acks_thinned_reg.read(thinned, half);
-                            acks_thinned_reg.write(half, thinned + 1);
-                        } else {
-                            keep_reason_reg.write(half, reason);
-                            bit<32> forwarded;
-                            acks_forwarded_reg.read(forwarded, half);
-                            acks_forwarded_reg.write(half, forwarded + 1);
-                            if (!ack_valid || seq_gt(tcp.ack_no, ack_fwd)) {
-                                ack_fwd_reg.write(half, tcp.ack_no);
-                            }
-                            fwd_time_reg.write(half, now);
-                        }
-
-                        if (sack) {
-                            sack_left_reg.write(half, opts.sack_left_0);
-                            sack_right_reg.write(half, opts.sack_right_0);
-                            if (state & HALF_SACK_SEEN == 0 || seq_gt(opts.sack_right_0, sack_high)) {
-                                sack_high_reg.write(half, opts.sack_right_0);
-                            }
-                            state = state | HALF_SACK_SEEN;
-                        } else {
-                            sack_left_reg.write(half, 0);
-                            sack_right_reg.write(half, 0);
-                        }
-                    }
-
-                    // Every ACK-bearing segment updates what "the previous ACK" means.
-                    if (!ack_valid) {
-                        ack_base_reg.write(half, tcp.ack_no);
-                        if (!drop) {
-                            ack_fwd_reg.write(half, tcp.ack_no);
-                        }
-                    }
-                    if (!ack_valid || seq_gt(tcp.ack_no, ack_last)) {
-                        ack_last_reg.write(half, tcp.ack_no);
-                    }
-                    window_last_reg.write(half, tcp.window);
-                    ece_cwr_last_reg.write(half, ece_cwr);
-                    if (opts.ts_present) {
-                        if (state & HALF_TS_VALID == 0 || seq_gt(opts.ts_val, ts_val_max)) {
-                            ts_val_max_reg.write(half, opts.ts_val);
-                        }
-                        if (state & HALF_TS_VALID == 0 || seq_gt(opts.ts_ecr, ts_ecr_max)) {
-                            ts_ecr_max_reg.write(half, opts.ts_ecr);
-                        }
-                        state = state | HALF_TS_VALID;
-                    }
-                    state = state | HALF_ACK_VALID;
-                }
-                half_state_reg.write(half, state);
             }
         }
     }

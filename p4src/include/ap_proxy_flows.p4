@@ -30,7 +30,8 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
     FlowKey() flow_key;
 
     @name(".ap.stats") counter(AP_STATS, CounterType.packets) stats;
-    @name(".ap.key_addrs") register<bit<64>>(FLOW_SLOTS) key_addrs_reg;
+    @name(".ap.key_a") register<bit<32>>(FLOW_SLOTS) key_a_reg;
+    @name(".ap.key_b") register<bit<32>>(FLOW_SLOTS) key_b_reg;
     @name(".ap.key_ports") register<bit<32>>(FLOW_SLOTS) key_ports_reg;
     @name(".ap.last_seen_us") register<bit<48>>(FLOW_SLOTS) last_seen_reg;
     @name(".ap.closed") register<bit<8>>(FLOW_SLOTS) closed_reg;
@@ -59,24 +60,28 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
         ap.spoof = false;
         ap.window_update = false;
 
-        bit<64> key_addrs;
+        bit<32> key_a;
+        bit<32> key_b;
         bit<32> key_ports;
         bit<32> slot;
         bit<1> direction;
-        flow_key.apply(ipv4, tcp, key_addrs, key_ports, slot, direction);
+        flow_key.apply(ipv4, tcp, key_a, key_b, key_ports, slot, direction);
 
-        bit<64> stored_addrs;
+        bit<32> stored_a;
+        bit<32> stored_b;
         bit<32> stored_ports;
         bit<48> last_seen;
         bit<8> closed;
-        key_addrs_reg.read(stored_addrs, slot);
+        key_a_reg.read(stored_a, slot);
+        key_b_reg.read(stored_b, slot);
         key_ports_reg.read(stored_ports, slot);
         last_seen_reg.read(last_seen, slot);
         closed_reg.read(closed, slot);
-        bool owned = stored_addrs == key_addrs && stored_ports == key_ports;
-        if (!owned && ((stored_addrs == 0 && stored_ports == 0) || closed != 0
+        bool owned = stored_a == key_a && stored_b == key_b && stored_ports == key_ports;
+        if (!owned && ((stored_a == 0 && stored_b == 0 && stored_ports == 0) || closed != 0
                        || now - last_seen > RECLAIM_IDLE_DEFAULT_US)) {
-            key_addrs_reg.write(slot, key_addrs);
+            key_a_reg.write(slot, key_a);
+            key_b_reg.write(slot, key_b);
             key_ports_reg.write(slot, key_ports);
             closed_reg.write(slot, 0);
             mode_reg.write(slot, AP_MODE_PASS);
@@ -152,7 +157,7 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                     }
                     bit<48> station_ack_at;
                     station_ack_at_reg.read(station_ack_at, slot);
-                    if (mode == AP_MODE_FAST && state & AP_SPOOF_VALID != 0 && seq_lt(station_ack, spoofed)
+                    if (mode == AP_MODE_FAST && state & AP_SPOOF_VALID != 0 && SEQ_LT(station_ack, spoofed)
                             && now - station_ack_at > station.stall_timeout_us) {
                         stats.count(AP_STAT_STALL_EXITS);
                         if (station.holdoff_us == 0) {
@@ -177,9 +182,9 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                     // gone) stops spoofing until the station has acknowledged it.
                     bit<32> copied_to;
                     copied_to_reg.read(copied_to, slot);
-                    bit<32> coverage = state & AP_COPIED_VALID != 0 && seq_gt(copied_to, station_ack)
+                    bit<32> coverage = state & AP_COPIED_VALID != 0 && SEQ_GT(copied_to, station_ack)
                         ? copied_to : station_ack;
-                    bool contiguous = seq_leq(tcp.seq_no, coverage);
+                    bool contiguous = SEQ_LEQ(tcp.seq_no, coverage);
                     bool copy = in_order && agent_alive && station_known
                         && (mode == AP_MODE_PASS || mode == AP_MODE_FAST);
                     if (copy && contiguous) {
@@ -193,9 +198,9 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                         // holds more than the budget, however large the sender's window grows.
                         bit<32> right_edge = station_ack + station_window;
                         bit<32> budget_edge = station_ack + station.budget_bytes;
-                        bit<32> advertised_edge = seq_lt(budget_edge, right_edge) ? budget_edge : right_edge;
+                        bit<32> advertised_edge = SEQ_LT(budget_edge, right_edge) ? budget_edge : right_edge;
                         bool flags_ok = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST | TCP_FLAG_URG | TCP_FLAG_SYN) == 0;
-                        bool window_ok = station_window != 0 && seq_geq(right_edge, end);
+                        bool window_ok = station_window != 0 && SEQ_GEQ(right_edge, end);
                         bool budget_ok = end - station_ack <= station.budget_bytes;
                         if (in_order && flags_ok && window_ok && budget_ok && contiguous) {
                             ap.spoof = true;
@@ -235,7 +240,7 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                 // A SYN-ACK starts the station's ACKs afresh; when the station opens the
                 // connection, its first ACK comes after its SYN, so until then there is none to
                 // compare with (a slot's station_ack may still hold an earlier connection's).
-                bool advanced = state & AP_STATION_ACK_VALID == 0 || seq_gt(tcp.ack_no, station_ack)
+                bool advanced = state & AP_STATION_ACK_VALID == 0 || SEQ_GT(tcp.ack_no, station_ack)
                     || tcp.flags & TCP_FLAG_SYN != 0;
                 if (tcp.flags & TCP_FLAG_SYN != 0) {
                     // The station's SYN or SYN-ACK: its window scale, its (unscaled) window, its clock.
@@ -256,12 +261,12 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                     station_ts_reg.write(slot, opts.ts_val);
                 }
                 bool connection_control = tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
-                if (!connection_control && payload_len == 0 && state & AP_SPOOF_VALID != 0 && seq_leq(tcp.ack_no, spoofed)) {
+                if (!connection_control && payload_len == 0 && state & AP_SPOOF_VALID != 0 && SEQ_LEQ(tcp.ack_no, spoofed)) {
                     // Already acknowledged to the sender: to the agent, which frees its buffer
                     // and repairs what a duplicate says is lost.
                     bit<16> uplink = (bit<16>)egress_port;
                     egress_port = cpu_port;
-                    if (!advanced && seq_lt(tcp.ack_no, spoofed)) {
+                    if (!advanced && SEQ_LT(tcp.ack_no, spoofed)) {
                         stats.count(AP_STAT_DUP_TO_AGENT);
                         bit<32> n;
                         dup_to_agent_reg.read(n, slot);
@@ -279,10 +284,10 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                         bit<32> window_bytes = (bit<32>)tcp.window << station_ws;
                         bit<32> right_edge = tcp.ack_no + window_bytes;
                         bit<32> budget_edge = tcp.ack_no + station.budget_bytes;
-                        bit<32> edge = seq_lt(budget_edge, right_edge) ? budget_edge : right_edge;
+                        bit<32> edge = SEQ_LT(budget_edge, right_edge) ? budget_edge : right_edge;
                         bit<32> advertised;
                         advertised_edge_reg.read(advertised, slot);
-                        if (seq_gt(edge, advertised) && advertised - spoofed < station.budget_bytes >> 1) {
+                        if (SEQ_GT(edge, advertised) && advertised - spoofed < station.budget_bytes >> 1) {
                             advertised_edge_reg.write(slot, edge);
                             ap.spoof = true;
                             ap.window_update = true;

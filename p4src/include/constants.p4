@@ -15,9 +15,10 @@
 // Flow records: one per slot, two half-flow records (one per direction) per slot.
 #define FLOW_SLOTS 4096
 #define HALF_FLOWS 8192
-#define THINNING_STATS 8
+#define THINNING_STATS 9
 #define KEEP_REASONS 16
 #define ACK_POLICY_TABLE_SIZE 256
+#define FLOW_POLICY_TABLE_SIZE 8192   // per-flow rules (the controller's): two per flow slot
 #define PORTS 512               // port_t is 9 bits
 #define ECN_PORT_TABLE_SIZE 64
 #define AP_PORT_ROLE_TABLE_SIZE 64
@@ -122,6 +123,7 @@ const bit<32> STAT_ACKS_THINNED = 4;
 const bit<32> STAT_ACKS_FILTERED = 5;   // dropped at egress by the filter policy
 const bit<32> STAT_ACKS_ABSORBED = 6;   // folded into the flow's waiting ACK (coalescing)
 const bit<32> STAT_ACKS_HELD = 7;       // handed to the hold-back agent instead of forwarded
+const bit<32> STAT_ACKS_PASSED = 8;     // passed on by ingress (forwarded, queued, or left to the filter)
 
 // Coalescing: a waiting ACK that has not left this long after the departure the queue model
 // booked for it no longer takes ACKs in (it was tail-dropped after all, or its queue stalled).

@@ -8,20 +8,23 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-control FlowKey(in ipv4_h ipv4, in tcp_h tcp, out bit<64> key_addrs, out bit<32> key_ports,
+// key_a, key_b: the lower endpoint's address, then the other's. Two 32-bit values, not one 64-bit
+// one: the control plane reads stored keys over Thrift, which saturates cells of 2^63 and up.
+control FlowKey(in ipv4_h ipv4, in tcp_h tcp, out bit<32> key_a, out bit<32> key_b, out bit<32> key_ports,
                 out bit<32> slot, out bit<1> direction) {
+    // One action: values, not branches (a branch would be a pipeline step of its own in bmv2).
+    action compute() {
+        bool lower = ipv4.src_addr < ipv4.dst_addr
+            || (ipv4.src_addr == ipv4.dst_addr && tcp.src_port <= tcp.dst_port);
+        key_a = lower ? ipv4.src_addr : ipv4.dst_addr;
+        key_b = lower ? ipv4.dst_addr : ipv4.src_addr;
+        key_ports = lower ? tcp.src_port ++ tcp.dst_port : tcp.dst_port ++ tcp.src_port;
+        direction = lower ? 1w0 : 1w1;
+        hash(slot, HashAlgorithm.crc32, (bit<32>)0, { key_a, key_b, key_ports }, (bit<32>)FLOW_SLOTS);
+    }
+
     apply {
-        if (ipv4.src_addr < ipv4.dst_addr
-                || (ipv4.src_addr == ipv4.dst_addr && tcp.src_port <= tcp.dst_port)) {
-            key_addrs = ipv4.src_addr ++ ipv4.dst_addr;
-            key_ports = tcp.src_port ++ tcp.dst_port;
-            direction = 0;
-        } else {
-            key_addrs = ipv4.dst_addr ++ ipv4.src_addr;
-            key_ports = tcp.dst_port ++ tcp.src_port;
-            direction = 1;
-        }
-        hash(slot, HashAlgorithm.crc32, (bit<32>)0, { key_addrs, key_ports }, (bit<32>)FLOW_SLOTS);
+        compute();
     }
 }
 

@@ -153,7 +153,10 @@ header tcp_opt_sack_4_h {
     bit<32> right_3;
 }
 
-// The options of an ACK the AP proxy writes on the station's behalf: NOP NOP Timestamps.
+// NOP NOP Timestamps: the options of nearly every segment Linux sends with timestamps on (its
+// data segments and ACKs without SACK), parsed in one step instead of walking the option loop
+// (hdr.tcp_nnts), and the options of an ACK the AP proxy writes on a station's behalf
+// (hdr.spoof_ts).
 header tcp_spoof_ts_h {
     bit<8> nop_1;
     bit<8> nop_2;
@@ -179,6 +182,7 @@ struct headers_t {
     ipv4_h ipv4;
     ipv4_options_h ipv4_options;
     tcp_h tcp;
+    tcp_spoof_ts_h tcp_nnts;     // the options when they are exactly NOP NOP Timestamps (12 bytes)
     tcp_option_u[TCP_OPTIONS_MAX] tcp_options;
     tcp_opt_padding_h tcp_padding;
     tcp_spoof_ts_h spoof_ts;
@@ -245,6 +249,7 @@ struct ack_meta_t {
     bit<16> coalesce_serial;    // non-zero: queued as its half-flow's waiting ACK (ack_coalesce.p4)
     bool hold;                  // held back: a copy goes to the hold-back agent (ack_holdback.p4)
     bit<32> hold_base_ack;      // ...with the last ACK number forwarded for its half-flow
+    bool drop;                  // thinned, absorbed, held, or a released copy that was superseded
 }
 
 // What an egress queue would do with a packet sent to it now (queue_model.p4).
@@ -270,6 +275,54 @@ struct ap_meta_t {
     bit<32> ack_ts_ecr;
 }
 
+// The thinning stage's working state for one packet: its flow record, loaded once and stored once
+// (ack_thinning.p4). Metadata, so that the stage's actions can share it; v1model starts every
+// packet with its metadata zeroed, which the stage relies on for the fields it sets only on some
+// paths (acc_d, absorbed, and in ack_meta_t below).
+struct thinning_work_t {
+    bit<32> key_a;
+    bit<32> key_b;
+    bit<32> key_ports;
+    bit<32> slot;
+    bit<1> direction;
+    bit<32> half;
+    bit<32> other;
+    bool owned;
+    bool fresh;
+    bool collision;
+    bool empty;
+    bool idle;
+    bit<63> data;
+    bit<63> data_other;
+    bit<62> acks;
+    bit<62> thinned;
+    bit<39> outcome;
+    bit<63> rtt_other;
+    bit<40> flags;
+    bit<40> flags_other;
+    bit<64> seq;
+    bit<64> fwd;
+    bit<64> ts;
+    bit<64> sack;
+    bit<32> high;
+    bit<64> probe;
+    bit<64> probe_other;
+    bit<392> record_other;      // the other half's internal record as read (RECORD_BITS in ack_thinning.p4)
+    bool ack_valid;
+    bit<32> ack_last;
+    bit<32> window_bytes;
+    bit<32> window_last_bytes;
+    bit<8> ece_cwr;
+    bit<13> fact_bits;          // the safety contract's facts (FACT_* in ack_safety.p4)
+    keep_reason_t reason;
+    bool policy_keep;
+    bit<32> acked_since_fwd;
+    bit<32> data_end_other;
+    bit<32> mss;
+    bit<32> acc_d;              // acc's delay factor for this ACK (set only for acc)
+    bool absorbed;              // folded into the flow's waiting ACK (coalescing)
+}
+
 // Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
 struct local_metadata_t {
     parser_meta_t parser_meta;
@@ -280,6 +333,7 @@ struct local_metadata_t {
     bool tcp_rewritten;         // a TCP field changed: recompute the TCP checksum
     ack_policy_params_t ack_policy;
     ack_meta_t ack;
+    thinning_work_t thinning;
     ap_meta_t ap;
     bool tcp_rewritten_no_payload;  // a TCP header rewritten for a packet whose payload is cut off
     // Travels with a held ACK's copy to egress (the clone keeps only the fields of this list).

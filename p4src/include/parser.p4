@@ -61,8 +61,29 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
         transition select(hdr.tcp.data_offset) {
             0 .. 4: tcp_data_offset_short;
             5: accept;
+            8: check_tcp_nop_nop_ts;
             default: parse_tcp_options;
         }
+    }
+
+    // The common case in one step: 12 bytes of options that are NOP NOP Timestamps, as Linux
+    // puts on its data segments and on its ACKs without SACK. Anything else walks the loop.
+    state check_tcp_nop_nop_ts {
+        transition select(packet.lookahead<bit<32>>()) {
+            0x0101080A: parse_tcp_nop_nop_ts;
+            default: parse_tcp_options;
+        }
+    }
+
+    state parse_tcp_nop_nop_ts {
+        packet.extract(hdr.tcp_nnts);
+        meta.tcp_opts.ts_present = true;
+        meta.tcp_opts.ts_val = hdr.tcp_nnts.ts_val;
+        meta.tcp_opts.ts_ecr = hdr.tcp_nnts.ts_ecr;
+        meta.tcp_opts.ts_index = 2;     // where the loop would have put it (after two NOPs)
+        meta.parser_meta.opt_count = 3;
+        meta.parser_meta.opt_bytes_left = 0;
+        transition accept;
     }
 
     state tcp_data_offset_short {
@@ -262,6 +283,7 @@ control AckwiseDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
         packet.emit(hdr.tcp);
+        packet.emit(hdr.tcp_nnts);
         packet.emit(hdr.tcp_options);
         packet.emit(hdr.tcp_padding);
         packet.emit(hdr.spoof_ts);

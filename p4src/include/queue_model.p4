@@ -11,9 +11,9 @@
 // The packets still queued at time t are the ones booked to leave after t; with a backlog, they
 // leave one service time apart, so the count is ceil((last_departure - t) / service).
 //
-// Ports without a rate (service 0) are not modelled: their queue drains as fast as the egress
-// thread runs. The control plane writes service and capacity when it sets a port's rate and
-// depth (control-plane/ackwise/thinning.py, set_queue_rate and set_queue_depth).
+// Ports without a rate are not modelled: their queue drains as fast as the egress thread runs. The
+// control plane adds a port's entry, with its service time and depth, when it sets the port's rate
+// (control-plane/ackwise/queues.py, set_queue_rate and set_queue_depth).
 #ifndef ACKWISE_QUEUE_MODEL_P4
 #define ACKWISE_QUEUE_MODEL_P4
 
@@ -21,45 +21,64 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-// Per port, from the control plane: packets the egress queue holds (0: bmv2's default), and the
-// time between two departures in microseconds (1e6 / rate; 0: no rate limit, not modelled).
+// Per port, from the control plane: packets the egress queue holds (0: bmv2's default). The filter
+// policy reads it at egress; the model takes its copy from its table entry below.
 @name(".queue.capacity_pkts") register<bit<32>>(PORTS) queue_capacity;
-@name(".queue.service_us") register<bit<32>>(PORTS) queue_service;
 // Per port: the departure booked for the last packet the queue accepted.
 @name(".queue.last_departure_us") register<bit<48>>(PORTS) queue_last_departure;
 
-// What the queue on `port` would do with a packet sent to it now.
+// What the queue on `port` would do with a packet sent to it now. A port has an entry in
+// queue.model only when it has a rate (the control plane adds it with the rate, control-plane/
+// ackwise/queues.py): every other port costs one lookup that misses.
 control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
-    action peek() {
-        bit<32> capacity;
-        bit<32> service;
+    // service_us: the time between two departures (1e6 / rate); capacity_pkts: the queue's depth.
+    @name(".queue.modelled")
+    action modelled(bit<32> service_us, bit<32> capacity_pkts) {
         bit<48> last;
-        queue_capacity.read(capacity, (bit<32>)port);
-        queue_service.read(service, (bit<32>)port);
         queue_last_departure.read(last, (bit<32>)port);
-        capacity = capacity == 0 ? BMV2_DEFAULT_QUEUE_DEPTH : capacity;
-        bit<48> service_us = (bit<48>)service;
+        bit<48> service = (bit<48>)service_us;
         bit<48> backlog_us = last > now ? last - now : 0;
-        bit<48> next = last + service_us;
-        view.modelled = service != 0;
+        bit<48> next = last + service;
+        view.modelled = true;
         view.departure_us = next > now ? next : now;
         // ceil(backlog / service) packets queued: >= capacity means bmv2 drops this one.
-        view.full = backlog_us > (bit<48>)(capacity - 1) * service_us;
+        view.full = backlog_us > (bit<48>)(capacity_pkts - 1) * service;
         // One short of full: the model and bmv2 see time from different points (arrival at
         // ingress, enqueue after it), so near the edge the model may be one packet off.
-        view.may_drop = capacity < 2 || backlog_us > (bit<48>)(capacity - 2) * service_us;
+        view.may_drop = capacity_pkts < 2 || backlog_us > (bit<48>)(capacity_pkts - 2) * service;
+    }
+
+    // A port without a rate: the packet leaves now and is never dropped by the queue. (The miss
+    // sets the view itself: one step for the ports that are not modelled.)
+    action unmodelled() {
+        view.modelled = false;
+        view.full = false;
+        view.may_drop = false;
+        view.departure_us = now;
+    }
+
+    @name(".queue.model")
+    table model {
+        key = { port: exact @name("port"); }
+        actions = { modelled; @defaultonly unmodelled; }
+        const default_action = unmodelled();
+        size = PORTS;
     }
 
     apply {
-        peek();
+        model.apply();
     }
 }
 
 // Book a packet that leaves ingress for `port` (call only for packets not dropped at ingress).
 control QueueCommit(in port_t port, in queue_view_t view) {
+    action book() {
+        queue_last_departure.write((bit<32>)port, view.departure_us);
+    }
+
     apply {
         if (view.modelled && !view.full) {
-            queue_last_departure.write((bit<32>)port, view.departure_us);
+            book();
         }
     }
 }

@@ -46,6 +46,7 @@ control SpoofAck(inout headers_t hdr, inout local_metadata_t meta) {
         INVALIDATE_OPTION(0) INVALIDATE_OPTION(1) INVALIDATE_OPTION(2) INVALIDATE_OPTION(3)
         INVALIDATE_OPTION(4) INVALIDATE_OPTION(5) INVALIDATE_OPTION(6) INVALIDATE_OPTION(7)
         INVALIDATE_OPTION(8) INVALIDATE_OPTION(9)
+        hdr.tcp_nnts.setInvalid();
         hdr.tcp_padding.setInvalid();
         if (meta.ap.ack_has_ts) {
             hdr.spoof_ts.setValid();

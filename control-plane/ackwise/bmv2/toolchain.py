@@ -19,6 +19,9 @@ BUILD_DIR = Path(os.environ.get("ACKWISE_BUILD_DIR", REPO_ROOT / "build"))
 SIMPLE_SWITCH = "simple_switch"
 P4C_BMV2 = "p4c-bm2-ss"
 BINDINGS_ENV = "ACKWISE_BMV2_PYTHONPATH"
+# Another simple_switch than the one on PATH, e.g. a bmv2 built with --disable-logging-macros
+# (docs/performance.md): every switch ackwise starts is then that one.
+SIMPLE_SWITCH_ENV = "ACKWISE_SIMPLE_SWITCH"
 
 
 class ToolchainError(RuntimeError):
@@ -26,6 +29,11 @@ class ToolchainError(RuntimeError):
 
 
 def find_tool(name: str) -> str:
+    if name == SIMPLE_SWITCH and os.environ.get(SIMPLE_SWITCH_ENV):
+        chosen = os.environ[SIMPLE_SWITCH_ENV]
+        if not os.access(chosen, os.X_OK):
+            raise ToolchainError(f"{SIMPLE_SWITCH_ENV}={chosen} is not an executable: fix or unset it")
+        return chosen
     path = shutil.which(name)
     if path is None:
         raise ToolchainError(f"{name} not found on PATH: install bmv2 and p4c (README, 'Prerequisites')")
