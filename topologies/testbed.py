@@ -26,7 +26,7 @@ from ackwise.processes import stop_process
 from ackwise.queues import set_queue_depth, set_queue_rate
 
 from .bmv2 import BMv2Switch
-from .catalog import TOPOLOGIES, AckwiseTopo, describe_params
+from .catalog import TOPOLOGIES, AckwiseTopo, check_params, describe_params
 from .hosts import AckwiseHost
 from .links import LinkEmulator, WirelessMedium
 from .stale import StaleInterfaceInUse, remove_stale_intfs
@@ -59,6 +59,7 @@ class Testbed:
             topo_cls = TOPOLOGIES[name]
         except KeyError:
             raise TestbedError(f"unknown topology {name!r}; known: {', '.join(TOPOLOGIES)}") from None
+        check_params(name, params)  # named as given (key=value), not as the link object it becomes
         return cls(topo_cls(**params))
 
     @property
