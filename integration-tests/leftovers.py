@@ -24,11 +24,18 @@ MODULES = re.compile(
     r"ackwise\.(hosts\.agent|ap_agent|experiments\.(transfer|onoff))|^mininet:|run_ptf\.py$|(^|/)ptf$"
 )
 TMP_PREFIX = "ackwise-"
+# Set in this test run's environment, and so in every process it starts (switches, Mininet shells,
+# agents, the CLI): a process without it belongs to someone else on the machine (another test run,
+# a benchmark) and is neither blamed on a test nor stopped. Without the variable, every process of
+# the test bed's kinds counts, as before.
+RUN_MARKER = "ACKWISE_TEST_RUN"
 
 
 def processes() -> dict[int, str]:
-    """pid -> command line of every live (not zombie) process of the test bed's kinds."""
+    """pid -> command line of every live (not zombie) process of the test bed's kinds that this
+    test run started (see RUN_MARKER)."""
     found: dict[int, str] = {}
+    marker = os.environ.get(RUN_MARKER)
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -40,8 +47,18 @@ def processes() -> dict[int, str]:
         if not argv or state == "Z":
             continue
         if Path(argv[0]).name in PROGRAMS or any(MODULES.search(a) for a in argv):
+            if marker and not _carries(entry, marker):
+                continue
             found[int(entry.name)] = " ".join(argv)[:120]
     return found
+
+
+def _carries(proc: Path, marker: str) -> bool:
+    try:
+        environ = (proc / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return True  # cannot tell (it is exiting): count it, as before the marker
+    return f"{RUN_MARKER}={marker}".encode() in environ
 
 
 def interfaces() -> set[str]:

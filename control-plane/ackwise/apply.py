@@ -58,7 +58,7 @@ import yaml
 from .ap import ApConfigError, Rid, StationParams, check_ports, multicast_group, parse_station_prefix
 from .bmv2.client import SwitchClient, SwitchError, SwitchOperationError, TableEntry
 from .bmv2.program import Program, Table, UnknownName
-from .bmv2.values import BadValue
+from .bmv2.values import BadValue, format_value
 from .ecn import MAX_DEPTH, PORT_THRESHOLD
 from .errors import InputError
 from .policies import POLICY_TABLE, PolicyError, PolicyMatch, PolicyParams
@@ -243,6 +243,7 @@ class EntrySpec:
     priority: int | None
     key_canon: Canon
     params: dict[str, int]
+    describe: str  # for people: "forwarding.ipv4_lpm 10.0.2.0/24: forwarding.route port=2 ..."
 
 
 def _encode_entry(
@@ -270,7 +271,12 @@ def _encode_entry(
         raise ConfigError(f"{where}: {table.name} has ternary or range keys: give a priority")
     if not table.needs_priority:
         priority = None
-    names = [p.name for p in program.actions[act].params]
+    declared = program.actions[act].params
+    values = {p.name: int.from_bytes(d, "big") for p, d in zip(declared, data, strict=True)}
+    shown_key = " ".join(str(v) for v in (key.values() if isinstance(key, dict) else key))
+    shown_params = " ".join(
+        f"{p.name}={format_value(values[p.name], p.width_bits, p.name)}" for p in declared
+    )
     return EntrySpec(
         table,
         match,
@@ -278,7 +284,8 @@ def _encode_entry(
         data,
         priority,
         (*(_canon_match(m) for m in match), priority),
-        {n: int.from_bytes(d, "big") for n, d in zip(names, data, strict=True)},
+        values,
+        f"{table.name} {shown_key}: {act} {shown_params}".rstrip(),
     )
 
 
@@ -302,8 +309,7 @@ def _entry_op(where: str, spec: EntrySpec) -> Op:
         )
         return lambda: client.table_delete(spec.table.name, handle)
 
-    describe = f"{spec.table.name}: {spec.action} " + " ".join(f"{k}={v}" for k, v in spec.params.items())
-    return Op(where, describe.rstrip(), run)
+    return Op(where, spec.describe, run)
 
 
 def _add(client: SwitchClient, spec: EntrySpec) -> int:
@@ -507,9 +513,13 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
         ops.append(_program_op(path, text, program))
 
     entries: list[tuple[str, EntrySpec]] = []
+    # Changes in the file's section order (the order of SECTIONS), after the swap and the clears.
+    ordered: list[Op] = []
 
     def entry(where: str, table: str, action: str, key: Any, params: Any, priority: Any) -> None:
-        entries.append((where, _encode_entry(client, program, where, table, action, key, params, priority)))
+        spec = _encode_entry(client, program, where, table, action, key, params, priority)
+        entries.append((where, spec))
+        ordered.append(_entry_op(where, spec))
 
     for n, item in enumerate(doc.get("tables", []), 1):
         entry(
@@ -521,8 +531,6 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             item.get("priority"),
         )
 
-    later: list[Op] = []
-
     def default(where: str, table_name: str, action: str, params: Any) -> None:
         try:
             table = program.table(table_name)
@@ -533,7 +541,7 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             raise ConfigError(f"{where}: {exc}") from None
         names = [p.name for p in program.actions[act].params]
         values = {k: int.from_bytes(d, "big") for k, d in zip(names, data, strict=True)}
-        later.append(_default_op(where, table, act, data, values))
+        ordered.append(_default_op(where, table, act, data, values))
 
     for n, item in enumerate(doc.get("defaults", []), 1):
         default(f"defaults item {n}", str(item["table"]), str(item["action"]), item.get("params", []))
@@ -546,7 +554,7 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             raise ConfigError(f"{where}: {exc}") from None
         index = _int(item["index"], f"{where}: index", 0, reg.size - 1)
         value = _int(item["value"], f"{where}: value", 0, (1 << reg.width_bits) - 1)
-        later.append(_register_op(where, reg.name, index, value))
+        ordered.append(_register_op(where, reg.name, index, value))
 
     for n, item in enumerate(doc.get("ports", []), 1):
         where = f"ports item {n}"
@@ -557,11 +565,11 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
         )
         if rate is None and depth is None:
             raise ConfigError(f"{where}: give rate_pps and/or depth_pkts")
-        later.append(_port_op(where, port, rate, depth, program))
+        ordered.append(_port_op(where, port, rate, depth, program))
 
     for n, item in enumerate(doc.get("mirroring", []), 1):
         where = f"mirroring item {n}"
-        later.append(
+        ordered.append(
             _mirror_op(
                 where,
                 _int(item["session"], f"{where}: session", 0, 2**15 - 1),
@@ -630,13 +638,13 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             entry("ap", "ap.port_role", "ap.wireless", {"port": port}, {"cpu": cpu}, None)
         entry("ap", "ap.port_role", "ap.cpu", {"port": cpu}, {}, None)
         for u in uplink:
-            later.append(_mc_op("ap", multicast_group(0, u), [(Rid.CPU, cpu), (Rid.SPOOF, u)]))
+            ordered.append(_mc_op("ap", multicast_group(0, u), [(Rid.CPU, cpu), (Rid.SPOOF, u)]))
             for w in wireless:
-                later.append(
+                ordered.append(
                     _mc_op("ap", multicast_group(w, u), [(Rid.STATION, w), (Rid.CPU, cpu), (Rid.SPOOF, u)])
                 )
         for w in wireless:
-            later.append(_mc_op("ap", multicast_group(w, 0), [(Rid.STATION, w), (Rid.CPU, cpu)]))
+            ordered.append(_mc_op("ap", multicast_group(w, 0), [(Rid.STATION, w), (Rid.CPU, cpu)]))
 
     for n, item in enumerate(doc.get("stations", []), 1):
         where = f"stations item {n}"
@@ -664,10 +672,7 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
         except UnknownName as exc:
             raise ConfigError(f"clear: {exc}") from None
         ops.append(_clear_op(table, {s.key_canon for _, s in entries if s.table.name == table.name}))
-    # Entries first (tables, then policies, ecn, ap roles, stations), then the rest in file order.
-    ops += [_entry_op(where, spec) for where, spec in entries]
-    ops += later
-    return ops
+    return ops + ordered
 
 
 def _list(value: Any, what: str) -> list[Any]:
