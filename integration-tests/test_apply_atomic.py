@@ -1,7 +1,7 @@
 """``ackwise apply FILE`` against real switches: all or nothing when the switch refuses a change
 half-way, idempotent, and enough to restore a restarted switch.
 
-(A file with an error anywhere is refused before anything is sent: test_cli_bad_input.py checks
+(A file with an error anywhere is refused before anything is sent: test_cli_bad_names.py checks
 that the switch is unchanged after each such file.)
 """
 

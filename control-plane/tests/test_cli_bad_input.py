@@ -3,7 +3,7 @@ the user typed it and what would be accepted; never a traceback or a Python repr
 
 These rows need no switch: the value is refused while parsing, before any switch is contacted
 (the Thrift port given is one nothing listens on, so a command that tried to connect would exit 3
-instead). Rows that need a running program's names are in integration-tests/test_cli_bad_input.py.
+instead). Rows that need a running program's names are in integration-tests/test_cli_bad_names.py.
 """
 
 from __future__ import annotations
