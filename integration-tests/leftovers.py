@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ackwise.topologies.links import firewall_rules
+
 # argv[0] names, or words anywhere on the command line, of the processes a test bed starts.
 PROGRAMS = {"simple_switch", "linkem", "tcpdump", "iperf3", "mnexec", "ptf"}
 MODULES = re.compile(
@@ -74,16 +76,22 @@ def tmp_files() -> set[Path]:
     return set(Path("/tmp").glob(f"{TMP_PREFIX}*"))
 
 
+def firewall() -> set[str]:
+    """The test bed's INPUT rules in the root namespace (ackwise.topologies.links)."""
+    return set(firewall_rules())
+
+
 @dataclass
 class Snapshot:
     pids: set[int]
     intfs: set[str]
     netns: set[str]
     files: set[Path]
+    rules: set[str] = field(default_factory=set)
 
     @classmethod
     def take(cls) -> Snapshot:
-        return cls(set(processes()), interfaces(), namespaces(), tmp_files())
+        return cls(set(processes()), interfaces(), namespaces(), tmp_files(), firewall())
 
 
 @dataclass
@@ -92,9 +100,10 @@ class Leftovers:
     intfs: list[str] = field(default_factory=list)
     netns: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.processes or self.intfs or self.netns or self.files)
+        return bool(self.processes or self.intfs or self.netns or self.files or self.rules)
 
     def describe(self) -> list[str]:
         return (
@@ -102,6 +111,7 @@ class Leftovers:
             + [f"interface {name}" for name in self.intfs]
             + [f"namespace {name}" for name in self.netns]
             + [f"file {path}" for path in self.files]
+            + [f"firewall rule {rule}" for rule in self.rules]
         )
 
 
@@ -111,6 +121,7 @@ def since(before: Snapshot) -> Leftovers:
         sorted(interfaces() - before.intfs),
         sorted(namespaces() - before.netns),
         sorted(tmp_files() - before.files),
+        sorted(firewall() - before.rules),
     )
 
 
@@ -133,6 +144,9 @@ def remove(left: Leftovers, grace_s: float = 3.0) -> None:
         # One end of a veth pair takes its peer with it; the peer may be in the list too.
         if Path(f"/sys/class/net/{name}").exists():
             subprocess.run(["ip", "link", "del", name], capture_output=True)
+    for rule in left.rules:
+        tool, _, spec = rule.partition(" ")
+        subprocess.run([tool, "-w", *spec.replace("-A INPUT", "-D INPUT", 1).split()], capture_output=True)
     for path in left.files:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
