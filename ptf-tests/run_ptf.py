@@ -78,6 +78,11 @@ def main() -> int:
     )
     parser.add_argument("--thrift-port", type=int, default=9190)
     parser.add_argument(
+        "--veth-prefix",
+        default="ap",
+        help="first letters of the veth pairs' names (default 'ap'): runs sharing a machine pick their own",
+    )
+    parser.add_argument(
         "--test-dir",
         default=str(HERE),
         help="where the tests are (default: ptf-tests/; base_test is importable)",
@@ -104,7 +109,7 @@ def main() -> int:
         print("ptf not found: run 'make deps'", file=sys.stderr)
         return 2
 
-    tag = f"ap{os.getpid() % 100000}"
+    tag = f"{args.veth_prefix}{os.getpid() % 100000}"
     # Switches the tests start record themselves here; whatever is left at the end gets stopped.
     state = Path(args.build_dir) / f"ptf-state-{os.getpid()}"
     state.mkdir(parents=True, exist_ok=True)

@@ -115,15 +115,18 @@ def configure_ap(
     cpu_port: int,
     stations: list[tuple[str, StationParams]],
 ) -> None:
-    """Port roles, the multicast groups and the stations. Group (wireless << 8) | uplink makes a
+    """Port roles (where a packet comes from, and where it goes: the proxy acts only between an
+    uplink and a wireless port), the multicast groups and the stations. Group (wireless << 8) | uplink makes a
     spoofed segment's three copies (station, agent, ACK to the sender); (wireless << 8) | 0 a
     copied segment's two (station, agent); (0 << 8) | uplink a window update's two (the station's
     ACK to the agent, an ACK to the sender)."""
     check_ports(uplink_ports, wireless_ports, cpu_port)
     for port in uplink_ports:
         client.table_add("ap.port_role", "ap.uplink", {"port": str(port)})
+        client.table_add("ap.egress_role", "ap.egress_uplink", {"port": str(port)})
     for port in wireless_ports:
         client.table_add("ap.port_role", "ap.wireless", {"port": str(port)}, {"cpu": cpu_port})
+        client.table_add("ap.egress_role", "ap.egress_wireless", {"port": str(port)})
     client.table_add("ap.port_role", "ap.cpu", {"port": str(cpu_port)})
     for u in uplink_ports:
         client.mc_group_set(multicast_group(0, u), [(Rid.CPU, cpu_port), (Rid.SPOOF, u)])

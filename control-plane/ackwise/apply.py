@@ -634,8 +634,10 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             raise ConfigError(f"ap: {exc}") from None
         for port in uplink:
             entry("ap", "ap.port_role", "ap.uplink", {"port": port}, {}, None)
+            entry("ap", "ap.egress_role", "ap.egress_uplink", {"port": port}, {}, None)
         for port in wireless:
             entry("ap", "ap.port_role", "ap.wireless", {"port": port}, {"cpu": cpu}, None)
+            entry("ap", "ap.egress_role", "ap.egress_wireless", {"port": port}, {}, None)
         entry("ap", "ap.port_role", "ap.cpu", {"port": cpu}, {}, None)
         for u in uplink:
             ordered.append(_mc_op("ap", multicast_group(0, u), [(Rid.CPU, cpu), (Rid.SPOOF, u)]))
