@@ -47,6 +47,26 @@ def create_veths(tag: str) -> list[tuple[str, str]]:
                 # No IPv6 neighbour discovery or router solicitations on the test ports.
                 Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6").write_text("1")
                 sh("ip", "link", "set", iface, "mtu", "9000", "up")
+                # Offloads off, as on the test bed's interfaces: with them on, the data-plane
+                # fuzzer saw a port of simple_switch stop taking packets mid-burst now and then.
+                subprocess.run(
+                    [
+                        "ethtool",
+                        "-K",
+                        iface,
+                        "tso",
+                        "off",
+                        "gso",
+                        "off",
+                        "gro",
+                        "off",
+                        "tx",
+                        "off",
+                        "rx",
+                        "off",
+                    ],
+                    capture_output=True,
+                )
     except BaseException:
         delete_veths(pairs)
         raise

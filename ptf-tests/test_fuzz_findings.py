@@ -3,6 +3,10 @@
 1. The first fragment of a fragmented segment (more fragments set, offset 0) whose own total length
    leaves no room for payload was read as a pure ACK and thinned: the segment's data, in the other
    fragments, could then never be reassembled. TCP is now read only from unfragmented packets.
+3. A coalesced ACK whose frame had bytes after the IPv4 packet (an Ethernet trailer that is not
+   zeros) left with a wrong TCP checksum: bmv2 computed it over its whole payload, trailer
+   included. The rewritten ACK is now cut at the IPv4 total length and its checksum covers the
+   header and options only.
 2. An IPv4 header with version other than 4, a total length below its own header length, or
    options cut short by the end of the packet was routed on its first 20 bytes, its checksum
    verified over those alone. RFC 1812 5.2.2 asks a router to discard it; it is now dropped and
@@ -18,6 +22,7 @@ from ackwise.p4names import PARSER_MALFORMED, MalformedReason
 from ackwise.policies import PolicyParams
 from ackwise.thinning import set_default_policy
 from base_test import AckwiseTest, TcpFlow, routed, tcp_segment
+from test_ack_coalesce import CoalesceTest, rewritten
 
 
 def as_first_fragment(frame: bytes) -> bytes:
@@ -89,3 +94,20 @@ class BadIpv4HeaderDroppedTest(AckwiseTest):
         self.expect_next(routed(good, 2), 2)
         self.expect_nothing_else()
         self.assertEqual(self.counter(PARSER_MALFORMED, MalformedReason.IPV4_HEADER) - before, len(cases))
+
+
+class CoalescedAckWithTrailerTest(CoalesceTest):
+    """ack(2) waits behind ack(1); ack(3) and ack(4) fold into it. ack(2) came with six bytes after
+    its IPv4 packet: it leaves as ack(4) without them, with a right checksum."""
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(6))
+        self.first_ack_out(flow)
+        trailer = b"\xde\xad\xbe\xef\x01\x02"
+        waiting = flow.ack(2)
+        self.send(flow.ack_port, waiting + trailer)
+        newest = flow.ack(4, window=900)
+        for pkt in (flow.ack(3), newest):
+            self.send(flow.ack_port, pkt)
+        self.check_out(flow, [rewritten(waiting, newest)])
