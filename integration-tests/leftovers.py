@@ -116,13 +116,67 @@ class Leftovers:
 
 
 def since(before: Snapshot) -> Leftovers:
+    """What appeared since ``before`` and is this run's: an interface, namespace or file that a
+    live process of another run uses (named on its command line, or a veth named after its pid,
+    as run_ptf.py names them) is someone else's on a shared machine, and is left alone."""
+    foreign = foreign_processes()
+    words = {w for cmd in foreign.values() for w in re.split(r"[\s@,;=':/]+", cmd) if w}
+    text = " ".join(foreign.values())
+
+    def theirs_intf(name: str) -> bool:
+        if name in words or _peer(name) in words:
+            return True
+        return any(int(n) in foreign for n in re.findall(r"\d{3,}", name))
+
+    def theirs_ns(name: str) -> bool:
+        out = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout
+        return any(int(pid) in foreign for pid in out.split())
+
+    def theirs_file(path: Path) -> bool:
+        port = re.search(r"ackwise-bmv2-(\d+)-", path.name)
+        return str(path) in text or (port is not None and f"--thrift-port {port.group(1)}" in text)
+
     return Leftovers(
         {pid: cmd for pid, cmd in processes().items() if pid not in before.pids},
-        sorted(interfaces() - before.intfs),
-        sorted(namespaces() - before.netns),
-        sorted(tmp_files() - before.files),
+        sorted(n for n in interfaces() - before.intfs if not theirs_intf(n)),
+        sorted(n for n in namespaces() - before.netns if not theirs_ns(n)),
+        sorted(f for f in tmp_files() - before.files if not theirs_file(f)),
         sorted(firewall() - before.rules),
     )
+
+
+def foreign_processes() -> dict[int, str]:
+    """pid -> command line of every live process that does not carry this run's marker (without
+    a marker, none: everything counts as this run's, as before)."""
+    marker = os.environ.get(RUN_MARKER)
+    if not marker:
+        return {}
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = [a.decode(errors="replace") for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue
+        if argv and not _carries(entry, marker):
+            found[int(entry.name)] = " ".join(argv)
+    return found
+
+
+def _peer(name: str) -> str:
+    """The other end of a veth pair, or ''."""
+    try:
+        peer_index = Path(f"/sys/class/net/{name}/iflink").read_text().strip()
+    except OSError:
+        return ""
+    for intf in Path("/sys/class/net").iterdir():
+        try:
+            if (intf / "ifindex").read_text().strip() == peer_index and intf.name != name:
+                return intf.name
+        except OSError:
+            continue
+    return ""
 
 
 def remove(left: Leftovers, grace_s: float = 3.0) -> None:
