@@ -17,7 +17,7 @@ CC ?= cc
 # What the test targets run (the defaults: everything); e.g. INTEGRATION_TESTS=integration-tests/test_linkem.py
 INTEGRATION_TESTS ?= integration-tests
 PTF_ARGS ?=
-.PHONY: help deps build demo bench experiments test unit ptf integration lint format clean check-toolchain check-venv
+.PHONY: help deps build demo bench experiments fuzz test unit ptf integration lint format clean check-toolchain check-venv
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,10 @@ experiments: check-toolchain check-venv build ## every scenario's default matrix
 
 bench: check-toolchain check-venv build ## packets/s through simple_switch per ACK policy vs forwarding only; writes docs/performance.md (root)
 	@$(PY) -m ackwise.experiments.bench --write-docs
+
+FUZZ_PACKETS ?= 100000
+fuzz: check-toolchain check-venv build ## fuzz the data plane: FUZZ_PACKETS (100000) per program and policy; docs/robustness.md (root, ~15 min)
+	@$(PY) -m ackwise.experiments.fuzz --packets $(FUZZ_PACKETS) --write-docs
 
 test: check-toolchain check-venv build ## everything: unit, PTF (bmv2) and integration tests; one summary line at the end
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from ackwise.errors import InputError
+
 from .figures import validate_figure_spec
 from .schema import METRICS, Arm, Point, PolicySpec
 
@@ -22,7 +24,7 @@ SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 TRAFFIC_KINDS = ("transfers", "short-flows")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError, ValueError):
     """A scenario file that is not valid; the message names the file and the fix."""
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +67,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM (a CI time limit, ``timeout make test``, make passing on its own SIGTERM) and SIGHUP
     stop the run the way Ctrl-C does: pytest then tears down the running test, whose test bed,
     agents and files go with it, instead of dying with them still running."""
+
+    # Marks every process this run starts, so that the leftover guard leaves other runs' alone.
+    os.environ.setdefault(leftovers.RUN_MARKER, f"{os.getpid()}-{time.time_ns()}")
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")

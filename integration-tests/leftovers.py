@@ -10,7 +10,8 @@ test run) has going on the same machine:
 - interfaces: new ones with the names the suite uses (Mininet's NODE-ethN and NODE-cpu[a], the
   ``aw`` prefix of the tests' own, run_ptf.py's ``ap<pid>``);
 - namespaces: new ones with the ``aw`` prefix the suite uses;
-- files: new /tmp/ackwise-* entries that no process outside this run names on its command line.
+- files: new /tmp/ackwise-* entries that no process outside this run names on its command line;
+- firewall rules: the test bed's INPUT rules in the root namespace (ackwise.topologies.links).
 """
 
 from __future__ import annotations
@@ -25,12 +26,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ackwise.topologies.links import firewall_rules
+
 # argv[0] names, or words anywhere on the command line, of the processes a test bed starts.
 PROGRAMS = {"simple_switch", "linkem", "tcpdump", "iperf3", "mnexec", "ptf"}
 MODULES = re.compile(
     r"ackwise\.(hosts\.agent|ap_agent|experiments\.(transfer|onoff))|^mininet:|run_ptf\.py$|(^|/)ptf$"
 )
 TMP_PREFIX = "ackwise-"
+# Set in this test run's environment (conftest.py), and so in every process it starts: tells a
+# process of this run from another run's when reading /proc by hand.
+RUN_MARKER = "ACKWISE_TEST_RUN"
 
 
 OUR_INTERFACES = re.compile(r"^[a-z]+\d*-(eth\d+|cpu|cpua)$|^aw|^ap\d+[stc]")
@@ -116,10 +122,11 @@ class Snapshot:
     intfs: set[str]
     netns: set[str]
     files: set[Path]
+    rules: set[str] = field(default_factory=set)
 
     @classmethod
     def take(cls) -> Snapshot:
-        return cls(set(processes()), interfaces(), namespaces(), tmp_files())
+        return cls(set(processes()), interfaces(), namespaces(), tmp_files(), firewall())
 
 
 @dataclass
@@ -128,9 +135,10 @@ class Leftovers:
     intfs: list[str] = field(default_factory=list)
     netns: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.processes or self.intfs or self.netns or self.files)
+        return bool(self.processes or self.intfs or self.netns or self.files or self.rules)
 
     def describe(self) -> list[str]:
         return (
@@ -138,7 +146,13 @@ class Leftovers:
             + [f"interface {name}" for name in self.intfs]
             + [f"namespace {name}" for name in self.netns]
             + [f"file {path}" for path in self.files]
+            + [f"firewall rule {rule}" for rule in self.rules]
         )
+
+
+def firewall() -> set[str]:
+    """The test bed's INPUT rules in the root namespace (ackwise.topologies.links)."""
+    return set(firewall_rules())
 
 
 def since(before: Snapshot) -> Leftovers:
@@ -148,6 +162,7 @@ def since(before: Snapshot) -> Leftovers:
         sorted(interfaces() - before.intfs),
         sorted(namespaces() - before.netns),
         sorted(f for f in tmp_files() - before.files if str(f) not in foreign),
+        sorted(firewall() - before.rules),
     )
 
 
@@ -170,6 +185,9 @@ def remove(left: Leftovers, grace_s: float = 3.0) -> None:
         # One end of a veth pair takes its peer with it; the peer may be in the list too.
         if Path(f"/sys/class/net/{name}").exists():
             subprocess.run(["ip", "link", "del", name], capture_output=True)
+    for rule in left.rules:
+        tool, _, spec = rule.partition(" ")
+        subprocess.run([tool, "-w", *spec.replace("-A INPUT", "-D INPUT", 1).split()], capture_output=True)
     for path in left.files:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)

@@ -63,7 +63,7 @@ def test_ap_cli_and_agent_death(cli_env: dict[str, str]) -> None:
         assert (served["10.0.9.0/24"]["budget_bytes"], served["10.0.9.0/24"]["holdoff_ms"]) == (32768, 0)
         ackwise("ap", "unserve", "10.0.9.0/24")
         again = ackwise("ap", "unserve", "10.0.9.0/24", check=False)
-        assert again.returncode == 1 and "is not served" in again.stderr
+        assert again.returncode == 2 and "is not served" in again.stderr
 
         # The agent dies. Half a second later the AP stops spoofing; a new transfer completes.
         assert testbed.ap_agent is not None

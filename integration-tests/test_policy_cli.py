@@ -61,9 +61,9 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
     assert listed["default"]["beta"] == 8
 
     bad = ackwise("policy", "set", "src=10.0.2.1", "every_d", "d=0", check=False)
-    assert bad.returncode == 1 and "d=0: must be an integer in 1..255" in bad.stderr
+    assert bad.returncode == 2 and "d=0: must be an integer in 1..255" in bad.stderr
     bad = ackwise("policy", "set", "src=10.0.2.1", "sometimes", check=False)
-    assert bad.returncode == 1 and "no policy named" in bad.stderr
+    assert bad.returncode == 2 and "no policy named" in bad.stderr
 
     assert ackwise("flows").stdout.strip() == "no flows"
     netns.run(sys.executable, "-c", SEND, env=cli_env)
@@ -85,7 +85,7 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
         ("ecn.red", {"k_min_pkts": 5, "k_max_pkts": 30, "p_max": 10})
     ]
     bad = ackwise("port", "ecn", "1", "30", "5", "10", check=False)
-    assert bad.returncode == 1 and "k_min < k_max" in bad.stderr
+    assert bad.returncode == 2 and "k_min < k_max" in bad.stderr
     ackwise("port", "ecn", "1", "off")
     assert json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"] == []
     out = ackwise("policy", "set", "dst=10.0.1.0/24", "acc", "d_cap=16", "signals=ce,queue").stdout

@@ -20,6 +20,7 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
     ParserVerdict() parser_verdict;
     Forwarding() forwarding;
     ApPortRole() port_role;
+    ApEgressRole() egress_role;
     ApStationSelect() station_select;
     ApProxyFlows() proxy;
 
@@ -47,9 +48,13 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
                 repairs.count(0);   // a packet-out: the agent's repair, straight to the station
             } else if (!malformed && !drop_forwarding && hdr.tcp.isValid()
                        && (role == AP_ROLE_UPLINK || role == AP_ROLE_WIRELESS)) {
+                ap_role_t out_role;
+                egress_role.apply(standard_metadata.egress_spec, out_role);
+                bool crossing = (role == AP_ROLE_UPLINK && out_role == AP_ROLE_WIRELESS)
+                    || (role == AP_ROLE_WIRELESS && out_role == AP_ROLE_UPLINK);
                 ap_station_params_t station;
                 station_select.apply(role == AP_ROLE_UPLINK ? hdr.ipv4.dst_addr : hdr.ipv4.src_addr, station);
-                if (station.served) {
+                if (station.served && crossing) {
                     proxy.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
                                 standard_metadata.ingress_global_timestamp, role, station,
                                 standard_metadata.ingress_port, cpu_port, standard_metadata.egress_spec,

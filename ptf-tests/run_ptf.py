@@ -47,6 +47,26 @@ def create_veths(tag: str) -> list[tuple[str, str]]:
                 # No IPv6 neighbour discovery or router solicitations on the test ports.
                 Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6").write_text("1")
                 sh("ip", "link", "set", iface, "mtu", "9000", "up")
+                # Offloads off, as on the test bed's interfaces: with them on, the data-plane
+                # fuzzer saw a port of simple_switch stop taking packets mid-burst now and then.
+                subprocess.run(
+                    [
+                        "ethtool",
+                        "-K",
+                        iface,
+                        "tso",
+                        "off",
+                        "gso",
+                        "off",
+                        "gro",
+                        "off",
+                        "tx",
+                        "off",
+                        "rx",
+                        "off",
+                    ],
+                    capture_output=True,
+                )
     except BaseException:
         delete_veths(pairs)
         raise
@@ -78,6 +98,11 @@ def main() -> int:
     )
     parser.add_argument("--thrift-port", type=int, default=9190)
     parser.add_argument(
+        "--veth-prefix",
+        default="ap",
+        help="first letters of the veth pairs' names (default 'ap'): runs sharing a machine pick their own",
+    )
+    parser.add_argument(
         "--test-dir",
         default=str(HERE),
         help="where the tests are (default: ptf-tests/; base_test is importable)",
@@ -104,7 +129,7 @@ def main() -> int:
         print("ptf not found: run 'make deps'", file=sys.stderr)
         return 2
 
-    tag = f"ap{os.getpid() % 100000}"
+    tag = f"{args.veth_prefix}{os.getpid() % 100000}"
     # Switches the tests start record themselves here; whatever is left at the end gets stopped.
     state = Path(args.build_dir) / f"ptf-state-{os.getpid()}"
     state.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@ control plane."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,14 @@ from .links import RootNode, prepare_root_intf
 _taken_thrift_ports: set[int] = set()
 
 
-def free_thrift_port(start: int = 9090) -> int:
-    """The first Thrift port from ``start`` that no switch answers on and this process has not
+THRIFT_BASE_ENV = "ACKWISE_TESTBED_THRIFT_BASE"
+
+
+def free_thrift_port(start: int | None = None) -> int:
+    """The first Thrift port from ``start`` (default 9090, or $ACKWISE_TESTBED_THRIFT_BASE: runs
+    sharing a machine keep to their own range) that no switch answers on and this process has not
     handed out."""
-    port = start
+    port = start if start is not None else int(os.environ.get(THRIFT_BASE_ENV, "9090"))
     while port in _taken_thrift_ports or port_answers("localhost", port, timeout_s=0.2):
         port += 1
     _taken_thrift_ports.add(port)

@@ -7,17 +7,144 @@ go through a LinkEmulator node, wireless hops through one WirelessMedium node.
 
 from __future__ import annotations
 
+import inspect
+import math
+import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mininet.topo import Topo
 
+from ackwise.errors import InputError
 from ackwise.policies import MSS_BYTES
 
 from .bmv2 import BMv2Switch
-from .hosts import AckwiseHost
+from .hosts import CONGESTION_CONTROLS, AckwiseHost
 from .links import LinkEmulator, LinkParams, WirelessMedium
+from .wireless import PRESETS
 from .wireless import preset as wireless_preset
+
+
+class TopologyParamError(InputError, ValueError):
+    """A topology parameter out of its range; the message names it as written (key=value)."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a parameter accepts: numbers in lo..hi (with a unit to say so), or one of ``choices``."""
+
+    lo: float | None = None
+    hi: float | None = None
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+
+    def check(self, name: str, value: Any) -> None:
+        if self.choices:
+            if value not in self.choices:
+                raise TopologyParamError(f"{name}={value}: give one of {', '.join(self.choices)}")
+            return
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TopologyParamError(f"{name}={value}: give a finite number{self._range()}")
+        if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
+            raise TopologyParamError(f"{name}={value:g}: must be{self._range()}")
+
+    def _range(self) -> str:
+        unit = f" ({self.unit})" if self.unit else ""
+        if self.hi is None:
+            return f" >= {self.lo:g}{unit}"
+        return f" {self.lo:g}..{self.hi:g}{unit}"
+
+
+# Every parameter of every topology's build(), by name: what a test bed can actually be built
+# with. Upper bounds are where the emulation stops meaning anything on this kind of machine
+# (two cores): a 100 Gbit/s link or a 100-pair dumbbell would only fail later, less clearly.
+PARAM_BOUNDS: dict[str, Bound] = {
+    "n_pairs": Bound(1, 32, "sender/receiver pairs"),
+    "n_stations": Bound(1, 32, "stations"),
+    "hops": Bound(2, 16, "hops"),
+    "fwd_rate_mbps": Bound(0, 10_000, "Mbit/s; 0: no limit"),
+    "rev_rate_mbps": Bound(0, 10_000, "Mbit/s; 0: no limit"),
+    "rate_mbps": Bound(0, 10_000, "Mbit/s; 0: no limit"),
+    "wired_rate_mbps": Bound(0, 10_000, "Mbit/s; 0: no limit"),
+    "fwd_delay_ms": Bound(0, 10_000, "ms, one way"),
+    "rev_delay_ms": Bound(0, 10_000, "ms, one way"),
+    "delay_ms": Bound(0, 10_000, "ms, one way"),
+    "wired_delay_ms": Bound(0, 10_000, "ms, one way"),
+    "fwd_buffer_pkts": Bound(1, 100_000, "packets"),
+    "rev_buffer_pkts": Bound(1, 100_000, "packets"),
+    "buffer_pkts": Bound(1, 100_000, "packets"),
+    "wired_buffer_pkts": Bound(1, 100_000, "packets"),
+    "medium_buffer_pkts": Bound(1, 100_000, "packets"),
+    "loss": Bound(0, 1, "a probability"),
+    "medium_loss": Bound(0, 1, "a probability"),
+    "bottleneck": Bound(choices=("link", "switch")),
+    "fwd_queue_pps": Bound(0, 1_000_000, "packets/s; 0: no limit"),
+    "rev_queue_pps": Bound(0, 1_000_000, "packets/s; 0: no limit"),
+    "rev_shape_pps": Bound(0, 1_000_000, "packets/s; 0: off"),
+    "queue_depth_pkts": Bound(1, 2**31 - 1, "packets"),
+    "program": Bound(choices=("ack_switch", "forward_only", "ap_proxy", "parser_probe")),
+    "cc": Bound(choices=CONGESTION_CONTROLS),
+    "backend": Bound(choices=("auto", "netem", "linkem")),
+    "preset": Bound(choices=tuple(PRESETS)),
+    "scale": Bound(0.01, 1000, "times real airtime"),
+    "proxy_budget_bytes": Bound(1, 2**32 - 1, "bytes"),
+}
+
+
+def check_params(topology: str, params: dict[str, Any]) -> None:
+    """Refuse, naming ``key=value`` as written, any parameter ``topology`` does not take or that
+    is out of range, before anything is built."""
+    cls = TOPOLOGIES[topology]
+    known = build_params(cls)
+    for name, value in params.items():
+        if name not in known:
+            raise TopologyParamError(f"{topology} has no parameter {name}; it takes: {', '.join(known)}")
+        if value is None and known[name].default is None:
+            continue
+        expected = param_type(cls, name)
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if (expected is not str and not isinstance(value, expected)) or isinstance(value, bool) != (
+            expected is bool
+        ):
+            raise TopologyParamError(f"{name}={value}: give a {expected.__name__}")
+        if name in PARAM_BOUNDS:
+            PARAM_BOUNDS[name].check(name, value)
+    merged = {name: p.default for name, p in known.items()} | params
+    if topology == "dumbbell" and merged["bottleneck"] == "switch":
+        for name in ("fwd_queue_pps", "rev_queue_pps"):
+            if merged[name] <= 0:
+                raise TopologyParamError(
+                    f"{name}={merged[name]}: a switch bottleneck (bottleneck=switch) needs a rate above 0"
+                )
+    if topology == "dumbbell":
+        holdback = [x for x in str(merged["holdback"]).split(",") if x]
+        if not set(holdback) <= {"s1", "s2"}:
+            raise TopologyParamError(
+                f"holdback={merged['holdback']}: name switches of the dumbbell, s1 and/or s2"
+            )
+        text = str(merged["access_delay_ms"])
+        try:
+            access = [float(x) for x in text.split(",")] if text else []
+        except ValueError:
+            raise TopologyParamError(
+                f"access_delay_ms={text}: give comma-separated milliseconds, e.g. 0,30"
+            ) from None
+        if len(access) > merged["n_pairs"] or any(not 0 <= d <= 10_000 for d in access):
+            raise TopologyParamError(
+                f"access_delay_ms={text}: at most n_pairs={merged['n_pairs']} values, each 0..10000 ms"
+            )
+
+
+def build_params(cls: type[AckwiseTopo]) -> dict[str, inspect.Parameter]:
+    return {n: p for n, p in inspect.signature(cls.build).parameters.items() if n != "self"}
+
+
+def param_type(cls: type[AckwiseTopo], name: str) -> type:
+    """The parameter's declared type (``int | None`` -> int), from build()'s annotations."""
+    hint = typing.get_type_hints(cls.build)[name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
 
 
 @dataclass(frozen=True)

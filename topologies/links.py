@@ -171,10 +171,50 @@ class LinkemProcess:
         return stats
 
 
+# Tags the firewall rules the test bed adds, so that they can be found, removed and checked for.
+FIREWALL_COMMENT = "ackwise-testbed"
+FIREWALL_TOOLS = ("iptables", "ip6tables")
+
+
+def _rule(name: str) -> list[str]:
+    return ["INPUT", "-i", name, "-m", "comment", "--comment", FIREWALL_COMMENT, "-j", "DROP"]
+
+
+def isolate_root_intf(name: str) -> None:
+    """The root namespace's own IP stack takes nothing that arrives on ``name``.
+
+    The switches' Thrift servers (bmv2 binds 0.0.0.0, with no option to do otherwise) and every
+    other socket of the root namespace must be out of the Mininet hosts' reach; the hosts have no
+    route to the root namespace's addresses, but a process on a host is root in its namespace and
+    can add one (docs/security.md). bmv2, linkem and the agents read these interfaces with packet
+    sockets, which see a frame before netfilter does: a DROP in INPUT stops the IP stack only."""
+    for tool in FIREWALL_TOOLS:
+        if subprocess.run([tool, "-w", "-C", *_rule(name)], capture_output=True).returncode != 0:
+            subprocess.run([tool, "-w", "-I", *_rule(name)], check=True, capture_output=True)
+
+
+def release_root_intfs(names: list[str] | set[str]) -> None:
+    """Remove the rules ``isolate_root_intf`` added for these interfaces (any number of copies)."""
+    for tool in FIREWALL_TOOLS:
+        for name in names:
+            while subprocess.run([tool, "-w", "-D", *_rule(name)], capture_output=True).returncode == 0:
+                pass
+
+
+def firewall_rules() -> list[str]:
+    """The test bed's rules now in place (for checks that nothing is left behind)."""
+    rules = []
+    for tool in FIREWALL_TOOLS:
+        out = subprocess.run([tool, "-w", "-S", "INPUT"], capture_output=True, text=True).stdout
+        rules += [f"{tool} {line}" for line in out.splitlines() if FIREWALL_COMMENT in line]
+    return rules
+
+
 def prepare_root_intf(name: str) -> None:
     """Bring an interface of a root-namespace node up, with offloads off so that every frame on it
-    is one wire-sized packet, and with no IPv6 chatter."""
+    is one wire-sized packet, with no IPv6 chatter, and closed to the root namespace's IP stack."""
     Path(f"/proc/sys/net/ipv6/conf/{name}/disable_ipv6").write_text("1")
+    isolate_root_intf(name)
     subprocess.run(["ip", "link", "set", name, "up"], check=True)
     subprocess.run(
         ["ethtool", "-K", name, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],

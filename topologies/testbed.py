@@ -26,9 +26,9 @@ from ackwise.processes import stop_process
 from ackwise.queues import set_queue_depth, set_queue_rate
 
 from .bmv2 import BMv2Switch
-from .catalog import TOPOLOGIES, AckwiseTopo, describe_params
+from .catalog import TOPOLOGIES, AckwiseTopo, check_params, describe_params
 from .hosts import AckwiseHost
-from .links import LinkEmulator, WirelessMedium
+from .links import LinkEmulator, WirelessMedium, release_root_intfs
 from .stale import StaleInterfaceInUse, remove_stale_intfs
 
 
@@ -59,6 +59,7 @@ class Testbed:
             topo_cls = TOPOLOGIES[name]
         except KeyError:
             raise TestbedError(f"unknown topology {name!r}; known: {', '.join(TOPOLOGIES)}") from None
+        check_params(name, params)  # named as given (key=value), not as the link object it becomes
         return cls(topo_cls(**params))
 
     @property
@@ -119,7 +120,17 @@ class Testbed:
             except Exception:  # keep going: everything else must still be removed
                 pass
         net.stop()
+        release_root_intfs(self.isolated_intfs(net))
         self._wait_for_exit(timeout_s=5.0)
+
+    def isolated_intfs(self, net: Mininet | None = None) -> set[str]:
+        """Every root-namespace interface this test bed closed to the root's IP stack."""
+        names = set(self.root_intfs)
+        net = net or self.net
+        for node in net.switches if net is not None else []:
+            if isinstance(node, BMv2Switch) and node.cpu_port is not None:
+                names.update(node.cpu_intfs)
+        return names
 
     def _wait_for_exit(self, timeout_s: float) -> None:
         """Mininet signals its host shells and returns at once; a check right after stop() would

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .bmv2.client import SwitchClient
+from .errors import InputError
 from .flowkey import FLOW_SLOTS, FlowKey
 from .p4names import ETHERTYPE_AGENT_HEARTBEAT
 from .serial import seq_diff
@@ -50,6 +51,20 @@ class Rid(IntEnum):
     SPOOF = 2
 
 
+class ApConfigError(InputError, ValueError):
+    """A station prefix, parameter or port the AP cannot take; the message names it and the fix."""
+
+
+def parse_station_prefix(text: str) -> str:
+    """``10.0.0.3`` or ``10.0.0.0/24`` -> the normalised prefix; host bits must be zero."""
+    try:
+        return str(ipaddress.IPv4Network(text))
+    except ValueError as exc:
+        raise ApConfigError(
+            f"station {text}: not an IPv4 address or prefix ({exc}); write e.g. 10.0.0.3/32 or 10.0.1.0/24"
+        ) from None
+
+
 @dataclass(frozen=True)
 class StationParams:
     """How the proxy treats flows to a station (prefix)."""
@@ -63,17 +78,34 @@ class StationParams:
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if not isinstance(value, int) or value < 0 or value >= 2**32:
-                raise ValueError(f"{name}={value!r}: a non-negative integer below 2**32")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+                raise ApConfigError(f"{name}={value}: must be a whole number 0..{2**32 - 1}")
         if self.budget_bytes < 1:
-            raise ValueError("budget_bytes must be at least one byte")
+            raise ApConfigError(f"budget_bytes={self.budget_bytes}: must be at least one byte")
 
 
 def multicast_group(station_port: int, uplink_port: int) -> int:
     """The group the P4 picks for a spoofed segment: (station port << 8) | uplink port."""
     if not (0 <= station_port < 256 and 0 <= uplink_port < 256):
-        raise ValueError("AP ports must be below 256 (multicast group ids are 16 bits)")
+        raise ApConfigError(
+            f"AP ports {station_port}, {uplink_port}: must be below 256 (multicast group ids are 16 bits)"
+        )
     return station_port << 8 | uplink_port
+
+
+def check_ports(uplink_ports: list[int], wireless_ports: list[int], cpu_port: int) -> None:
+    """Refuse port roles the multicast groups cannot express, before anything is written."""
+    if 0 in wireless_ports or 0 in uplink_ports:
+        raise ApConfigError(
+            "the AP cannot use port 0 as uplink or wireless: multicast group ids use 0 for 'none'"
+        )
+    roles = [*uplink_ports, *wireless_ports, cpu_port]
+    if len(set(roles)) != len(roles):
+        raise ApConfigError(
+            f"uplink, wireless and CPU ports must all differ (given {', '.join(map(str, roles))})"
+        )
+    for port in [*uplink_ports, *wireless_ports]:
+        multicast_group(port, 0)
 
 
 def configure_ap(
@@ -83,16 +115,18 @@ def configure_ap(
     cpu_port: int,
     stations: list[tuple[str, StationParams]],
 ) -> None:
-    """Port roles, the multicast groups and the stations. Group (wireless << 8) | uplink makes a
+    """Port roles (where a packet comes from, and where it goes: the proxy acts only between an
+    uplink and a wireless port), the multicast groups and the stations. Group (wireless << 8) | uplink makes a
     spoofed segment's three copies (station, agent, ACK to the sender); (wireless << 8) | 0 a
     copied segment's two (station, agent); (0 << 8) | uplink a window update's two (the station's
     ACK to the agent, an ACK to the sender)."""
-    if 0 in wireless_ports or 0 in uplink_ports:
-        raise ValueError("the AP cannot use port 0: multicast group ids use 0 for 'none'")
+    check_ports(uplink_ports, wireless_ports, cpu_port)
     for port in uplink_ports:
         client.table_add("ap.port_role", "ap.uplink", {"port": str(port)})
+        client.table_add("ap.egress_role", "ap.egress_uplink", {"port": str(port)})
     for port in wireless_ports:
         client.table_add("ap.port_role", "ap.wireless", {"port": str(port)}, {"cpu": cpu_port})
+        client.table_add("ap.egress_role", "ap.egress_wireless", {"port": str(port)})
     client.table_add("ap.port_role", "ap.cpu", {"port": str(cpu_port)})
     for u in uplink_ports:
         client.mc_group_set(multicast_group(0, u), [(Rid.CPU, cpu_port), (Rid.SPOOF, u)])
@@ -107,7 +141,7 @@ def configure_ap(
 
 
 def add_station(client: SwitchClient, prefix: str, params: StationParams) -> int:
-    net = ipaddress.IPv4Network(prefix)
+    net = ipaddress.IPv4Network(parse_station_prefix(prefix))
     return client.table_add(
         "ap.stations",
         "ap.serve",

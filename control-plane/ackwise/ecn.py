@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .bmv2.client import SwitchClient, SwitchOperationError
+from .bmv2.client import SwitchClient, SwitchInputError
 
 PORT_THRESHOLD = "ecn.port_threshold"
 MARKS = "ecn.marks"
@@ -15,20 +15,30 @@ def _clear_port(client: SwitchClient, port: int) -> None:
             client.table_delete(PORT_THRESHOLD, entry.handle)
 
 
+def check_threshold(k_pkts: int) -> None:
+    if not 0 <= k_pkts <= MAX_DEPTH:
+        raise SwitchInputError(f"K={k_pkts}: a queue depth in packets, 0..{MAX_DEPTH}")
+
+
+def check_red(k_min_pkts: int, k_max_pkts: int, p_max_pct: int) -> None:
+    if not 0 <= k_min_pkts < k_max_pkts <= MAX_DEPTH:
+        raise SwitchInputError(
+            f"k_min={k_min_pkts} k_max={k_max_pkts}: give 0 <= k_min < k_max <= {MAX_DEPTH} packets"
+        )
+    if not 0 <= p_max_pct <= 100:
+        raise SwitchInputError(f"p_max={p_max_pct}: a percentage, 0..100")
+
+
 def set_threshold(client: SwitchClient, port: int, k_pkts: int) -> None:
     """Mark CE on ECT packets that find more than k_pkts packets in the port's egress queue."""
-    if not 0 <= k_pkts <= MAX_DEPTH:
-        raise SwitchOperationError(f"K={k_pkts}: a queue depth in packets, 0..{MAX_DEPTH}")
+    check_threshold(k_pkts)
     _clear_port(client, port)
     client.table_add(PORT_THRESHOLD, "ecn.threshold", {"port": str(port)}, {"k": k_pkts})
 
 
 def set_red(client: SwitchClient, port: int, k_min_pkts: int, k_max_pkts: int, p_max_pct: int) -> None:
     """Above k_max always; between k_min and k_max with a probability rising linearly to p_max."""
-    if not 0 <= k_min_pkts < k_max_pkts <= MAX_DEPTH:
-        raise SwitchOperationError(f"RED thresholds need 0 <= k_min < k_max <= {MAX_DEPTH}")
-    if not 0 <= p_max_pct <= 100:
-        raise SwitchOperationError("p_max is a percentage, 0..100")
+    check_red(k_min_pkts, k_max_pkts, p_max_pct)
     _clear_port(client, port)
     client.table_add(
         PORT_THRESHOLD,

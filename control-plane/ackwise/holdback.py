@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bmv2.client import SwitchClient, SwitchOperationError
+from .bmv2.client import SwitchClient, SwitchInputError, SwitchOperationError
 from .serial import seq_geq
 
 HOLDBACK_SESSION = 1  # HOLDBACK_SESSION in constants.p4: the mirroring session to the CPU port
@@ -28,11 +28,11 @@ HEADER = struct.Struct("!HHI")  # holdback_h: hold_ms, reserved, base_ack, in fr
 def setup(client: SwitchClient, cpu_port: int) -> None:
     """Copy held ACKs to ``cpu_port`` and take released ones back from it (0: hold-back off)."""
     if PORTS_TABLE not in client.program.tables:
-        raise SwitchOperationError(
-            f"the program on {client.host}:{client.port} has no hold-back (load ack_switch)"
+        raise SwitchInputError(
+            f"the program on {client.where} has no hold-back: load ack_switch ('ackwise load ack_switch')"
         )
     if not 0 <= cpu_port < 512:
-        raise SwitchOperationError(f"CPU port {cpu_port}: must be a port number 0..511 (0: off)")
+        raise SwitchInputError(f"CPU port {cpu_port}: must be a port number 0..511 (0: off)")
     client.table_clear(PORTS_TABLE)
     if cpu_port:
         client.table_add(PORTS_TABLE, AGENT_PORT_ACTION, {"port": str(cpu_port)})

@@ -29,6 +29,7 @@ class MalformedReason(IntEnum):
     TRUNCATED = 4
     IPV4_IHL = 5
     OTHER_PARSER_ERROR = 6
+    IPV4_HEADER = 7  # version, total length or the header cut short: dropped (RFC 1812 5.2.2)
 
 
 class DropReason(IntEnum):

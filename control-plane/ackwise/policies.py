@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
+from .errors import InputError
 
-class PolicyError(ValueError):
+
+class PolicyError(InputError, ValueError):
     """A policy, parameter or match the operator gave is not valid; the message says why."""
 
 

@@ -75,3 +75,31 @@ def set_queue_depth(client: SwitchClient, port: int | None, depth_pkts: int) -> 
         for p, (handle, params) in _models(client).items():
             if port is None or p == port:
                 client.table_modify(MODEL_TABLE, handle, MODEL_ACTION, params | {"capacity_pkts": depth_pkts})
+
+
+def queue_settings(client: SwitchClient, port: int) -> tuple[int, int] | None:
+    """(service_us, capacity_pkts) of ``port`` as ackwise last set them and the program models
+    them (0: never set, so bmv2's defaults), or None for a program without a queue model. bmv2
+    itself cannot be asked for a queue's rate or depth."""
+    if MODEL_TABLE not in client.program.tables or CAPACITY_REGISTER not in client.program.registers:
+        return None
+    models = _models(client)
+    service = models[port][1]["service_us"] if port in models else 0
+    return service, client.register_read(CAPACITY_REGISTER, port)
+
+
+def restore_rate(client: SwitchClient, port: int, service: int) -> None:
+    """Back to a service time queue_settings() returned, exactly (1 / rate in whole microseconds
+    does not round-trip through a rate)."""
+    set_queue_rate(client, port, round(1_000_000 / service) if service else 0)
+    models = _models(client) if MODEL_TABLE in client.program.tables else {}
+    if service and port in models:
+        handle, params = models[port]
+        client.table_modify(MODEL_TABLE, handle, MODEL_ACTION, params | {"service_us": service})
+
+
+def restore_depth(client: SwitchClient, port: int, capacity: int) -> None:
+    """Back to a depth queue_settings() returned (0: bmv2's default, and the model's 0 too)."""
+    set_queue_depth(client, port, capacity or BMV2_DEFAULT_DEPTH_PKTS)
+    if capacity == 0 and CAPACITY_REGISTER in client.program.registers:
+        client.register_write(CAPACITY_REGISTER, port, 0)

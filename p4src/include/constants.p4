@@ -67,6 +67,10 @@ const malformed_reason_t MALFORMED_TCP_DATA_OFFSET = 3;      // data offset belo
 const malformed_reason_t MALFORMED_TRUNCATED = 4;            // packet ends inside a header
 const malformed_reason_t MALFORMED_IPV4_IHL = 5;             // IHL below 5: dropped, as RFC 1812 asks
 const malformed_reason_t MALFORMED_OTHER_PARSER_ERROR = 6;   // any other parser_error
+// Version not 4, total length below the header length, or the header (with its options) cut short
+// by the end of the packet: dropped, as RFC 1812 5.2.2 asks of a router. (Found by the fuzzer:
+// such packets were routed on their first 20 bytes, their checksum verified over those alone.)
+const malformed_reason_t MALFORMED_IPV4_HEADER = 7;
 
 // ---- Why the forwarding stage dropped a packet (index into the `drops` counter) ----
 typedef bit<8> drop_reason_t;

@@ -336,6 +336,10 @@ struct local_metadata_t {
     thinning_work_t thinning;
     ap_meta_t ap;
     bool tcp_rewritten_no_payload;  // a TCP header rewritten for a packet whose payload is cut off
+    // A pure ACK's header and options rewritten (coalescing): the checksum covers them and nothing
+    // after, and the frame is cut at the IPv4 total length. bmv2's payload would include an
+    // Ethernet trailer (bytes after the IPv4 packet), which the checksum must not cover.
+    bool tcp_rewritten_header_only;
     // Travels with a held ACK's copy to egress (the clone keeps only the fields of this list).
     @field_list(HOLDBACK_FIELD_LIST)
     bit<16> hold_ms;

@@ -21,12 +21,26 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
     }
 
     state parse_ipv4 {
+        // Until the whole header is read and found sound, the packet has a bad IPv4 header: one
+        // that ends inside the header (fixed part or options) keeps this reason.
+        meta.parser_meta.malformed_reason = MALFORMED_IPV4_HEADER;
         packet.extract(hdr.ipv4);
         meta.l4_len = hdr.ipv4.total_len - ((bit<16>)hdr.ipv4.ihl << 2);
-        transition select(hdr.ipv4.ihl) {
-            0 .. 4: ipv4_ihl_short;
-            5: parse_ipv4_payload;
-            default: parse_ipv4_options;
+        // RFC 1812 5.2.2: version 4, and a total length that holds at least the header.
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.total_len) {
+            (_, 0 .. 4, _): ipv4_ihl_short;
+            (4, 5, 20 .. 0xffff): ipv4_header_read;
+            (4, 6, 24 .. 0xffff): parse_ipv4_options;
+            (4, 7, 28 .. 0xffff): parse_ipv4_options;
+            (4, 8, 32 .. 0xffff): parse_ipv4_options;
+            (4, 9, 36 .. 0xffff): parse_ipv4_options;
+            (4, 10, 40 .. 0xffff): parse_ipv4_options;
+            (4, 11, 44 .. 0xffff): parse_ipv4_options;
+            (4, 12, 48 .. 0xffff): parse_ipv4_options;
+            (4, 13, 52 .. 0xffff): parse_ipv4_options;
+            (4, 14, 56 .. 0xffff): parse_ipv4_options;
+            (4, 15, 60 .. 0xffff): parse_ipv4_options;
+            default: accept;  // MALFORMED_IPV4_HEADER
         }
     }
 
@@ -37,14 +51,22 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
 
     state parse_ipv4_options {
         packet.extract(hdr.ipv4_options, ((bit<32>)hdr.ipv4.ihl - 5) << 5);
+        transition ipv4_header_read;
+    }
+
+    state ipv4_header_read {
+        meta.parser_meta.malformed_reason = MALFORMED_NONE;
         transition parse_ipv4_payload;
     }
 
     state parse_ipv4_payload {
-        // Only a first fragment carries the transport header.
-        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (0, IP_PROTO_TCP): parse_tcp;
-            (0, IP_PROTO_UDP): parse_udp;
+        // Only a first fragment carries the transport header. TCP is read only from a segment that
+        // is not fragmented at all: the first fragment of one (more fragments set) holds only part
+        // of it, and its total length says nothing of the payload in the others; taken for a pure
+        // ACK, it was thinned, and the segment's data with it (found by the fuzzer).
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.flags[0:0], hdr.ipv4.protocol) {
+            (0, 0, IP_PROTO_TCP): parse_tcp;
+            (0, _, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }

@@ -21,7 +21,7 @@ control ParserVerdict(in error parser_error, inout malformed_reason_t reason, ou
             }
         }
         malformed = reason != MALFORMED_NONE;
-        drop = reason == MALFORMED_IPV4_IHL;
+        drop = reason == MALFORMED_IPV4_IHL || reason == MALFORMED_IPV4_HEADER;
         if (malformed) {
             malformed_packets.count((bit<32>)reason);
         }

@@ -7,6 +7,7 @@ leaks to the caller.
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..errors import InputError
 from .program import Program, Table, UnknownName
 from .toolchain import ensure_bmv2_bindings
 from .values import BadValue, format_value, from_bytes, parse_int, parse_prefix, to_bytes
@@ -33,6 +35,27 @@ class SwitchUnreachable(SwitchError):
 
 class SwitchOperationError(SwitchError):
     pass
+
+
+class SwitchInputError(SwitchOperationError, InputError):
+    """The request names something the loaded program does not have, or a value that does not
+    fit: refused before anything is sent to the switch."""
+
+
+# Thrift's types for what the CLI and files give: entry handles, ports and session ids are i32,
+# register cells are indexed by i32 (bmv2's Thrift: "i32 index"); mirroring session ids stop at
+# 2^15 - 1 in simple_switch (RegisterAccess::MAX_MIRROR_SESSION_ID), ports at 511 (9-bit
+# egress_spec), queue rates and depths are i64/i32.
+I32_MAX = 2**31 - 1
+MAX_MIRROR_SESSION = 2**15 - 1
+MAX_PORT = 511
+
+
+def check_range(what: str, value: int, lo: int, hi: int, hint: str = "") -> int:
+    """``value`` if lo <= value <= hi, else a SwitchInputError naming ``what`` and the range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise SwitchInputError(f"{what}={value}: must be {lo}..{hi}{hint}")
+    return value
 
 
 # ---- typed results ----
@@ -191,7 +214,12 @@ class SwitchClient:
                 "check that simple_switch is still running ('ackwise switch status')"
             ) from exc
         except TException as exc:
-            raise SwitchOperationError(f"{what} failed on {self.where}: {_describe(exc)}") from exc
+            problem = _describe(exc)
+            hint = _HINTS.get(problem, "")
+            # A handle, key or session that does not exist is the user's to fix, like an unknown
+            # name; a full table or a duplicate key is a valid request the switch's state refuses.
+            kind = SwitchInputError if problem in _INPUT_PROBLEMS else SwitchOperationError
+            raise kind(f"{what} failed on {self.where}: {problem}{hint}") from exc
 
     # ---- program ----
 
@@ -220,11 +248,17 @@ class SwitchClient:
 
     def load_program(self, json_path: str | Path) -> None:
         """Swap the running program for another; its tables start empty and registers at zero."""
-        text = Path(json_path).read_text(encoding="utf-8")
+        try:
+            text = Path(json_path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SwitchInputError(
+                f"{json_path}: cannot read it ({getattr(exc, 'strerror', None) or 'not UTF-8 text'}): "
+                "give a program compiled by p4c-bm2-ss, e.g. build/ack_switch.json"
+            ) from exc
         try:
             Program.from_json(text)
-        except (ValueError, KeyError) as exc:
-            raise SwitchOperationError(f"{json_path} is not a bmv2 program JSON (from p4c-bm2-ss)") from exc
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SwitchInputError(f"{json_path} is not a bmv2 program JSON (from p4c-bm2-ss)") from exc
         self._call("loading the new program", lambda: self._standard.bm_load_new_config(text))
         self._call("swapping to the new program", lambda: self._standard.bm_swap_configs())
         self._program = None
@@ -235,7 +269,7 @@ class SwitchClient:
         try:
             return self.program.table(name)
         except UnknownName as exc:
-            raise SwitchOperationError(str(exc)) from exc
+            raise SwitchInputError(str(exc)) from exc
 
     def _match_params(self, table: Table, key: Sequence[str] | Mapping[str, str]) -> list[Any]:
         from bm_runtime.standard.ttypes import (
@@ -297,18 +331,24 @@ class SwitchClient:
                         )
                     )
                 else:
-                    raise SwitchOperationError(f"{what}: match type {kf.match_type} not supported")
+                    raise SwitchInputError(f"{what}: match type {kf.match_type} not supported")
             except BadValue as exc:
-                raise SwitchOperationError(str(exc)) from exc
+                raise SwitchInputError(str(exc)) from exc
         return params
 
     def _action_data(
-        self, table: Table, action: str, params: Sequence[str | int] | Mapping[str, str | int]
+        self,
+        table: Table,
+        action: str,
+        params: Sequence[str | int] | Mapping[str, str | int],
+        program: Program | None = None,
     ) -> tuple[str, list[bytes]]:
+        """The action's full name and its parameters as bytes; ``program`` checks them against
+        another program than the running one (a file that will swap it in)."""
         try:
-            act = self.program.action(table, action)
+            act = (program or self.program).action(table, action)
         except UnknownName as exc:
-            raise SwitchOperationError(str(exc)) from exc
+            raise SwitchInputError(str(exc)) from exc
         values = _bind(f"parameters of {act.name}", [p.name for p in act.params], params)
         try:
             data = [
@@ -316,7 +356,7 @@ class SwitchClient:
                 for p, v in zip(act.params, values, strict=True)
             ]
         except BadValue as exc:
-            raise SwitchOperationError(str(exc)) from exc
+            raise SwitchInputError(str(exc)) from exc
         return act.name, data
 
     def table_add(
@@ -332,8 +372,10 @@ class SwitchClient:
         t = self._table(table)
         match = self._match_params(t, key)
         act, data = self._action_data(t, action, params)
+        if priority is not None:
+            check_range("priority", priority, 0, I32_MAX)
         if t.needs_priority and priority is None:
-            raise SwitchOperationError(f"{t.name} has ternary or range keys: give a priority")
+            raise SwitchInputError(f"{t.name} has ternary or range keys: give a priority (--priority N)")
         options = BmAddEntryOptions(priority=priority) if priority is not None else BmAddEntryOptions()
         return self._call(
             f"adding an entry to {t.name}",
@@ -344,6 +386,7 @@ class SwitchClient:
         self, table: str, handle: int, action: str, params: Sequence[str | int] | Mapping[str, str | int] = ()
     ) -> None:
         t = self._table(table)
+        check_range("handle", handle, 0, I32_MAX)
         act, data = self._action_data(t, action, params)
         self._call(
             f"modifying entry {handle} of {t.name}",
@@ -352,6 +395,7 @@ class SwitchClient:
 
     def table_delete(self, table: str, handle: int) -> None:
         t = self._table(table)
+        check_range("handle", handle, 0, I32_MAX)
         self._call(
             f"deleting entry {handle} of {t.name}",
             lambda: self._standard.bm_mt_delete_entry(0, t.name, handle),
@@ -364,6 +408,8 @@ class SwitchClient:
 
         t = self._table(table)
         match = self._match_params(t, key)
+        if priority is not None:
+            check_range("priority", priority, 0, I32_MAX)
         options = BmAddEntryOptions(priority=priority) if priority is not None else BmAddEntryOptions()
         entry = self._call(
             f"looking up a key in {t.name}",
@@ -377,11 +423,21 @@ class SwitchClient:
     ) -> None:
         t = self._table(table)
         if t.const_default:
-            raise SwitchOperationError(f"{t.name} has a const default action set by the P4 program")
+            raise SwitchInputError(
+                f"{t.name} has a const default action set by the P4 program: it cannot be changed"
+            )
         act, data = self._action_data(t, action, params)
         self._call(
             f"setting the default action of {t.name}",
             lambda: self._standard.bm_mt_set_default_action(0, t.name, act, data),
+        )
+
+    def table_reset_default(self, table: str) -> None:
+        """Back to the default action the P4 program declares."""
+        t = self._table(table)
+        self._call(
+            f"resetting the default action of {t.name}",
+            lambda: self._standard.bm_mt_reset_default_entry(0, t.name),
         )
 
     def table_clear(self, table: str) -> None:
@@ -470,7 +526,10 @@ class SwitchClient:
         reg = self._register(name)
         self._check_index(reg.name, index, reg.size)
         if not 0 <= value < 1 << reg.width_bits:
-            raise SwitchOperationError(f"{value} does not fit in {reg.name} ({reg.width_bits} bits)")
+            raise SwitchInputError(
+                f"value {value} does not fit {reg.name}: give 0..{(1 << reg.width_bits) - 1} "
+                f"({reg.width_bits} bits)"
+            )
         self._call(
             f"writing {reg.name}[{index}]",
             lambda: self._standard.bm_register_write(0, reg.name, index, _as_i64(value)),
@@ -494,7 +553,7 @@ class SwitchClient:
         try:
             return self.program.register(name)
         except UnknownName as exc:
-            raise SwitchOperationError(str(exc)) from exc
+            raise SwitchInputError(str(exc)) from exc
 
     # ---- counters ----
 
@@ -518,29 +577,33 @@ class SwitchClient:
         try:
             return self.program.counter(name)
         except UnknownName as exc:
-            raise SwitchOperationError(str(exc)) from exc
+            raise SwitchInputError(str(exc)) from exc
 
     @staticmethod
     def _check_index(name: str, index: int, size: int) -> None:
         if not 0 <= index < size:
-            raise SwitchOperationError(f"index {index} outside {name}[0..{size - 1}]")
+            raise SwitchInputError(f"index {index} outside {name}[0..{size - 1}]: give 0..{size - 1}")
 
     # ---- mirroring ----
 
     def mirroring_add(self, session: int, egress_port: int) -> None:
         from sswitch_runtime.ttypes import MirroringSessionConfig
 
+        check_range("session", session, 0, MAX_MIRROR_SESSION)
+        check_range("port", egress_port, 0, MAX_PORT)
         cfg = MirroringSessionConfig(port=egress_port)
         self._call(
             f"adding mirroring session {session}", lambda: self._sswitch.mirroring_session_add(session, cfg)
         )
 
     def mirroring_delete(self, session: int) -> None:
+        check_range("session", session, 0, MAX_MIRROR_SESSION)
         self._call(
             f"deleting mirroring session {session}", lambda: self._sswitch.mirroring_session_delete(session)
         )
 
     def mirroring_get(self, session: int) -> int:
+        check_range("session", session, 0, MAX_MIRROR_SESSION)
         cfg = self._call(
             f"reading mirroring session {session}", lambda: self._sswitch.mirroring_session_get(session)
         )
@@ -548,8 +611,47 @@ class SwitchClient:
 
     # ---- multicast ----
 
+    def mc_groups(self) -> dict[int, list[tuple[int, int]]]:
+        """Every multicast group: id -> sorted (rid, port) copies."""
+        doc = json.loads(self.mc_entries())
+        l2_ports = {n["handle"]: n["ports"] for n in doc.get("l2_handles", [])}
+        l1 = {n["handle"]: (n["rid"], l2_ports.get(n["l2_handle"], [])) for n in doc.get("l1_handles", [])}
+        groups: dict[int, list[tuple[int, int]]] = {}
+        for g in doc.get("mgrps", []):
+            copies = [
+                (rid, port) for h in g.get("l1_handles", []) for rid, ports in [l1[h]] for port in ports
+            ]
+            groups[int(g["id"])] = sorted(copies)
+        return groups
+
+    def mc_group_delete(self, group: int) -> None:
+        """Remove multicast group ``group`` and its nodes; nothing if there is none."""
+        doc = json.loads(self.mc_entries())
+        # simple_pre hands out the group id itself as the group's handle (McSimplePre::mc_mgrp_create).
+        for g in doc.get("mgrps", []):
+            if int(g["id"]) != group:
+                continue
+            for node in g.get("l1_handles", []):
+                self._call(
+                    f"removing a node from multicast group {group}",
+                    lambda node=node: self._pre.bm_mc_node_dissociate(0, group, node),
+                )
+                self._call(
+                    f"destroying a multicast node of group {group}",
+                    lambda node=node: self._pre.bm_mc_node_destroy(0, node),
+                )
+            self._call(f"destroying multicast group {group}", lambda: self._pre.bm_mc_mgrp_destroy(0, group))
+
     def mc_group_set(self, group: int, replicas: Sequence[tuple[int, int]]) -> None:
-        """Create multicast group ``group`` with one copy per (rid, port)."""
+        """Make multicast group ``group`` hold exactly one copy per (rid, port). Creating it again
+        with the same copies changes nothing; with other copies it replaces them (bmv2 itself
+        would add a second set of nodes: every packet would go out twice)."""
+        wanted = sorted((int(rid), int(port)) for rid, port in replicas)
+        existing = self.mc_groups()
+        if existing.get(group) == wanted:
+            return
+        if group in existing:
+            self.mc_group_delete(group)
         handle = self._call(
             f"creating multicast group {group}", lambda: self._pre.bm_mc_mgrp_create(0, group)
         )
@@ -570,9 +672,11 @@ class SwitchClient:
     # ---- egress queues ----
 
     def set_queue_rate(self, port: int | None, rate_pps: int) -> None:
-        """Egress queue service rate in packets per second (one port, or all with None)."""
-        if rate_pps <= 0:
-            raise SwitchOperationError("queue rate must be a positive number of packets per second")
+        """Egress queue service rate in packets per second (one port, or all with None; 0: no limit,
+        bmv2's default)."""
+        if port is not None:
+            check_range("port", port, 0, MAX_PORT)
+        check_range("rate_pps", rate_pps, 0, 2**63 - 1, " packets per second (0: no limit)")
         if port is None:
             self._call("setting all queue rates", lambda: self._sswitch.set_all_egress_queue_rates(rate_pps))
         else:
@@ -583,8 +687,9 @@ class SwitchClient:
 
     def set_queue_depth(self, port: int | None, depth_pkts: int) -> None:
         """Egress queue capacity in packets (one port, or all with None)."""
-        if depth_pkts <= 0:
-            raise SwitchOperationError("queue depth must be a positive number of packets")
+        if port is not None:
+            check_range("port", port, 0, MAX_PORT)
+        check_range("depth_pkts", depth_pkts, 1, I32_MAX, " packets")
         if port is None:
             self._call(
                 "setting all queue depths", lambda: self._sswitch.set_all_egress_queue_depths(depth_pkts)
@@ -623,7 +728,7 @@ def _bind(what: str, names: list[str], given: Sequence[Any] | Mapping[str, Any])
         unknown = sorted(set(given) - set(names))
         missing = [n for n in names if n not in given]
         if unknown or missing:
-            raise SwitchOperationError(
+            raise SwitchInputError(
                 f"{what}: expected {', '.join(names) or 'nothing'}"
                 + (f"; unknown {', '.join(unknown)}" if unknown else "")
                 + (f"; missing {', '.join(missing)}" if missing else "")
@@ -631,10 +736,20 @@ def _bind(what: str, names: list[str], given: Sequence[Any] | Mapping[str, Any])
         return [given[n] for n in names]
     values = list(given)
     if len(values) != len(names):
-        raise SwitchOperationError(
+        raise SwitchInputError(
             f"{what}: expected {len(names)} value(s) ({', '.join(names) or 'none'}), got {len(values)}"
         )
     return values
+
+
+_INPUT_PROBLEMS = {"invalid handle", "expired handle", "bad match key", "session not found"}
+_HINTS = {
+    "invalid handle": ": no entry has that handle ('ackwise table dump TABLE' lists them)",
+    "bad match key": ": no entry has that key ('ackwise table dump TABLE' lists them)",
+    "session not found": ": no such mirroring session ('ackwise mirror add SESSION PORT' creates one)",
+    "duplicate entry": ": an entry with this key exists ('ackwise table modify' changes it)",
+    "table full": ": delete entries first ('ackwise table dump TABLE' lists them)",
+}
 
 
 def _as_i64(value: int) -> int:

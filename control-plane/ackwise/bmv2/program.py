@@ -11,8 +11,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import InputError
 
-class UnknownName(LookupError):
+
+class UnknownName(InputError, LookupError):
     """A table, action, register or counter the loaded program does not have."""
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ..errors import InputError
+
 _MAC = re.compile(r"^([0-9a-fA-F]{2})(:[0-9a-fA-F]{2}){5}$")
 
 
-class BadValue(ValueError):
+class BadValue(InputError, ValueError):
     """A value that does not fit its field; the message names the field."""
 
 

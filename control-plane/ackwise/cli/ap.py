@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ackwise.ap import (
     AGENT_TIMEOUT_MS,
+    ApConfigError,
     ApFlow,
     StationParams,
     add_station,
     agent_stats_path,
+    check_ports,
     configure_ap,
     list_stations,
+    parse_station_prefix,
     read_agent_report,
     read_flows,
     read_stats,
 )
+from ackwise.cli.args import SWITCH_PORT, int_in
 from ackwise.cli.output import emit, render_records
 
 STAT_LABELS = {
@@ -136,7 +139,7 @@ def cmd_ap_stations(args: argparse.Namespace, client_for: Any) -> int:
 
 
 def cmd_ap_serve(args: argparse.Namespace, client_for: Any) -> int:
-    prefix = str(ipaddress.IPv4Network(args.prefix))
+    prefix = parse_station_prefix(args.prefix)
     params = StationParams(
         budget_bytes=args.budget_bytes,
         fast_after_segments=args.fast_after_segments,
@@ -153,11 +156,11 @@ def cmd_ap_serve(args: argparse.Namespace, client_for: Any) -> int:
 
 
 def cmd_ap_unserve(args: argparse.Namespace, client_for: Any) -> int:
-    prefix = str(ipaddress.IPv4Network(args.prefix))
+    prefix = parse_station_prefix(args.prefix)
     with client_for(args) as client:
         handles = [s["handle"] for s in list_stations(client) if s["station"] == prefix]
         if not handles:
-            raise LookupError(f"{prefix} is not served: `ackwise ap stations` lists what is")
+            raise ApConfigError(f"{prefix} is not served: 'ackwise ap stations' lists what is")
         for handle in handles:
             client.table_delete("ap.stations", handle)
     emit(args, {"deleted": prefix}, f"no longer serving {prefix}: its new flows pass untouched")
@@ -165,6 +168,7 @@ def cmd_ap_unserve(args: argparse.Namespace, client_for: Any) -> int:
 
 
 def cmd_ap_setup(args: argparse.Namespace, client_for: Any) -> int:
+    check_ports(args.uplink, args.wireless, args.cpu)
     with client_for(args) as client:
         configure_ap(client, args.uplink, args.wireless, args.cpu, [])
     emit(
@@ -197,17 +201,22 @@ def add_commands(add: Any, group: Any, client_for: Any) -> None:
     p.add_argument("prefix", help="station address or prefix, e.g. 10.0.0.3/32")
     p.add_argument(
         "--budget-bytes",
-        type=int,
+        type=int_in(1, 2**32 - 1, "bytes"),
         default=defaults.budget_bytes,
         help="most bytes spoofed ahead of the station's own ACK (what the agent may have to hold); "
         "keep the sum over busy stations below the AP's wireless queue",
     )
-    p.add_argument("--fast-after-segments", type=int, default=defaults.fast_after_segments)
-    p.add_argument("--stall-timeout-ms", type=int, default=defaults.stall_timeout_ms)
-    p.add_argument("--holdoff-ms", type=int, default=defaults.holdoff_ms, help="0: leave fast mode for good")
+    u32 = int_in(0, 2**32 - 1)
+    p.add_argument("--fast-after-segments", type=u32, default=defaults.fast_after_segments)
+    p.add_argument("--stall-timeout-ms", type=u32, default=defaults.stall_timeout_ms)
+    p.add_argument("--holdoff-ms", type=u32, default=defaults.holdoff_ms, help="0: leave fast mode for good")
     p = add(ap, "unserve", bind(cmd_ap_unserve), "stop serving a station prefix")
     p.add_argument("prefix")
     p = add(ap, "setup", bind(cmd_ap_setup), "port roles and multicast groups of a fresh ap_proxy switch")
-    p.add_argument("--uplink", type=int, action="append", required=True, help="wired port (repeatable)")
-    p.add_argument("--wireless", type=int, action="append", required=True, help="station port (repeatable)")
-    p.add_argument("--cpu", type=int, required=True, help="the port of the repair agent")
+    p.add_argument(
+        "--uplink", type=SWITCH_PORT, action="append", required=True, help="wired port (repeatable)"
+    )
+    p.add_argument(
+        "--wireless", type=SWITCH_PORT, action="append", required=True, help="station port (repeatable)"
+    )
+    p.add_argument("--cpu", type=SWITCH_PORT, required=True, help="the port of the repair agent")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise import __version__, ecn
-from ackwise.apply import ConfigError, apply_config, load_config
+from ackwise.apply import ConfigError, execute, load_config, plan_config
 from ackwise.bmv2.client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
 from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import ToolchainError, compiled_program
@@ -27,7 +27,21 @@ from ackwise.cli import holdback as holdback_cli
 from ackwise.cli import policy as policy_cli
 from ackwise.cli import topo as topo_cli
 from ackwise.cli import watch as watch_cli
+from ackwise.cli.args import (
+    HANDLE,
+    I32_MAX,
+    I64_MAX,
+    INDEX,
+    MAX_PORT,
+    PRIORITY,
+    SESSION,
+    SWITCH_PORT,
+    THRIFT_PORT,
+    Parser,
+    int_in,
+)
 from ackwise.cli.output import emit, render_table
+from ackwise.errors import InputError, printable, shown
 from ackwise.queues import set_queue_depth, set_queue_rate
 
 EXIT_FAILED = 1
@@ -38,8 +52,8 @@ EXIT_TOOLCHAIN = 4
 Command = Callable[[argparse.Namespace], int]
 
 
-class UsageError(Exception):
-    pass
+class UsageError(InputError):
+    """The command line is wrong as given; the message says what to write instead."""
 
 
 # ---- output ----
@@ -70,9 +84,12 @@ def parse_port(text: str) -> int | None:
     if text == "all":
         return None
     try:
-        return int(text)
-    except ValueError as exc:
-        raise UsageError(f"port must be a number or 'all', not {text!r}") from exc
+        port = int(text, 0)
+    except ValueError:
+        raise UsageError(f"port {shown(text)}: give a port number 0..{MAX_PORT} or 'all'") from None
+    if not 0 <= port <= MAX_PORT:
+        raise UsageError(f"port {port}: give a port number 0..{MAX_PORT} or 'all'")
+    return port
 
 
 # ---- switch ----
@@ -83,8 +100,16 @@ def cmd_switch_start(args: argparse.Namespace) -> int:
     for spec in args.interface:
         port, sep, iface = spec.partition("@")
         if not sep or not port.isdigit() or not iface:
-            raise UsageError(f"interface {spec!r}: write PORT@IFACE, e.g. 1@veth1")
+            raise UsageError(f"interface {shown(spec)}: write PORT@IFACE, e.g. 1@veth1")
+        if int(port) > MAX_PORT:
+            raise UsageError(f"interface {shown(spec)}: port {port}: give 0..{MAX_PORT}")
+        if int(port) in ports:
+            raise UsageError(f"interface {shown(spec)}: port {port} is given twice")
+        if len(iface) > 15 or "/" in iface or not iface.isprintable() or iface != iface.strip():
+            raise UsageError(f"interface {shown(spec)}: {shown(iface)} is not an interface name")
         ports[int(port)] = iface
+    if args.cpu_port is not None and args.cpu_port in ports:
+        raise UsageError(f"--cpu-port {args.cpu_port} is also a data port (-i {args.cpu_port}@...)")
     program = resolve_program(args.program)
     existing = RunningSwitch.load(args.thrift_port)
     if existing is not None and existing.alive:
@@ -192,39 +217,41 @@ def cmd_table_add(args: argparse.Namespace) -> int:
         if params:
             raise UsageError("give the action parameters either after -p or after '=>', not both")
         params = args.params
+    key_values, param_values = parse_assignments(key), parse_assignments(params)  # before connecting
     with client_for(args) as client:
-        handle = client.table_add(
-            args.table, args.action, parse_assignments(key), parse_assignments(params), args.priority
-        )
+        handle = client.table_add(args.table, args.action, key_values, param_values, args.priority)
     emit(args, {"table": args.table, "handle": handle}, f"added entry {handle} to {args.table}")
     return 0
 
 
 def cmd_table_modify(args: argparse.Namespace) -> int:
+    params = parse_assignments(args.params)
     with client_for(args) as client:
-        client.table_modify(args.table, args.handle, args.action, parse_assignments(args.params))
+        client.table_modify(args.table, args.handle, args.action, params)
     emit(args, {"table": args.table, "handle": args.handle}, f"modified entry {args.handle} of {args.table}")
     return 0
 
 
 def cmd_table_del(args: argparse.Namespace) -> int:
+    if args.handle is not None and args.key:
+        raise UsageError("give either --handle or a key, not both")
+    if args.handle is None and not args.key:
+        raise UsageError("give the entry's --handle or its key")
+    key = parse_assignments(args.key)
     with client_for(args) as client:
         if args.handle is not None:
-            if args.key:
-                raise UsageError("give either --handle or a key, not both")
             client.table_delete(args.table, args.handle)
             handle = args.handle
-        elif args.key:
-            handle = client.table_delete_by_key(args.table, parse_assignments(args.key), args.priority)
         else:
-            raise UsageError("give the entry's --handle or its key")
+            handle = client.table_delete_by_key(args.table, key, args.priority)
     emit(args, {"table": args.table, "deleted": handle}, f"deleted entry {handle} of {args.table}")
     return 0
 
 
 def cmd_table_default(args: argparse.Namespace) -> int:
+    params = parse_assignments(args.params)
     with client_for(args) as client:
-        client.table_set_default(args.table, args.action, parse_assignments(args.params))
+        client.table_set_default(args.table, args.action, params)
     emit(args, {"table": args.table, "default": args.action}, f"{args.table}: default action {args.action}")
     return 0
 
@@ -301,8 +328,10 @@ def cmd_register_read(args: argparse.Namespace) -> int:
 def cmd_register_write(args: argparse.Namespace) -> int:
     try:
         value = int(args.value, 0)
-    except ValueError as exc:
-        raise UsageError(f"register value {args.value!r} is not a number") from exc
+    except ValueError:
+        raise UsageError(f"value {shown(args.value)} is not a whole number (decimal or 0x hex)") from None
+    if value < 0:
+        raise UsageError(f"value {value}: registers hold non-negative numbers")
     with client_for(args) as client:
         client.register_write(args.register, args.index, value)
     emit(
@@ -374,25 +403,32 @@ def cmd_port_depth(args: argparse.Namespace) -> int:
 def cmd_port_ecn(args: argparse.Namespace) -> int:
     port = parse_port(args.port)
     if port is None:
-        raise UsageError("ECN thresholds are set one port at a time")
+        raise UsageError("ECN thresholds are set one port at a time: give a port number, not 'all'")
+    # Checked before connecting: a bad setting is the same mistake with or without a switch.
+    if args.setting == ["off"]:
+        setting: tuple[int, ...] = ()
+    elif len(args.setting) == 1:
+        setting = (_int(args.setting[0], "K"),)
+        ecn.check_threshold(setting[0])
+    elif len(args.setting) == 3:
+        setting = tuple(_int(v, n) for v, n in zip(args.setting, ("k_min", "k_max", "p_max"), strict=True))
+        ecn.check_red(*setting)
+    else:
+        raise UsageError("give K, or K_MIN K_MAX P_MAX_PERCENT, or 'off'")
     with client_for(args) as client:
-        if args.setting == ["off"]:
+        if not setting:
             ecn.disable(client, port)
             text = f"port {port}: no ECN marking"
-        elif len(args.setting) == 1:
-            ecn.set_threshold(client, port, _int(args.setting[0], "K"))
-            text = f"port {port}: CE when more than {args.setting[0]} packets are queued"
-        elif len(args.setting) == 3:
-            k_min, k_max, p_max = (
-                _int(v, n) for v, n in zip(args.setting, ("k_min", "k_max", "p_max"), strict=True)
-            )
+        elif len(setting) == 1:
+            ecn.set_threshold(client, port, setting[0])
+            text = f"port {port}: CE when more than {setting[0]} packets are queued"
+        else:
+            k_min, k_max, p_max = setting
             ecn.set_red(client, port, k_min, k_max, p_max)
             text = (
                 f"port {port}: CE with probability up to {p_max} % between {k_min} and {k_max} packets, "
                 "always above"
             )
-        else:
-            raise UsageError("give K, or K_MIN K_MAX P_MAX_PERCENT, or 'off'")
         marked = ecn.marks(client, port)
     emit(args, {"port": port, "setting": args.setting, "marks": marked}, f"{text} (marked so far: {marked})")
     return 0
@@ -401,8 +437,8 @@ def cmd_port_ecn(args: argparse.Namespace) -> int:
 def _int(text: str, name: str) -> int:
     try:
         return int(text, 0)
-    except ValueError as exc:
-        raise UsageError(f"{name} {text!r} is not a number") from exc
+    except ValueError:
+        raise UsageError(f"{name} {shown(text)} is not a whole number") from None
 
 
 def cmd_mirror_add(args: argparse.Namespace) -> int:
@@ -431,10 +467,23 @@ def cmd_mirror_show(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    doc = load_config(args.file)
+    doc = load_config(args.file)  # the file's shape, before any switch is contacted
     with client_for(args) as client:
-        done = apply_config(client, doc, Path.cwd())
-    emit(args, {"applied": done}, done or ["nothing to apply"])
+        ops = plan_config(client, doc, Path.cwd())  # names and values against the program: reads only
+        if args.check:
+            emit(args, {"valid": True, "changes_at_most": len(ops)}, f"{args.file}: valid ({len(ops)} items)")
+            return 0
+        result = execute(client, ops)
+    text = (
+        [*result.changed, f"{result.unchanged} item(s) already in place"]
+        if result.unchanged
+        else result.changed
+    )
+    emit(
+        args,
+        {"applied": result.changed, "unchanged": result.unchanged},
+        text or ["nothing to apply"],
+    )
     return 0
 
 
@@ -442,11 +491,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     # SUPPRESS lets these options come before or after the subcommand without one hiding the other.
     common.add_argument(
         "--thrift-port",
-        type=int,
+        type=THRIFT_PORT,
         default=argparse.SUPPRESS,
         help=f"Thrift port of the switch (default {DEFAULT_THRIFT_PORT}, or $ACKWISE_THRIFT_PORT)",
     )
@@ -457,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
     )
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ackwise",
         parents=[common],
         description="Operate ackwise switches: bmv2 simple_switch driven over its Thrift runtime.",
@@ -486,10 +535,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PORT@IFACE",
         help="bind switch port PORT to interface IFACE (repeat for each port)",
     )
-    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--device-id", type=int_in(0, I32_MAX), default=0)
     p.add_argument("--log", metavar="FILE", help="write bmv2's packet log to FILE (slows the switch)")
     p.add_argument("--pcap", metavar="DIR", help="write a pcap per port into DIR")
-    p.add_argument("--cpu-port", type=int, help="port number of the CPU port (packet-in/out)")
+    p.add_argument("--cpu-port", type=SWITCH_PORT, help="port number of the CPU port (packet-in/out)")
     add(sw, "stop", cmd_switch_stop, "stop the switch started by ackwise on this Thrift port")
     add(sw, "status", cmd_switch_status, "show the program, ports and uptime of a switch")
 
@@ -509,17 +558,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-p", "--params", nargs="*", metavar="PARAM", help="action parameters in order, or as name=value"
     )
-    p.add_argument("--priority", type=int, help="priority, for tables with ternary or range keys")
+    p.add_argument("--priority", type=PRIORITY, help="priority, for tables with ternary or range keys")
     p = add(tb, "modify", cmd_table_modify, "change the action of an entry")
     p.add_argument("table")
-    p.add_argument("handle", type=int)
+    p.add_argument("handle", type=HANDLE)
     p.add_argument("action")
     p.add_argument("params", nargs="*", metavar="PARAM")
     p = add(tb, "del", cmd_table_del, "delete an entry by handle or by key")
     p.add_argument("table")
     p.add_argument("key", nargs="*", metavar="KEY")
-    p.add_argument("--handle", type=int)
-    p.add_argument("--priority", type=int)
+    p.add_argument("--handle", type=HANDLE)
+    p.add_argument("--priority", type=PRIORITY)
     p = add(tb, "default", cmd_table_default, "set the default action of a table")
     p.add_argument("table")
     p.add_argument("action")
@@ -533,10 +582,10 @@ def build_parser() -> argparse.ArgumentParser:
     rg = group("register", "read, write or reset registers")
     p = add(rg, "read", cmd_register_read, "read one cell, or the whole array without INDEX")
     p.add_argument("register")
-    p.add_argument("index", type=int, nargs="?")
+    p.add_argument("index", type=INDEX, nargs="?")
     p = add(rg, "write", cmd_register_write, "write one cell")
     p.add_argument("register")
-    p.add_argument("index", type=int)
+    p.add_argument("index", type=INDEX)
     p.add_argument("value")
     p = add(rg, "reset", cmd_register_reset, "set every cell to zero")
     p.add_argument("register")
@@ -544,17 +593,17 @@ def build_parser() -> argparse.ArgumentParser:
     ct = group("counter", "read or reset counters")
     p = add(ct, "read", cmd_counter_read, "read one cell, or every cell without INDEX")
     p.add_argument("counter")
-    p.add_argument("index", type=int, nargs="?")
+    p.add_argument("index", type=INDEX, nargs="?")
     p = add(ct, "reset", cmd_counter_reset, "set every cell to zero")
     p.add_argument("counter")
 
     pt = group("port", "egress queue rate and depth per port")
     p = add(pt, "rate", cmd_port_rate, "egress queue service rate in packets per second")
     p.add_argument("port", help="port number, or 'all'")
-    p.add_argument("rate_pps", type=int)
+    p.add_argument("rate_pps", type=int_in(0, I64_MAX, "packets/s"), help="0: no limit (bmv2's default)")
     p = add(pt, "depth", cmd_port_depth, "egress queue capacity in packets")
     p.add_argument("port", help="port number, or 'all'")
-    p.add_argument("depth_pkts", type=int)
+    p.add_argument("depth_pkts", type=int_in(1, I32_MAX, "packets"))
 
     p = add(pt, "ecn", cmd_port_ecn, "ECN marking threshold of a port's egress queue (ack_switch)")
     p.add_argument("port", help="port number")
@@ -567,15 +616,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     mr = group("mirror", "mirroring (clone) sessions")
     p = add(mr, "add", cmd_mirror_add, "send clones of session SESSION to PORT")
-    p.add_argument("session", type=int)
-    p.add_argument("port", type=int)
+    p.add_argument("session", type=SESSION)
+    p.add_argument("port", type=SWITCH_PORT)
     p = add(mr, "del", cmd_mirror_del, "delete a mirroring session")
-    p.add_argument("session", type=int)
+    p.add_argument("session", type=SESSION)
     p = add(mr, "show", cmd_mirror_show, "show the port of a mirroring session")
-    p.add_argument("session", type=int)
+    p.add_argument("session", type=SESSION)
 
-    p = add(sub, "apply", cmd_apply, "apply entries and settings from a YAML or JSON file")
+    p = add(
+        sub,
+        "apply",
+        cmd_apply,
+        "apply entries and settings from a YAML or JSON file: all or nothing, and again changes nothing",
+    )
     p.add_argument("file")
+    p.add_argument("--check", action="store_true", help="only check the file against the running program")
 
     policy_cli.add_commands(sub, add, group, client_for)
     ap_cli.add_commands(add, group, client_for)
@@ -587,24 +642,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def thrift_port_from_env() -> int:
+    text = os.environ.get("ACKWISE_THRIFT_PORT", "")
+    if not text:
+        return DEFAULT_THRIFT_PORT
+    try:
+        port = int(text)
+    except ValueError:
+        raise UsageError(f"ACKWISE_THRIFT_PORT={shown(text)}: give a TCP port number 1..65535") from None
+    if not 1 <= port <= 65535:
+        raise UsageError(f"ACKWISE_THRIFT_PORT={port}: give a TCP port number 1..65535")
+    return port
+
+
+def fail(exc: BaseException | str) -> None:
+    """The one line on stderr: printable whatever bytes the user typed, never more than a line."""
+    print(f"ackwise: {printable(str(exc))}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.thrift_port = getattr(args, "thrift_port", None) or int(
-        os.environ.get("ACKWISE_THRIFT_PORT", DEFAULT_THRIFT_PORT)
-    )
-    args.thrift_host = getattr(args, "thrift_host", None) or "localhost"
-    args.json = getattr(args, "json", False)
     try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version (0) or a usage error already printed (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        args.thrift_port = getattr(args, "thrift_port", None) or thrift_port_from_env()
+        args.thrift_host = getattr(args, "thrift_host", None) or "localhost"
+        args.json = getattr(args, "json", False)
         return int(args.func(args))
-    except UsageError as exc:
-        print(f"ackwise: {exc}", file=sys.stderr)
+    # The order matters: a SwitchInputError is a SwitchError too, and it is the user's to fix.
+    except InputError as exc:
+        fail(exc)
         return EXIT_USAGE
     except SwitchUnreachable as exc:
-        print(f"ackwise: {exc}", file=sys.stderr)
+        fail(exc)
         return EXIT_UNREACHABLE
     except ToolchainError as exc:
-        print(f"ackwise: {exc}", file=sys.stderr)
+        fail(exc)
         return EXIT_TOOLCHAIN
     except (
         SwitchError,
@@ -616,10 +691,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         OSError,
         RuntimeError,
     ) as exc:
-        print(f"ackwise: {exc}", file=sys.stderr)
+        fail(exc)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: still one line, never a traceback, but say it is one
+        if os.environ.get("ACKWISE_DEBUG"):
+            raise
+        fail(
+            f"internal error ({type(exc).__name__}: {exc}); please report it with the command "
+            "(ACKWISE_DEBUG=1 shows the traceback)"
+        )
+        return EXIT_FAILED
 
 
 def run() -> None:

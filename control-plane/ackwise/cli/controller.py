@@ -8,9 +8,11 @@ import sys
 from typing import Any
 
 from ackwise.bmv2.client import DEFAULT_THRIFT_PORT
+from ackwise.cli.args import EXIT_USAGE, int_in
 from ackwise.cli.output import emit, render_records
 from ackwise.controller.config import EXAMPLE, ControllerConfigError, describe, load_config, with_interval
 from ackwise.controller.loop import Controller, SwitchEndpoint, parse_switches
+from ackwise.errors import printable
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -20,9 +22,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"file": args.file, "ok": False, "problems": exc.problems}, indent=2))
         else:
+            # The report (every problem) is this command's output; stderr gets the one-line verdict.
             for problem in exc.problems:
-                print(f"ackwise: {exc.origin}: {problem}", file=sys.stderr)
-        return 1
+                print(f"{exc.origin}: {problem}")
+            n = len(exc.problems)
+            plural = "s" if n > 1 else ""
+            print(
+                f"ackwise: {printable(exc.origin)}: {n} problem{plural} (listed above): fix them",
+                file=sys.stderr,
+            )
+        return EXIT_USAGE
     rules = describe(config)
     managed = sum(not r["ignore"] for r in rules)
     emit(
@@ -101,7 +110,9 @@ def add_commands(sub: Any, add: Any, group: Any) -> None:
         metavar="FILE",
         help=f"the YAML rules: which flows, limits, thresholds (example: {EXAMPLE})",
     )
-    p.add_argument("--interval-ms", type=int, metavar="N", help="override the file's interval_ms")
+    p.add_argument(
+        "--interval-ms", type=int_in(1, 2**31 - 1, "ms"), metavar="N", help="override the file's interval_ms"
+    )
     p.add_argument(
         "--remove-rules-on-exit",
         action="store_true",

@@ -7,18 +7,44 @@ importable under the system Python)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.cli.args import I32_MAX, int_in
+from ackwise.errors import InputError
 
 
-class ExperimentCliError(RuntimeError):
-    pass
+class ExperimentCliError(InputError, RuntimeError):
+    """An option or directory given to ``ackwise experiment`` that cannot be used as given."""
+
+
+class ExperimentFailed(RuntimeError):
+    """A valid request that could not be carried out (a damaged results directory)."""
+
+
+def store_errors(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A results directory made by other code is the user's to resolve (--allow-mixing, another
+    --out): exit 2; one that is damaged is a failure: exit 1. Both one line."""
+
+    @functools.wraps(fn)
+    def wrapped(args: argparse.Namespace) -> int:
+        from ackwise.experiments.store import StoreError, StoreMismatch
+
+        try:
+            return fn(args)
+        except StoreMismatch as exc:
+            raise ExperimentCliError(str(exc)) from exc
+        except StoreError as exc:
+            raise ExperimentFailed(str(exc)) from exc
+
+    return wrapped
 
 
 def _split(text: str | None) -> set[str] | None:
@@ -47,6 +73,7 @@ def default_out(scenario: str, quick: bool) -> Path:
     return REPO_ROOT / "results" / f"{scenario}{'-quick' if quick else ''}"
 
 
+@store_errors
 def cmd_run(args: argparse.Namespace) -> int:
     from ackwise.experiments.progress import Progress
     from ackwise.experiments.runner import code_version, execute, plan
@@ -57,9 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = load(args.scenario)
     where = _split(args.where)
     if where is not None and not where <= {"host", "switch", "ap"}:
-        raise ExperimentCliError(
-            f"--where: a comma-separated subset of host, switch, ap (not {args.where!r})"
-        )
+        raise ExperimentCliError(f"--where {args.where}: give a comma-separated subset of host, switch, ap")
     runs = plan(
         scenario,
         where=where,
@@ -122,6 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+@store_errors
 def cmd_report(args: argparse.Namespace) -> int:
     from ackwise.experiments.report import report_text, write_report
 
@@ -148,8 +174,12 @@ def add_commands(sub: Any, add: Any, group: Any) -> None:
     p.add_argument("scenario", help="a scenario name (ackwise experiment list) or a YAML file")
     p.add_argument("--where", help="only arms at these places: host,switch,ap (the baseline always runs)")
     p.add_argument("--policies", help="only arms using these policies, e.g. every_d,coalesce,tack")
-    p.add_argument("--repeats", type=int, help="repeats per point and arm (default: the scenario's)")
-    p.add_argument("--seed", type=int, default=1, help="traffic seeds and the run order derive from it")
+    p.add_argument(
+        "--repeats", type=int_in(1, 1000), help="repeats per point and arm (default: the scenario's)"
+    )
+    p.add_argument(
+        "--seed", type=int_in(0, I32_MAX), default=1, help="traffic seeds and the run order derive from it"
+    )
     p.add_argument("--quick", action="store_true", help="one repeat of the scenario's reduced matrix")
     p.add_argument("--out", help="results directory (default results/SCENARIO[-quick])")
     p.add_argument("--allow-mixing", action="store_true", help="add to a directory made by other code")

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ackwise import holdback
+from ackwise.cli.args import SWITCH_PORT
 from ackwise.cli.output import emit
 
 
@@ -59,5 +60,5 @@ def add_commands(add: Any, group: Any, client_for: Any) -> None:
 
     hb = group("holdback", "hold back a burst's last ACK in an agent instead of forwarding it (ack_switch)")
     p = add(hb, "setup", bind(cmd_setup), "send held ACKs to this CPU port and take them back from it")
-    p.add_argument("cpu_port", type=int, help="the CPU port's number (0: off)")
+    p.add_argument("cpu_port", type=SWITCH_PORT, help="the CPU port's number (0: off)")
     add(hb, "status", bind(cmd_status), "the CPU port, whether the agent is alive, what it holds")

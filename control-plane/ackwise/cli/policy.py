@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from ackwise.cli.args import HANDLE, PRIORITY, int_in
 from ackwise.cli.output import emit, render_records, render_table
 from ackwise.policies import Policy, PolicyError, PolicyMatch, PolicyParams
 from ackwise.thinning import (
@@ -101,6 +102,8 @@ FLOW_COLUMNS = (
 
 
 def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
+    if args.sort not in FLOW_COLUMNS:  # before the switch is asked: the same mistake either way
+        raise PolicyError(f"--sort {args.sort}: give one of {', '.join(FLOW_COLUMNS)}")
     with client_for(args) as client:
         flows = read_flows(client)
     rows: list[dict[str, Any]] = []
@@ -131,8 +134,6 @@ def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
             )
     if args.filter:
         rows = [r for r in rows if args.filter in r["flow"]]
-    if args.sort not in FLOW_COLUMNS:
-        raise PolicyError(f"--sort: one of {', '.join(FLOW_COLUMNS)}")
     rows.sort(key=lambda r: r[args.sort], reverse=args.sort not in ("slot", "sender", "last_keep_reason"))
     text = render_records(FLOW_COLUMNS, rows, "no flows")
     if args.json:
@@ -162,18 +163,18 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
         "acc d_cap= signals=ce,ece,queue rtt_min_us=, coalesce (none); all: mss= idle_ms=",
     )
     p.add_argument(
-        "--priority", type=int, help="override the rule's priority (lower wins; default: specificity)"
+        "--priority", type=PRIORITY, help="override the rule's priority (lower wins; default: specificity)"
     )
     add(pol, "list", bind(cmd_policy_list), "list the rules and the default policy")
     p = add(pol, "del", bind(cmd_policy_del), "delete a rule by handle")
-    p.add_argument("handle", type=int)
+    p.add_argument("handle", type=HANDLE)
     p = add(
         pol,
         "reclaim",
         bind(cmd_policy_reclaim),
         "how long a flow record must be idle before another flow may take it",
     )
-    p.add_argument("idle_ms", type=int)
+    p.add_argument("idle_ms", type=int_in(0, 4_000_000, "ms"), help="0: the built-in 10 s")
 
     p = add(
         sub,

@@ -8,7 +8,6 @@ everything it created. Mininet is imported only when these commands run.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import signal
@@ -19,10 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.launcher import state_dir
+from ackwise.errors import InputError, shown
 
 
 class TopoError(RuntimeError):
     pass
+
+
+class TopoUsageError(TopoError, InputError):
+    """A topology, parameter or host name the user gave that does not exist or does not fit."""
 
 
 def state_path() -> Path:
@@ -31,31 +35,36 @@ def state_path() -> Path:
 
 def parse_params(name: str, tokens: list[str]) -> dict[str, Any]:
     """``key=value`` tokens typed by the topology's build() signature."""
-    from ackwise.topologies.catalog import TOPOLOGIES
+    from ackwise.topologies.catalog import TOPOLOGIES, build_params, check_params, param_type
 
     if name not in TOPOLOGIES:
-        raise TopoError(f"unknown topology {name!r}; known: {', '.join(TOPOLOGIES)}")
-    signature = inspect.signature(TOPOLOGIES[name].build)
-    known = {p.name: p for p in signature.parameters.values() if p.name != "self"}
+        raise TopoUsageError(f"unknown topology {shown(name)}; known: {', '.join(TOPOLOGIES)}")
+    known = build_params(TOPOLOGIES[name])
     params: dict[str, Any] = {}
     for token in tokens:
         key, sep, text = token.partition("=")
         if not sep or key not in known:
-            raise TopoError(f"{name} parameter {token!r}: write KEY=VALUE with KEY one of {', '.join(known)}")
-        default = known[key].default
+            raise TopoUsageError(
+                f"{name} parameter {shown(token)}: write KEY=VALUE with KEY one of {', '.join(known)}"
+            )
+        if key in params:
+            raise TopoUsageError(f"{key} is given twice")
+        kind = param_type(TOPOLOGIES[name], key)
         try:
-            if isinstance(default, bool):
+            if kind is bool:
                 if text.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
                     raise ValueError(text)
                 params[key] = text.lower() in ("1", "true", "yes", "on")
-            elif isinstance(default, int):
+            elif kind is int:
                 params[key] = int(text)
-            elif isinstance(default, float):
+            elif kind is float:
                 params[key] = float(text)
             else:
                 params[key] = text
-        except ValueError as exc:
-            raise TopoError(f"{name} parameter {key}: {text!r} is not a {type(default).__name__}") from exc
+        except ValueError:
+            what = {bool: "true or false", int: "a whole number", float: "a number"}.get(kind, kind.__name__)
+            raise TopoUsageError(f"{key}={text}: give {what}") from None
+    check_params(name, params)
     return params
 
 
@@ -184,9 +193,9 @@ def cmd_topo_exec(args: argparse.Namespace) -> int:
         raise TopoError("no topology is up")
     host = state["hosts"].get(args.host)
     if host is None:
-        raise TopoError(f"no host {args.host}; hosts: {', '.join(state['hosts'])}")
+        raise TopoUsageError(f"no host {shown(args.host)}; hosts: {', '.join(state['hosts'])}")
     if not args.command:
-        raise TopoError("give a command to run on the host")
+        raise TopoUsageError("give a command to run on the host: ackwise topo exec HOST CMD...")
     return subprocess.run(["mnexec", "-a", str(host["shell_pid"]), *args.command]).returncode
 
 

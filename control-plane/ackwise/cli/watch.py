@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ackwise.bmv2.client import PortInfo, SwitchClient
+from ackwise.cli.args import I32_MAX, float_in, int_in
 from ackwise.controller.config import policy_for
 from ackwise.controller.decision import AckStream, tack_d
 from ackwise.controller.ports import Route, ecn_marks, egress_port, queue_backlog_pkts, read_routes
+from ackwise.errors import BadOption
 from ackwise.policies import MSS_BYTES, Policy, PolicyParams
 from ackwise.serial import seq_diff
 from ackwise.thinning import FlowRecord, PolicyRule, list_policies, read_flows
@@ -121,7 +123,7 @@ def select_rows(rows: Sequence[dict[str, Any]], sort: str, match: str | None) ->
     """Rows whose flow contains ``match``, sorted by ``sort``: numbers largest first, text A to Z,
     unknown values last."""
     if sort not in WATCH_COLUMNS:
-        raise ValueError(f"--sort {sort!r}: use one of {', '.join(WATCH_COLUMNS)}")
+        raise BadOption(f"--sort {sort}: use one of {', '.join(WATCH_COLUMNS)}")
     chosen = [r for r in rows if not match or match in r["flow"]]
     known = [r for r in chosen if r[sort] is not None]
     unknown = [r for r in chosen if r[sort] is None]
@@ -191,10 +193,10 @@ def render(rows: Sequence[dict[str, Any]], ports: Sequence[dict[str, Any]], titl
 
 def check_options(interval_s: float, sort: str, count: int | None) -> None:
     """Refuse bad options before the switch is contacted or the screen taken."""
-    if interval_s <= 0:
-        raise ValueError(f"--interval {interval_s}: give seconds above 0, e.g. 1 or 0.5")
+    if not 0 < interval_s <= 86400:  # also refuses nan
+        raise BadOption(f"--interval {interval_s}: give seconds above 0 (at most a day), e.g. 1 or 0.5")
     if count is not None and count < 1:
-        raise ValueError(f"--count {count}: give a number of refreshes, 1 or more")
+        raise BadOption(f"--count {count}: give a number of refreshes, 1 or more")
     select_rows([], sort, None)
 
 
@@ -277,9 +279,17 @@ def add_commands(sub: Any, add: Any, client_for: Any) -> None:
         lambda args: cmd_watch(args, client_for),
         "live per-flow view: ACKs seen/forwarded/thinned, RTTmin, rate, policy and d; ports' queues",
     )
-    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between refreshes (1)")
+    p.add_argument(
+        "--interval",
+        type=float_in(0, 86400, "seconds", lo_open=True),
+        default=1.0,
+        metavar="S",
+        help="seconds between refreshes (1)",
+    )
     p.add_argument(
         "--sort", default="acks_seen", metavar="COLUMN", help=f"sort by ({', '.join(WATCH_COLUMNS)})"
     )
     p.add_argument("--match", metavar="TEXT", help="only flows whose 'addr:port <> addr:port' contains TEXT")
-    p.add_argument("--count", type=int, metavar="N", help="stop after N refreshes (default: until Ctrl-C)")
+    p.add_argument(
+        "--count", type=int_in(1, I32_MAX), metavar="N", help="stop after N refreshes (default: until Ctrl-C)"
+    )

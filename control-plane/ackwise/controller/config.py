@@ -60,6 +60,7 @@ from typing import Any
 
 import yaml
 
+from ackwise.errors import InputError
 from ackwise.policies import Policy, PolicyMatch, PolicyParams
 from ackwise.thinning import PolicyRule
 
@@ -116,7 +117,7 @@ TOP_BOUNDS: dict[str, Bound] = {
 }
 
 
-class ControllerConfigError(ValueError):
+class ControllerConfigError(InputError, ValueError):
     """The configuration has problems; ``problems`` lists each, naming the key and the fix."""
 
     def __init__(self, origin: str, problems: list[str]) -> None:

@@ -52,6 +52,7 @@ from ackwise.bmv2.client import (
     SwitchOperationError,
     SwitchUnreachable,
 )
+from ackwise.errors import BadOption
 from ackwise.policies import POLICY_TABLE, PolicyMatch, PolicyParams
 from ackwise.thinning import PolicyRule, list_policies, read_flows, set_policy
 
@@ -73,9 +74,9 @@ class SwitchEndpoint:
         """``host:port``, ``port`` or ``host``."""
         host, sep, port = text.rpartition(":")
         if not sep:
-            return cls("localhost", int(text)) if text.isdigit() else cls(text)
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"switch {text!r}: write HOST:PORT, e.g. localhost:9090")
+            host, port = ("localhost", text) if text.isdigit() else (text, str(DEFAULT_THRIFT_PORT))
+        if not port.isdigit() or not 0 < int(port) < 65536 or not host.isprintable():
+            raise BadOption(f"--switch {text}: write HOST:PORT with a port 1..65535, e.g. localhost:9090")
         return cls(host or "localhost", int(port))
 
     def connect(self) -> SwitchClient:
