@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import socket
 import struct
 import subprocess
@@ -53,6 +54,12 @@ CONFIGS = [
     ("ack_switch", "coalesce"),
 ]
 MAC = {1: bytes.fromhex("0000000001fe"), 2: bytes.fromhex("0000000002fe")}
+# Programs by name whose JSON is not build/NAME.json (--baseline).
+PROGRAM_JSONS: dict[str, Path] = {}
+
+
+def program_json(name: str) -> str:
+    return str(PROGRAM_JSONS.get(name) or compiled_program(name))
 
 
 def _ipv4_header(src: int, dst: int, payload_len: int) -> bytes:
@@ -151,7 +158,7 @@ def measure(
     n_flows: int = N_FLOWS,
 ) -> Result:
     spec = SwitchSpec(
-        program_json=str(compiled_program(program)),
+        program_json=program_json(program),
         ports={p: sw for p, (sw, _) in ifaces.items()},
         thrift_port=thrift_port,
         enable_swap=False,
@@ -184,7 +191,7 @@ def measure(
         forwarded = sum(_rx(t) - rx_before[p] for p, (_, t) in ifaces.items())
         cpu = cpu_s(running.pid) - cpu_before
         thinned = 0
-        if program == "ack_switch":
+        if program != "forward_only":
             with SwitchClient("localhost", thrift_port) as client:
                 thinned = (
                     client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets
@@ -244,7 +251,7 @@ def count_steps(
     with tempfile.TemporaryDirectory(prefix="ackwise-bench-trace-") as tmp:
         log = Path(tmp) / "trace.log"
         spec = SwitchSpec(
-            program_json=str(compiled_program(program)),
+            program_json=program_json(program),
             ports={p: sw for p, (sw, _) in ifaces.items()},
             thrift_port=thrift_port,
             enable_swap=False,
@@ -340,9 +347,22 @@ def main(argv: list[str] | None = None) -> int:
         help="with --simple-switch: names the build in the output and in the docs block",
     )
     parser.add_argument(
+        "--baseline",
+        metavar="NAME=JSON",
+        help="also run every ack_switch policy on this compiled program (an earlier ack_switch.p4 "
+        "with the same policy table), named NAME in the tables: before and after in one run",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
     )
     args = parser.parse_args(argv)
+    configs = list(CONFIGS)
+    if args.baseline:
+        name, sep, path = args.baseline.partition("=")
+        if not sep or not name or not Path(path).is_file():
+            parser.error(f"--baseline {args.baseline}: give NAME=PATH of a compiled program JSON")
+        PROGRAM_JSONS[name] = Path(path).resolve()
+        configs += [(name, policy) for program, policy in CONFIGS if program == "ack_switch"]
     if args.simple_switch:
         if not args.label:
             parser.error("--simple-switch needs --label (say which build it is)")
@@ -361,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             veth(sw, test)
         for mix in MIXES if not args.steps_only else ():
             frames = build_traffic(mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1)
-            for program, policy in CONFIGS:
+            for program, policy in configs:
                 r = measure(program, policy, mix, frames, args.seconds, args.offered_pps, ifaces, 9590)
                 results.append(r)
                 _print(r)
@@ -378,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(r)
                     _print(r)
         if not args.simple_switch:
-            for program, policy in CONFIGS:
+            for program, policy in configs:
                 steps += count_steps(program, policy, ifaces, 9591, args.keep_trace)
     finally:
         for sw, _ in ifaces.values():
@@ -398,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(table)
     if args.write_docs:
-        write_docs(table, args.label, args.simple_switch)
+        write_docs(table, args.label, sys.argv[1:] if argv is None else argv)
     return 0
 
 
@@ -437,17 +457,17 @@ def render(results: list[Result], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def write_docs(table: str, label: str = "", simple_switch: str | None = None) -> None:
+def write_docs(table: str, label: str, argv: list[str]) -> None:
+    """Write the table into docs/performance.md, between its block's markers (one block per
+    --label), with the command that measured it."""
     path = REPO_ROOT / "docs" / "performance.md"
     text = path.read_text() if path.exists() else ""
     name = f"bench-{label}" if label else "bench"
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    command = "sudo make bench   # = python -m ackwise.experiments.bench --write-docs"
-    if simple_switch:
-        command = (
-            "sudo .venv/bin/python -m ackwise.experiments.bench --write-docs "
-            f"--simple-switch {simple_switch} --label {label}"
-        )
+    if argv == ["--write-docs"]:
+        command = "sudo make bench   # = python -m ackwise.experiments.bench --write-docs"
+    else:
+        command = "sudo .venv/bin/python -m ackwise.experiments.bench " + shlex.join(argv)
     block = f"{start}\nMeasured {time.strftime('%Y-%m-%d')} with:\n\n    {command}\n\n{table}\n{end}"
     if start in text:
         text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
