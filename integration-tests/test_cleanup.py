@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 import leftovers
 import pytest
@@ -32,19 +33,46 @@ def assert_clean_since(before: leftovers.Snapshot, what: str) -> None:
     assert not left, f"{what} left behind: {'; '.join(left.describe())}"
 
 
-def test_a_failing_test_takes_its_test_bed_with_it_and_the_next_test_runs() -> None:
+def test_a_failing_test_takes_its_test_bed_with_it_and_the_next_test_runs(tmp_path: Path) -> None:
     before = leftovers.Snapshot.take()
+    results = tmp_path / "leaky.xml"
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(SELFTEST / "leaky_testbeds.py")],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(SELFTEST / "leaky_testbeds.py"),
+            f"--junitxml={results}",
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=300,
     )
-    report = out.stdout + out.stderr
-    assert "2 failed, 1 passed, 2 errors" in report, report[-3000:]
-    assert "failing on purpose" in report and "DID NOT RAISE" in report
-    assert report.count("left behind (now removed): test bed dumbbell still running") == 2, report[-3000:]
+    report = (out.stdout + out.stderr)[-3000:]
+    assert "2 failed, 1 passed, 2 errors" in out.stdout, report
+    # Read per test from the JUnit file, not by counting lines of the terminal report: how much
+    # of each reason pytest's summary repeats depends on the terminal's width (CI's is wider).
+    outcomes: dict[str, list[tuple[str, str]]] = {}
+    for case in ElementTree.parse(results).iter("testcase"):
+        outcomes.setdefault(case.get("name", ""), []).extend(
+            (child.tag, child.get("message", "")) for child in case if child.tag in ("failure", "error")
+        )
+    left_running = (
+        'failed on teardown with "AssertionError: left behind (now removed): test bed dumbbell still running'
+    )
+    for name, reason in (
+        ("test_fails_with_its_test_bed_running", "AssertionError: failing on purpose"),
+        ("test_expected_exception_does_not_come", "Failed: DID NOT RAISE TestbedError"),
+    ):
+        kinds = outcomes[name]
+        assert [kind for kind, _ in kinds] == ["failure", "error"], (name, kinds, report)
+        assert kinds[0][1].startswith(reason), (name, kinds, report)
+        assert kinds[1][1].startswith(left_running), (name, kinds, report)
+    assert outcomes["test_next_test_finds_a_clean_machine"] == [], report
     assert_clean_since(before, "the leaky tests")
 
 

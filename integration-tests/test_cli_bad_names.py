@@ -169,9 +169,9 @@ def rows(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ),
         (
             ACK_PORT,
-            ["register", "read", "ack_thinning.closed", "99999"],
+            ["register", "read", "ack_thinning.key_a", "99999"],
             2,
-            r"index 99999 outside ack_thinning\.closed\[0\.\.4095\]",
+            r"index 99999 outside ack_thinning\.key_a\[0\.\.4095\]",
         ),
         (
             ACK_PORT,
