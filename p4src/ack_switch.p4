@@ -49,7 +49,8 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
         queue_peek.apply(standard_metadata.egress_spec, standard_metadata.ingress_global_timestamp, queue);
         if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
             ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
-                               standard_metadata.ingress_global_timestamp, queue, from_agent,
+                               standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
+                               queue, from_agent,
                                meta.ack_policy, meta.ack, meta.thinning);
             if (meta.ack.pure_ack) {
                 if (meta.ack.hold) {

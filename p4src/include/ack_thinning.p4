@@ -52,7 +52,7 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // sack_high is set
 #define REC_BELOW_FWD 223:0
 
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
-                    in time_us_t now, in queue_view_t queue, in bool from_agent,
+                    in time_us_t now, in port_t egress_port, in queue_view_t queue, in bool from_agent,
                     inout ack_policy_params_t params, inout ack_meta_t ack, inout thinning_work_t w) {
     FlowKey() flow_key;
     AckPolicySelect() policy_select;
@@ -78,11 +78,13 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     //   thinned: ACKs thinned [61:31] | retransmissions [30:0]             (31-bit counts)
     //   outcome: duplicate ACKs [38:8] | the last keep reason [7:0]
     //   rtt:     RTTmin in us (31 bits) [62:32] | when measured (low 32 bits of the us clock) [31:0]
+    //   port:    the egress port of the half-flow's last segment (the controller's bottleneck)
     @name(".ack_thinning.data") register<bit<63>>(HALF_FLOWS) data_reg;
     @name(".ack_thinning.acks") register<bit<62>>(HALF_FLOWS) acks_reg;
     @name(".ack_thinning.thinned") register<bit<62>>(HALF_FLOWS) thinned_reg;
     @name(".ack_thinning.outcome") register<bit<39>>(HALF_FLOWS) outcome_reg;
     @name(".ack_thinning.rtt") register<bit<63>>(HALF_FLOWS) rtt_reg;
+    @name(".ack_thinning.port") register<bit<9>>(HALF_FLOWS) port_reg;
     // Per half-flow, read only here, in one wide cell (one register read and one write per packet):
     //   flags: window_last [39:24] | ece_cwr_last [23:16] | ws_shift [15:8] | state [7:0]
     //   seq:   the previous ACK number [63:32] | the flow's first ACK number (dynamic_d) [31:0]
@@ -372,6 +374,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         store_other();
         data_reg.write(w.half, w.data);
         thinned_reg.write(w.half, w.thinned);
+        port_reg.write(w.half, egress_port);
     }
 
     // A segment without the ACK flag: a SYN (perhaps with data).
@@ -384,6 +387,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         store_record();
         data_reg.write(w.half, w.data);
         thinned_reg.write(w.half, w.thinned);
+        port_reg.write(w.half, egress_port);
     }
 
     // A pure ACK up to the contract: its record, its facts, and the policy's own rule (acc's is
@@ -412,6 +416,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         acks_reg.write(w.half, w.acks);
         thinned_reg.write(w.half, w.thinned);
         outcome_reg.write(w.half, w.outcome);
+        port_reg.write(w.half, egress_port);
     }
 
     // No `return` below: p4c turns each one into a flag that every later block tests (one bmv2

@@ -26,6 +26,9 @@
 @name(".queue.capacity_pkts") register<bit<32>>(PORTS) queue_capacity;
 // Per port: the departure booked for the last packet the queue accepted.
 @name(".queue.last_departure_us") register<bit<48>>(PORTS) queue_last_departure;
+// Per port: packets the queue accepted (modelled ports only). Times the service time, over an
+// interval, the share of it the port was busy: the controller's measure of a bottleneck's use.
+@name(".queue.booked_pkts") register<bit<32>>(PORTS) queue_booked;
 
 // What the queue on `port` would do with a packet sent to it now. A port has an entry in
 // queue.model only when it has a rate (the control plane adds it with the rate, control-plane/
@@ -74,6 +77,9 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
 control QueueCommit(in port_t port, in queue_view_t view) {
     action book() {
         queue_last_departure.write((bit<32>)port, view.departure_us);
+        bit<32> booked;
+        queue_booked.read(booked, (bit<32>)port);
+        queue_booked.write((bit<32>)port, booked + 1);
     }
 
     apply {
