@@ -31,6 +31,8 @@ class Policy(StrEnum):
 
 
 POLICY_TABLE = "ack_thinning.policy"
+# Exact per-flow entries, looked up before POLICY_TABLE (ack_policy.p4): the controller's.
+FLOW_POLICY_TABLE = "ack_thinning.flow_policy"
 ACTIONS = {policy: f"ack_thinning.policy_{policy.value}" for policy in Policy}
 # Parameters each policy uses (besides none for off); all others are ignored by that policy.
 POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
@@ -205,6 +207,30 @@ class PolicyMatch:
             "dst_addr": addr(self.dst),
             "src_port": port(self.sport),
             "dst_port": port(self.dport),
+        }
+
+    @property
+    def exact(self) -> bool:
+        """One flow's ACKs: both addresses /32 and both ports given."""
+        return (
+            self.src is not None
+            and self.dst is not None
+            and self.src.prefixlen == 32
+            and self.dst.prefixlen == 32
+            and self.sport is not None
+            and self.dport is not None
+        )
+
+    def exact_key(self) -> dict[str, str]:
+        """The key of the exact per-flow table (FLOW_POLICY_TABLE)."""
+        if not self.exact:
+            raise PolicyError(f"match {self}: a per-flow rule needs src=IP dst=IP sport=N dport=N")
+        assert self.src is not None and self.dst is not None
+        return {
+            "src_addr": str(self.src.network_address),
+            "dst_addr": str(self.dst.network_address),
+            "src_port": str(self.sport),
+            "dst_port": str(self.dport),
         }
 
     @property

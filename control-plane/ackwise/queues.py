@@ -14,6 +14,8 @@ from __future__ import annotations
 from .bmv2.client import SwitchClient
 
 CAPACITY_REGISTER = "queue.capacity_pkts"
+LAST_DEPARTURE_REGISTER = "queue.last_departure_us"
+BOOKED_REGISTER = "queue.booked_pkts"
 MODEL_TABLE = "queue.model"
 MODEL_ACTION = "queue.modelled"
 BMV2_DEFAULT_DEPTH_PKTS = 64  # simple_switch's egress queue (BMV2_DEFAULT_QUEUE_DEPTH in constants.p4)
@@ -103,3 +105,37 @@ def restore_depth(client: SwitchClient, port: int, capacity: int) -> None:
     set_queue_depth(client, port, capacity or BMV2_DEFAULT_DEPTH_PKTS)
     if capacity == 0 and CAPACITY_REGISTER in client.program.registers:
         client.register_write(CAPACITY_REGISTER, port, 0)
+
+
+def queue_backlog_pkts(client: SwitchClient, port: int) -> int | None:
+    """Packets in ``port``'s egress queue now, from the program's model of it: the packets booked
+    to leave after now, one service time apart (queue_model.p4). None for a port without a rate
+    (its queue drains as fast as the egress thread runs, and bmv2 reads no occupancy over Thrift)
+    or a program without the model."""
+    if MODEL_TABLE not in client.program.tables:
+        return None
+    models = _models(client)
+    if port not in models or not models[port][1]["service_us"]:
+        return None
+    service = models[port][1]["service_us"]
+    last_departure_us = client.register_read(LAST_DEPARTURE_REGISTER, port)
+    # The switch's clock: the same microseconds since it started as ingress_global_timestamp.
+    backlog_us = last_departure_us - client.time_elapsed_us()
+    return max(0, -(-backlog_us // service))
+
+
+def port_loads(client: SwitchClient) -> dict[int, tuple[int, int]]:
+    """port -> (service_us, packets booked so far) of every port with a rate, as the program's
+    queue model counts them (one table dump, one bulk register read); {} without the model. The
+    booked count is a 32-bit counter: take differences modulo 2**32."""
+    if MODEL_TABLE not in client.program.tables or BOOKED_REGISTER not in client.program.registers:
+        return {}
+    models = _models(client)
+    if not models:
+        return {}
+    booked = client.register_read_all(BOOKED_REGISTER)
+    return {
+        port: (params["service_us"], booked[port])
+        for port, (_, params) in models.items()
+        if params["service_us"]
+    }

@@ -8,7 +8,7 @@ from typing import Any
 
 from .bmv2.client import SwitchClient, SwitchOperationError
 from .flowkey import FlowKey
-from .policies import POLICY_TABLE, PolicyMatch, PolicyParams
+from .policies import FLOW_POLICY_TABLE, POLICY_TABLE, PolicyMatch, PolicyParams
 from .safety import KeepReason
 
 THINNING_STATS = "ack_thinning.stats"
@@ -78,6 +78,49 @@ def delete_policy(client: SwitchClient, handle: int) -> None:
     client.table_delete(POLICY_TABLE, handle)
 
 
+# ---- per-flow rules: exact entries of FLOW_POLICY_TABLE, looked up before the ternary rules ----
+
+
+def rules_in_lookup_order(client: SwitchClient) -> tuple[list[PolicyRule], PolicyParams]:
+    """Every rule in the order the switch looks them up (per-flow rules, then the ternary rules
+    by priority), and the default: the first rule that matches a flow's ACKs is its policy."""
+    rules, default = list_policies(client)
+    if FLOW_POLICY_TABLE in client.program.tables:
+        rules = list_flow_policies(client) + rules
+    return rules, default
+
+
+def set_flow_policy(client: SwitchClient, match: PolicyMatch, params: PolicyParams) -> int:
+    """Give one flow's ACKs (an exact match) their own policy; returns the entry's handle."""
+    action, action_params = params.action()
+    return client.table_add(FLOW_POLICY_TABLE, action, match.exact_key(), action_params)
+
+
+def modify_flow_policy(client: SwitchClient, handle: int, params: PolicyParams) -> None:
+    action, action_params = params.action()
+    client.table_modify(FLOW_POLICY_TABLE, handle, action, action_params)
+
+
+def delete_flow_policy(client: SwitchClient, handle: int) -> None:
+    client.table_delete(FLOW_POLICY_TABLE, handle)
+
+
+def list_flow_policies(client: SwitchClient) -> list[PolicyRule]:
+    """Every per-flow rule (priority 0: they are looked up before any ternary rule)."""
+    rules = []
+    for entry in client.table_entries(FLOW_POLICY_TABLE):
+        key = {m.field: (m.value, (1 << m.width_bits) - 1) for m in entry.key}
+        rules.append(
+            PolicyRule(
+                entry.handle,
+                PolicyMatch.from_key(key),
+                PolicyParams.from_action(entry.action, entry.params),
+                0,
+            )
+        )
+    return sorted(rules, key=lambda r: r.handle)
+
+
 def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
     """Records idle this long may be taken over by another flow (0: the built-in 10 s)."""
     if idle_ms < 0:
@@ -100,6 +143,7 @@ HALF_FIELDS: dict[str, tuple[str, int, int]] = {
     "dup_acks": ("ack_thinning.outcome", 38, 8),
     "last_keep_reason": ("ack_thinning.outcome", 7, 0),
     "rtt_min_us": ("ack_thinning.rtt", 62, 32),
+    "egress_port": ("ack_thinning.port", 8, 0),
     "filter_forwarded": ("ack_filter.forwarded", 31, 0),
     "filter_filtered": ("ack_filter.filtered", 31, 0),
     "acc_d": ("acc.d", 7, 0),
@@ -164,6 +208,7 @@ class HalfFlow:
     data_end: int = 0  # the highest sequence number + length this endpoint sent (serial)
     retransmissions: int = 0  # data segments that did not go beyond data_end
     dup_acks: int = 0  # ACKs this endpoint sent that the contract kept as duplicates
+    egress_port: int | None = None  # the port its segments leave the switch by; None: sent none yet
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -225,6 +270,9 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     data_end=halves["data_end"][h],
                     retransmissions=halves["retransmissions"][h],
                     dup_acks=halves["dup_acks"][h],
+                    egress_port=halves["egress_port"][h]
+                    if halves["data_segments"][h] or halves["acks_seen"][h]
+                    else None,
                 )
             )
         flows.append(record)

@@ -1,6 +1,6 @@
 """An in-memory test double of the few SwitchClient methods the controller and ``ackwise watch``
-use: whole register arrays (what read_flows reads), the policy and LPM tables, counters, the
-clock, info. Not a switch: no packets, no P4; tests set the registers a switch would hold."""
+use: whole register arrays (what read_flows reads), the policy tables, counters, the clock,
+info. Not a switch: no packets, no P4; tests set the registers a switch would hold."""
 
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ from ackwise.bmv2.client import (
 )
 from ackwise.flowkey import FLOW_SLOTS, FlowKey
 from ackwise.p4names import IPV4_LPM
-from ackwise.policies import POLICY_TABLE
+from ackwise.policies import FLOW_POLICY_TABLE, POLICY_TABLE
 from ackwise.thinning import HALF_FIELDS, KEY_REGISTERS, SLOT_REGISTER, TICK_US
 
 POLICY_TABLE_SIZE = 256  # ACK_POLICY_TABLE_SIZE in constants.p4
+FLOW_POLICY_TABLE_SIZE = 8192  # FLOW_POLICY_TABLE_SIZE in constants.p4
 POLICY_KEY = ("src_addr", "dst_addr", "src_port", "dst_port")
 
 
@@ -36,6 +37,12 @@ def _ternary(field_name: str, text: str) -> MatchValue:
         return int(ipaddress.IPv4Address(t)) if "." in t else int(t, 0)
 
     return MatchValue(field_name, "ternary", width, num(value), mask=num(mask))
+
+
+def _exact(field_name: str, text: str) -> MatchValue:
+    width = 32 if field_name.endswith("addr") else 16
+    value = int(ipaddress.IPv4Address(text)) if "." in text else int(text, 0)
+    return MatchValue(field_name, "exact", width, value)
 
 
 @dataclass
@@ -51,7 +58,11 @@ class FakeSwitchClient:
         self.thrift_port = thrift_port
         self.uptime_us = 1_000_000
         self.registers: dict[str, list[int]] = {}
-        self.entries: dict[str, dict[int, TableEntry]] = {POLICY_TABLE: {}, IPV4_LPM: {}}
+        self.entries: dict[str, dict[int, TableEntry]] = {
+            POLICY_TABLE: {},
+            FLOW_POLICY_TABLE: {},
+            IPV4_LPM: {},
+        }
         self.default: dict[str, DefaultAction] = {}
         self.counters: dict[tuple[str, int], int] = {}
         self.ports = (PortInfo(1, "veth1", True), PortInfo(2, "veth2", True))
@@ -100,16 +111,8 @@ class FakeSwitchClient:
         """As a restarted simple_switch: tables empty, registers zero, the clock from 0."""
         self.uptime_us = 0
         self.registers.clear()
-        self.entries = {POLICY_TABLE: {}, IPV4_LPM: {}}
+        self.entries = {POLICY_TABLE: {}, FLOW_POLICY_TABLE: {}, IPV4_LPM: {}}
         self.counters.clear()
-
-    def add_route(self, prefix: str, port: int) -> None:
-        net = ipaddress.IPv4Network(prefix)
-        key = (MatchValue("dst_addr", "lpm", 32, int(net.network_address), prefix_len=net.prefixlen),)
-        handle = self._handle()
-        self.entries[IPV4_LPM][handle] = TableEntry(
-            IPV4_LPM, handle, key, "forwarding.route", {"port": port, "src_mac": 0, "dst_mac": 0}
-        )
 
     def _array(self, name: str, size: int) -> list[int]:
         return self.registers.setdefault(name, [0] * size)
@@ -139,6 +142,16 @@ class FakeSwitchClient:
         self._check()
         return SwitchInfo(self.host, self.thrift_port, 0, "fake", self.ports, self.uptime_us)
 
+    @property
+    def program(self) -> Any:
+        """The names a program declares, as far as the controller asks: no queue model."""
+        from types import SimpleNamespace
+
+        return SimpleNamespace(
+            tables={POLICY_TABLE: None, FLOW_POLICY_TABLE: None, IPV4_LPM: None},
+            registers={name: None for name in (*KEY_REGISTERS, SLOT_REGISTER, *self.registers)},
+        )
+
     def register_read_all(self, name: str) -> list[int]:
         self._check()
         size = FLOW_SLOTS if name in (*KEY_REGISTERS, SLOT_REGISTER) else 2 * FLOW_SLOTS
@@ -158,9 +171,11 @@ class FakeSwitchClient:
     ) -> int:
         self._check()
         entries = self.entries.setdefault(table, {})
-        if table == POLICY_TABLE and len(entries) >= POLICY_TABLE_SIZE:
+        size = {POLICY_TABLE: POLICY_TABLE_SIZE, FLOW_POLICY_TABLE: FLOW_POLICY_TABLE_SIZE}.get(table)
+        if size is not None and len(entries) >= size:
             raise SwitchOperationError(f"adding an entry to {table} failed: TABLE_FULL")
-        match = tuple(_ternary(name, key[name]) for name in POLICY_KEY)
+        exact = table == FLOW_POLICY_TABLE
+        match = tuple((_exact if exact else _ternary)(name, key[name]) for name in POLICY_KEY)
         if any(e.key == match and e.priority == priority for e in entries.values()):
             raise SwitchOperationError(f"adding an entry to {table} failed: DUPLICATE_ENTRY")
         handle = self._handle()

@@ -38,7 +38,9 @@ def test_the_example_passes_and_says_what_it_means() -> None:
     assert iperf.decision.limits.max_d == 32
     assert iperf.decision.limits.policies == frozenset({Policy.EVERY_D, Policy.TACK})
     assert iperf.decision.thresholds.congestion_backlog_pkts == 8  # from the defaults section
-    assert config.rules[2].decision.limits.policies == frozenset({Policy.EVERY_D, Policy.TACK, Policy.ACC})
+    assert config.rules[2].decision.limits.policies == frozenset(
+        {Policy.EVERY_D, Policy.TACK, Policy.ACC, Policy.COALESCE}
+    )
 
 
 def test_first_match_wins_and_unmatched_flows_are_not_managed() -> None:
@@ -57,7 +59,7 @@ def test_first_match_wins_and_unmatched_flows_are_not_managed() -> None:
 
 def test_defaults_apply_where_the_file_is_silent() -> None:
     config = parse_config(GOOD)
-    assert (config.interval_ms, config.max_rules_per_switch, config.forget_after_s) == (100, 192, 10.0)
+    assert (config.interval_ms, config.max_rules_per_switch, config.forget_after_s) == (100, 8192, 10.0)
     assert config.rules[0].decision.thresholds == Thresholds()
 
 

@@ -43,6 +43,7 @@ class Trace:
     dup_acks: int = 0
     acks_seen: int = 0
     ecn_marks: int = 0
+    acks_absorbed: int = 0
     rtt_min_us: int = RTT_US
     samples: list[FlowSample] = field(default_factory=list)
 
@@ -54,6 +55,8 @@ class Trace:
         dups: int = 0,
         backlog: int | None = None,
         marks: int = 0,
+        busy: float | None = None,
+        absorbed: int = 0,
         dt_s: float = DT_S,
     ) -> FlowSample:
         self.t_s += dt_s
@@ -63,6 +66,7 @@ class Trace:
         self.dup_acks += dups
         self.acks_seen += segments // 2 + dups
         self.ecn_marks += marks
+        self.acks_absorbed += absorbed
         sample = FlowSample(
             t_s=self.t_s,
             data_end=self.data_end,
@@ -71,8 +75,10 @@ class Trace:
             rtt_min_us=self.rtt_min_us,
             acks_seen=self.acks_seen,
             dup_acks=self.dup_acks,
+            acks_absorbed=self.acks_absorbed,
             queue_backlog_pkts=backlog,
             ecn_marks=self.ecn_marks,
+            bottleneck_busy=busy,
         )
         self.samples.append(sample)
         return sample
@@ -104,6 +110,54 @@ def saturated_trace(intervals_at_steady: int = 6) -> Trace:
 
 def described(written: list[tuple[float, Decision]]) -> list[tuple[float, str, str]]:
     return [(t, d.kind.value, d.params.describe()) for t, d in written]
+
+
+# ---- the bottleneck's own measure (a port with a rate on this switch) ----
+
+
+def test_a_steady_flow_on_an_underused_bottleneck_keeps_every_segment_acknowledged() -> None:
+    """An application-limited flow: a steady 20 segments per interval, which the growth test alone
+    takes for saturation (TACK), while its bottleneck port is busy 30 % of the time: every_d d=1
+    all along, and the reason says why."""
+    steady_only = Trace()
+    for _ in range(12):
+        steady_only.step(20)
+    _, written = run(steady_only.samples)
+    assert [d.kind for _, d in written] == [Kind.NEW, Kind.SATURATED]  # without the measure
+
+    trace = Trace()
+    for _ in range(12):
+        trace.step(20, busy=0.3)
+    state, written = run(trace.samples)
+    assert described(written) == [(DT_S, "new", "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200")]
+    assert state.decision is not None and state.decision.params.d == 1
+    probe = Trace(**{k: v for k, v in vars(trace).items() if k != "samples"})
+    _, decision = decide(replace(state, decision=None), probe.step(20, busy=0.3), DecisionConfig())
+    assert decision is not None and decision.kind is Kind.UNDERUSED
+    assert decision.reason == "bottleneck underused: its port busy 30 % of 125 ms < 80 %: ACK every segment"
+
+
+def test_the_same_flow_on_a_full_bottleneck_is_thinned_at_once() -> None:
+    """Still growing by more than x1.25 per interval, so the growth test would say ramp-up; its
+    port busy 97 % from the third interval: saturated, TACK once the first decision has stood its
+    dwell time (0.5 s after it)."""
+    trace = Trace()
+    for segments in (10, 20, 40, 80, 160, 320):
+        trace.step(segments, busy=0.97 if segments >= 40 else 0.5)
+    _, written = run(trace.samples)
+    assert [(t, d.kind.value, d.params.policy.value) for t, d in written] == [
+        (DT_S, "new", "every_d"),
+        (DT_S + 0.5, "saturated", "tack"),
+    ]
+
+
+def test_between_the_thresholds_the_growth_test_decides() -> None:
+    """Busy 90 %: neither underused nor full: saturation by growth, as without the measure."""
+    with_busy, without = Trace(), Trace()
+    for segments in (10, 20, 40, 80, *[STEADY] * 6):
+        with_busy.step(segments, busy=0.9)
+        without.step(segments)
+    assert described(run(with_busy.samples)[1]) == described(run(without.samples)[1])
 
 
 # ---- ramp-up ----
@@ -189,23 +243,33 @@ def test_saturation_without_rtt_min_counts_bytes_only() -> None:
     assert "RTTmin not measured yet" in written[-1][1].reason
 
 
-# ---- the ACK path: ACC ----
+# ---- the ACK path: coalesce, ACC ----
 
 
-def test_congested_ack_path_switches_to_acc_after_the_dwell_time() -> None:
-    """Backlog 12 > 8 on the ACKs' port from 1.375 s: acc with d_cap = max_d, written at once, as
-    the tack decision (0.875 s) is 0.5 s old."""
+def test_congested_ack_path_switches_to_coalesce_after_the_dwell_time() -> None:
+    """Backlog 12 > 8 on the ACKs' port from 1.375 s: the congested queue is this switch's own, so
+    coalesce (fold the ACKs in it), written at once, as the tack decision (0.875 s) is 0.5 s old."""
     trace = saturated_trace()
     for _ in range(5):
         trace.step(STEADY, backlog=12)
     state, written = run(trace.samples)
+    assert described(written)[-1] == (1.375, "congested", "coalesce mss=1448 idle_ms=1000")
+    assert written[-1][1].reason == "ack path congested: backlog 12 > 8 packets: coalesce"
+    assert state.congested
+
+
+def test_congested_ack_path_without_coalesce_gets_acc() -> None:
+    config = DecisionConfig(Limits(policies=frozenset({Policy.EVERY_D, Policy.TACK, Policy.ACC})))
+    trace = saturated_trace()
+    for _ in range(5):
+        trace.step(STEADY, backlog=12)
+    _, written = run(trace.samples, config)
     assert described(written)[-1] == (
         1.375,
         "congested",
         "acc mss=1448 d_cap=16 signals=ce,ece,queue rtt_min_us=0 idle_ms=1000 hold_ms=200",
     )
     assert written[-1][1].reason == "ack path congested: backlog 12 > 8 packets: acc d_cap=16"
-    assert state.congested
 
 
 def test_congestion_clears_after_quiet_intervals_only() -> None:
@@ -218,6 +282,23 @@ def test_congestion_clears_after_quiet_intervals_only() -> None:
     kinds = [(t, d.kind.value) for t, d in written]
     # quiet at 2.125, 2.25; 6 at 2.375 starts the count over; quiet 2.5, 2.625, 2.75: clear
     assert kinds == [(0.125, "new"), (0.875, "saturated"), (1.375, "congested"), (2.75, "saturated")]
+
+
+def test_congestion_holds_while_coalescing_still_folds_acks() -> None:
+    """Coalesce keeps the queue short: the backlog falls to 1 at once, but while ACKs are still
+    folded (20 per interval) the path stays congested; three intervals with none folded clear it."""
+    trace = saturated_trace()
+    for _ in range(5):
+        trace.step(STEADY, backlog=12)
+    for _ in range(10):
+        trace.step(STEADY, backlog=1, absorbed=20)
+    state, written = run(trace.samples)
+    assert [d.kind.value for _, d in written] == ["new", "saturated", "congested"]
+    assert state.congested
+    for _ in range(3):
+        trace.step(STEADY, backlog=1, absorbed=0)
+    _, written = run(trace.samples)
+    assert [d.kind.value for _, d in written] == ["new", "saturated", "congested", "saturated"]
 
 
 def test_ecn_marks_on_the_ack_port_count_as_congestion() -> None:
@@ -470,7 +551,7 @@ STEPS = [
     ((86, 0, 2), ("saturated", None)),
     ((86, 0, 12), ("saturated", None)),  # congested, but within the dwell time of 0.875
     ((86, 0, 12), ("saturated", None)),
-    ((86, 0, 12), ("saturated", "acc d_cap=16")),  # 1.375: 0.5 s after
+    ((86, 0, 12), ("saturated", "coalesce")),  # 1.375: 0.5 s after
     ((86, 3, 12), ("saturated", "every_d d=2")),  # misbehaviour beats congestion
     ((86, 0, 0), ("saturated", None)),  # hold-off
 ]
@@ -489,6 +570,7 @@ def test_expected_parameters_at_each_step() -> None:
                 Policy.EVERY_D: f"every_d d={p.d}",
                 Policy.TACK: f"tack L={p.L} beta={p.beta}",
                 Policy.ACC: f"acc d_cap={p.d_cap}",
+                COALESCE: "coalesce",
             }[p.policy]
         assert (state.phase.value, got) == (phase, policy), f"at {trace.t_s} s"
 

@@ -4,6 +4,7 @@ what it writes, when, and what it never touches."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, cast
 
 import pytest
@@ -13,8 +14,8 @@ from ackwise.bmv2.client import SwitchClient
 from ackwise.controller.config import ControllerConfig, parse_config
 from ackwise.controller.decision import AckStream
 from ackwise.controller.loop import Controller, SwitchEndpoint, exact_stream, print_json_line
-from ackwise.policies import POLICY_TABLE, PolicyMatch, PolicyParams
-from ackwise.thinning import list_policies, set_policy
+from ackwise.policies import FLOW_POLICY_TABLE, POLICY_TABLE, PolicyMatch, PolicyParams
+from ackwise.thinning import list_flow_policies, set_flow_policy, set_policy
 
 SENDER, RECEIVER = ("10.0.1.1", 40000), ("10.0.2.1", 5001)
 ACKS = AckStream.parse(RECEIVER[0], RECEIVER[1], SENDER[0], SENDER[1])
@@ -80,8 +81,8 @@ class Rig:
         return self.events[before:]
 
     def policy_rules(self) -> dict[AckStream | None, str]:
-        rules, _ = list_policies(self.client)
-        return {exact_stream(r.match): r.params.describe() for r in rules}
+        """The per-flow rules (the controller's table)."""
+        return {exact_stream(r.match): r.params.describe() for r in list_flow_policies(self.client)}
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:
@@ -93,8 +94,9 @@ def test_a_new_flow_gets_an_exact_rule_then_only_changes_are_written() -> None:
     events = rig.step(segments=10)
     assert kinds(events) == ["connected", "set"]
     assert rig.policy_rules() == {ACKS: "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200"}
-    entry = rig.fake.entries[POLICY_TABLE][0]
-    assert entry.priority == 1  # exact: above any prefix rule
+    entry = rig.fake.entries[FLOW_POLICY_TABLE][0]
+    assert [m.match_type for m in entry.key] == ["exact"] * 4  # looked up before any ternary rule
+    assert rig.fake.entries[POLICY_TABLE] == {}  # the operator's table is never written
     set_event = events[1]
     assert set_event == {
         "t": 1700000000.0,
@@ -124,13 +126,14 @@ def test_a_new_flow_gets_an_exact_rule_then_only_changes_are_written() -> None:
 
 
 def test_no_rule_while_the_operators_rule_gives_the_same_policy() -> None:
-    """Under a tracking rule every_d d=1, a new flow's d=1 needs no rule of its own (the table holds
-    256): short flows never get one; a flow gets its rule when its policy differs."""
+    """Under a tracking rule every_d d=1, a new flow's d=1 needs no rule of its own (a write less):
+    short flows never get one; a flow gets its rule when its policy differs."""
     rig = Rig()
     set_policy(rig.client, PolicyMatch.parse(["src=10.0.2.0/24"]), PolicyParams.parse("every_d", ["d=1"]))
     for segments in (10, 20, 40, 80, 86, 86):
         assert kinds(rig.step(segments=segments)) in (["connected"], [])
     assert len(rig.fake.entries[POLICY_TABLE]) == 1
+    assert rig.fake.entries[FLOW_POLICY_TABLE] == {}
     events = rig.step()
     assert [(e["event"], e["old"], e["kind"]) for e in events] == [("set", None, "saturated")]
     assert rig.policy_rules()[ACKS].startswith("tack")
@@ -161,10 +164,9 @@ def test_flows_no_rule_manages_are_never_touched() -> None:
         rig.flow(("10.0.1.1", 40002), ("10.0.2.9", 5001))
         rig.flow(RECEIVER, SENDER)
         rig.step()  # and the managed flow, SENDER -> RECEIVER
-    after = rig.fake.entries[POLICY_TABLE]
-    assert {h: e for h, e in after.items() if h in before} == before  # the operator's 3, unchanged
+    assert rig.fake.entries[POLICY_TABLE] == before  # the operator's 3, unchanged
     assert len(before) == 3
-    assert [exact_stream(r.match) for r in list_policies(rig.client)[0] if r.handle not in before] == [ACKS]
+    assert [exact_stream(r.match) for r in list_flow_policies(rig.client)] == [ACKS]
     rig.fake.drop_flow("10.0.1.1", 40001, "10.0.3.1", 5001)
     rig.step()
     assert operator_exact in rig.fake.entries[POLICY_TABLE]  # not the controller's to remove
@@ -189,9 +191,8 @@ def test_a_rule_lost_without_a_restart_is_reapplied() -> None:
     rig.flow(("10.0.1.2", 40000), RECEIVER, segments=10)
     rig.step(segments=10)
     assert len(rig.policy_rules()) == 2
-    rules, _ = list_policies(rig.client)
-    handle = next(r.handle for r in rules if exact_stream(r.match) == ACKS)
-    del rig.fake.entries[POLICY_TABLE][handle]  # an operator's 'ackwise policy del'
+    handle = next(r.handle for r in list_flow_policies(rig.client) if exact_stream(r.match) == ACKS)
+    del rig.fake.entries[FLOW_POLICY_TABLE][handle]  # an operator's 'ackwise policy del --flow'
     events = rig.step(segments=10)
     assert kinds(events) == ["lost", "reapply"]
     assert len(rig.policy_rules()) == 2
@@ -201,7 +202,7 @@ def test_every_rule_lost_at_once_counts_as_a_restart() -> None:
     """A program reload keeps the uptime but empties the tables: as a restart."""
     rig = Rig()
     rig.step(segments=10)
-    rig.fake.entries[POLICY_TABLE].clear()
+    rig.fake.entries[FLOW_POLICY_TABLE].clear()
     events = rig.step(segments=10)
     assert kinds(events) == ["restart", "reapply"]
     assert events[0]["reason"] == "the policy table lost every rule of the controller"
@@ -237,9 +238,9 @@ def test_an_idle_flow_loses_its_rule_and_gets_one_when_it_sends_again() -> None:
 
 def test_rules_left_by_a_previous_controller_are_adopted() -> None:
     rig = Rig()
-    left = set_policy(rig.client, ACKS.match(), PolicyParams.parse("tack", []))
+    left = set_flow_policy(rig.client, ACKS.match(), PolicyParams.parse("tack", []))
     gone = AckStream.parse("10.0.2.2", 5001, "10.0.1.1", 40000)
-    left_gone = set_policy(rig.client, gone.match(), PolicyParams.parse("every_d", ["d=4"]))
+    left_gone = set_flow_policy(rig.client, gone.match(), PolicyParams.parse("every_d", ["d=4"]))
     events = rig.step(segments=10)
     assert [(e["event"], e.get("handle")) for e in events] == [
         ("connected", None),
@@ -279,12 +280,26 @@ def test_a_switch_that_stops_answering_is_retried() -> None:
 
 def test_a_failed_write_is_logged_and_retried() -> None:
     rig = Rig()
-    for i in range(256):  # the operator filled the table
-        set_policy(rig.client, PolicyMatch.parse([f"sport={i}"]), PolicyParams.parse("tack", []))
+    # Per-flow rules of flows this controller does not manage fill the table (written straight into
+    # the fake: 8192 table_add calls check for duplicates 8192 times each).
+    template = rig.fake.entries[FLOW_POLICY_TABLE][
+        set_flow_policy(rig.client, ACKS.match(), PolicyParams.parse("tack", []))
+    ]
+    rig.fake.entries[FLOW_POLICY_TABLE].clear()
+    for handle in range(8192):
+        stream = AckStream.parse("10.0.3.1", 5001, "10.0.1.1", handle)
+        key = tuple(
+            replace(m, value=v)
+            for m, v in zip(
+                template.key, (stream.src_addr, stream.dst_addr, stream.sport, stream.dport), strict=True
+            )
+        )
+        rig.fake.entries[FLOW_POLICY_TABLE][handle] = replace(template, handle=handle, key=key)
+    rig.fake._next_handle = 8192
     events = rig.step(segments=10)
     assert kinds(events) == ["connected", "error"]
     assert "TABLE_FULL" in events[1]["error"]
-    rig.fake.table_delete(POLICY_TABLE, 0)
+    rig.fake.table_delete(FLOW_POLICY_TABLE, 0)
     assert kinds(rig.step(segments=10)) == ["set"]
 
 

@@ -4,10 +4,8 @@ refresh loop against the in-memory fake client."""
 from __future__ import annotations
 
 import io
-import ipaddress
 import json
 import socket
-from dataclasses import dataclass
 from typing import cast
 
 import pytest
@@ -25,15 +23,9 @@ from ackwise.cli.watch import (
     watch,
 )
 from ackwise.controller.decision import AckStream
-from ackwise.controller.ports import Route
 from ackwise.flowkey import FlowKey
 from ackwise.policies import MSS_BYTES, PolicyMatch, PolicyParams
 from ackwise.thinning import FlowRecord, HalfFlow, PolicyRule, set_policy
-
-
-@dataclass
-class NewerHalf(HalfFlow):
-    data_end: int = 0
 
 
 def record(src: str, sport: int, dst: str, dport: int, data: HalfFlow, acks: HalfFlow) -> FlowRecord:
@@ -66,8 +58,15 @@ def records(data_end: int = 1000, segments: int = 10) -> list[FlowRecord]:
             40000,
             "10.0.2.1",
             5001,
-            NewerHalf("", data_segments=segments, rtt_min_us=40_000, data_end=data_end),
-            HalfFlow("", acks_seen=100, acks_forwarded=25, acks_thinned=75, last_keep_reason="acks_all_data"),
+            HalfFlow("", data_segments=segments, rtt_min_us=40_000, data_end=data_end, egress_port=2),
+            HalfFlow(
+                "",
+                acks_seen=100,
+                acks_forwarded=25,
+                acks_thinned=75,
+                last_keep_reason="acks_all_data",
+                egress_port=3,
+            ),
         ),
         record(
             "10.0.1.2",
@@ -77,14 +76,20 @@ def records(data_end: int = 1000, segments: int = 10) -> list[FlowRecord]:
             HalfFlow("", data_segments=segments),
             HalfFlow("", acks_seen=10, acks_forwarded=10, acc_d=8),
         ),
-        record("10.0.1.3", 40000, "10.0.3.3", 22, HalfFlow("", data_segments=1), HalfFlow("")),
+        record(
+            "10.0.1.3",
+            40000,
+            "10.0.3.3",
+            22,
+            HalfFlow("", data_segments=1),
+            HalfFlow("", acks_seen=1, egress_port=1),
+        ),
         record("10.0.1.4", 40000, "10.0.3.4", 22, HalfFlow(""), HalfFlow("")),  # nothing yet: no row
     ]
 
 
 def test_rows_per_ack_stream_with_the_policy_the_switch_applies() -> None:
-    routes = [Route(ipaddress.IPv4Network("10.0.1.0/24"), 1), Route(ipaddress.IPv4Network("10.0.1.1/32"), 3)]
-    rows, progress = build_rows(records(), RULES, DEFAULT, {}, 10.0, routes)
+    rows, progress = build_rows(records(), RULES, DEFAULT, {}, 10.0)
     by_sender = {r["sender"]: r for r in rows}
     assert set(by_sender) == {"10.0.1.1:40000", "10.0.1.2:40000", "10.0.1.3:40000"}
     first = by_sender["10.0.1.1:40000"]
@@ -103,7 +108,7 @@ def test_rows_per_ack_stream_with_the_policy_the_switch_applies() -> None:
         "policy_params": "tack mss=1448 L=2 beta=4 rtt_min_us=0 idle_ms=1000 hold_ms=200",
         "d": None,
         "last_keep_reason": "acks_all_data",
-        "port": 3,  # longest prefix
+        "port": 3,  # the port the switch saw the ACKs leave by
         "closed": False,
     }
     assert by_sender["10.0.1.2:40000"]["policy"] == "acc"
@@ -137,7 +142,7 @@ def test_policy_lookup_follows_priority_then_default() -> None:
 def test_sorting_and_matching() -> None:
     rows, _ = build_rows(records(), RULES, DEFAULT, {}, 1.0)
     by_seen = select_rows(rows, "acks_seen", None)
-    assert [r["acks_seen"] for r in by_seen] == [100, 10, 0]  # numbers: largest first
+    assert [r["acks_seen"] for r in by_seen] == [100, 10, 1]  # numbers: largest first
     by_sender = select_rows(rows, "sender", None)
     assert [r["sender"] for r in by_sender] == ["10.0.1.1:40000", "10.0.1.2:40000", "10.0.1.3:40000"]
     by_d = select_rows(rows, "d", None)
@@ -173,9 +178,15 @@ def test_port_rows() -> None:
 def fake_switch() -> tuple[FakeSwitchClient, SwitchClient]:
     fake = FakeSwitchClient()
     client = cast(SwitchClient, fake)
-    fake.set_flow("10.0.1.1", 40000, "10.0.2.1", 5001, data={"data_segments": 10}, acks={"acks_seen": 4})
+    fake.set_flow(
+        "10.0.1.1",
+        40000,
+        "10.0.2.1",
+        5001,
+        data={"data_segments": 10},
+        acks={"acks_seen": 4, "egress_port": 1},
+    )
     set_policy(client, PolicyMatch.parse(["src=10.0.2.0/24"]), PolicyParams.parse("every_d", ["d=8"]))
-    fake.add_route("10.0.1.0/24", 1)
     fake.counters[("ecn.marks", 1)] = 7
     return fake, client
 
@@ -230,3 +241,37 @@ def test_watch_command_without_a_switch(capsys: pytest.CaptureFixture[str]) -> N
         cli.main(["watch", "--sort", "speed", "--thrift-port", str(port)]) == cli.EXIT_USAGE
     )  # no switch asked
     assert "--sort speed: use one of" in capsys.readouterr().err
+
+
+def test_an_80_column_terminal_keeps_whole_numbers() -> None:
+    """Below 112 columns the table keeps seen, thinned, rate, policy and d, and says what it left
+    out; no number is cut short."""
+    import io
+
+    from rich.console import Console
+
+    from ackwise.cli.watch import WIDE_COLUMNS, render
+
+    rows, _ = build_rows(records(), RULES, DEFAULT, {}, 10.0)
+    ports = [{"port": 1, "interface": "s1-eth1", "backlog_pkts": None, "ecn_marks": 0}]
+    for width in (80, WIDE_COLUMNS):
+        out = io.StringIO()
+        Console(file=out, width=width).print(render(rows, ports, "t", width))
+        screen = out.getvalue()
+        assert "…" not in screen
+        assert all(len(line) <= width for line in screen.splitlines())
+        assert "10.0.1.1:40000 -> 10.0.2.1:5001" in screen and " 100 " in screen and " 75 " in screen
+        assert ("RTTmin ┃" in screen) == (width >= WIDE_COLUMNS)  # the column, not the caption
+    assert "(fwd, %, RTTmin and kept in a terminal of 112 columns or more)" in render_text(rows, 80)
+
+
+def render_text(rows: list[dict[str, object]], width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from ackwise.cli.watch import render
+
+    out = io.StringIO()
+    Console(file=out, width=width).print(render(rows, [], "t", width))
+    return out.getvalue()

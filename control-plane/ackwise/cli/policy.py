@@ -8,9 +8,11 @@ from typing import Any
 
 from ackwise.cli.args import HANDLE, PRIORITY, int_in
 from ackwise.cli.output import emit, render_records, render_table
-from ackwise.policies import Policy, PolicyError, PolicyMatch, PolicyParams
+from ackwise.policies import FLOW_POLICY_TABLE, POLICY_TABLE, Policy, PolicyError, PolicyMatch, PolicyParams
 from ackwise.thinning import (
+    delete_flow_policy,
     delete_policy,
+    list_flow_policies,
     list_policies,
     read_flows,
     set_default_policy,
@@ -58,15 +60,28 @@ def cmd_policy_set(args: argparse.Namespace, client_for: Any) -> int:
 def cmd_policy_list(args: argparse.Namespace, client_for: Any) -> int:
     with client_for(args) as client:
         rules, default = list_policies(client)
+        flow_rules = list_flow_policies(client) if FLOW_POLICY_TABLE in client.program.tables else []
     data = {
+        "flow_rules": [
+            {"handle": r.handle, "match": str(r.match), "policy": r.params.to_dict()} for r in flow_rules
+        ],
         "rules": [
             {"handle": r.handle, "match": str(r.match), "priority": r.priority, "policy": r.params.to_dict()}
             for r in rules
         ],
         "default": default.to_dict(),
     }
+    text = []
+    if flow_rules:
+        rows = [[r.handle, str(r.match), r.params.describe()] for r in flow_rules]
+        text += [
+            f"per-flow rules ({FLOW_POLICY_TABLE}, looked up first; the controller's; "
+            "'policy del --flow HANDLE'):",
+            render_table(["handle", "match (ACKs)", "policy"], rows),
+            "",
+        ]
     rows = [[r.handle, r.priority, str(r.match), r.params.describe()] for r in rules]
-    text = [render_table(["handle", "priority", "match (ACKs)", "policy"], rows)] if rows else ["no rules"]
+    text += [render_table(["handle", "priority", "match (ACKs)", "policy"], rows)] if rows else ["no rules"]
     text.append(f"default: {default.describe()}")
     emit(args, data, text)
     return 0
@@ -74,8 +89,16 @@ def cmd_policy_list(args: argparse.Namespace, client_for: Any) -> int:
 
 def cmd_policy_del(args: argparse.Namespace, client_for: Any) -> int:
     with client_for(args) as client:
-        delete_policy(client, args.handle)
-    emit(args, {"deleted": args.handle}, f"deleted rule {args.handle}")
+        if args.flow:
+            delete_flow_policy(client, args.handle)
+        else:
+            delete_policy(client, args.handle)
+    what = "per-flow rule" if args.flow else "rule"
+    emit(
+        args,
+        {"deleted": args.handle, "table": FLOW_POLICY_TABLE if args.flow else POLICY_TABLE},
+        f"deleted {what} {args.handle}",
+    )
     return 0
 
 
@@ -165,9 +188,12 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
     p.add_argument(
         "--priority", type=PRIORITY, help="override the rule's priority (lower wins; default: specificity)"
     )
-    add(pol, "list", bind(cmd_policy_list), "list the rules and the default policy")
+    add(pol, "list", bind(cmd_policy_list), "list the per-flow rules, the rules and the default policy")
     p = add(pol, "del", bind(cmd_policy_del), "delete a rule by handle")
     p.add_argument("handle", type=HANDLE)
+    p.add_argument(
+        "--flow", action="store_true", help=f"a per-flow rule ({FLOW_POLICY_TABLE}, as the controller writes)"
+    )
     p = add(
         pol,
         "reclaim",

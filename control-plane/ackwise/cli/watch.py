@@ -18,11 +18,11 @@ from ackwise.bmv2.client import PortInfo, SwitchClient
 from ackwise.cli.args import I32_MAX, float_in, int_in
 from ackwise.controller.config import policy_for
 from ackwise.controller.decision import AckStream, tack_d
-from ackwise.controller.ports import Route, ecn_marks, egress_port, queue_backlog_pkts, read_routes
+from ackwise.controller.ports import ecn_marks, queue_backlog_pkts
 from ackwise.errors import BadOption
 from ackwise.policies import MSS_BYTES, Policy, PolicyParams
 from ackwise.serial import seq_diff
-from ackwise.thinning import FlowRecord, PolicyRule, list_policies, read_flows
+from ackwise.thinning import FlowRecord, PolicyRule, read_flows, rules_in_lookup_order
 
 WATCH_COLUMNS = (
     "flow",
@@ -79,7 +79,6 @@ def build_rows(
     default: PolicyParams,
     previous: Mapping[AckStream, Progress],
     now_s: float,
-    routes: Sequence[Route] = (),
     mss_bytes: int = MSS_BYTES,
 ) -> tuple[list[dict[str, Any]], dict[AckStream, Progress]]:
     """Rows for the streams that carried data or ACKs, and the progress to pass next time."""
@@ -91,7 +90,7 @@ def build_rows(
             if not (data.data_segments or acks.acks_seen):
                 continue
             stream = AckStream.of(record.key, direction)
-            now = Progress(now_s, getattr(data, "data_end", 0), data.data_segments)
+            now = Progress(now_s, data.data_end, data.data_segments)
             progress[stream] = now
             rate = _rate(previous.get(stream), now, mss_bytes)
             params = policy_for(stream, rules, default)
@@ -112,7 +111,7 @@ def build_rows(
                     "policy_params": params.describe(),
                     "d": _d(params, acks.acc_d, rate, data.rtt_min_us),
                     "last_keep_reason": acks.last_keep_reason,
-                    "port": egress_port(routes, stream.dst),
+                    "port": acks.egress_port,  # the port the ACKs leave by
                     "closed": record.closed,
                 }
             )
@@ -160,34 +159,51 @@ def _text(value: Any) -> str:
     return "?" if value is None else str(value)
 
 
-def render(rows: Sequence[dict[str, Any]], ports: Sequence[dict[str, Any]], title: str) -> Any:
+# The flows table's columns: header, the cell of a row, and whether a narrow terminal keeps it.
+FLOW_TABLE: tuple[tuple[str, Callable[[dict[str, Any]], str], bool], ...] = (
+    ("seen", lambda r: str(r["acks_seen"]), True),
+    ("fwd", lambda r: str(r["acks_forwarded"]), False),
+    ("thinned", lambda r: str(r["acks_thinned"]), True),
+    ("%", lambda r: f"{r['thinned_pct']:.1f}", False),
+    ("RTTmin", lambda r: f"{r['rtt_min_us'] / 1000:.1f} ms" if r["rtt_min_us"] else "-", False),
+    ("rate", lambda r: _rate_text(r["rate_bytes_per_s"]), True),
+    ("policy", lambda r: r["policy"], True),
+    ("d", lambda r: "-" if r["d"] is None else str(r["d"]), True),
+    ("kept", lambda r: r["last_keep_reason"], False),
+)
+WIDE_COLUMNS = 112  # the whole table with IPv4 addresses of up to 15 characters
+
+
+def render(
+    rows: Sequence[dict[str, Any]], ports: Sequence[dict[str, Any]], title: str, width: int = WIDE_COLUMNS
+) -> Any:
+    """The flows and ports tables for a terminal ``width`` columns wide. Numbers are never cut
+    short (a "1…" in a count is worse than no column): below WIDE_COLUMNS the table keeps the
+    columns that say what happens to a flow (seen, thinned, rate, policy, d) and the stream's
+    column wraps after its arrow."""
     from rich.console import Group
     from rich.table import Table
 
-    flows = Table(title=title, title_justify="left", expand=False)
-    # One column for the stream (sender -> receiver): it is the widest, so it is never wrapped
-    # and the numbers give way on a narrow terminal.
-    flows.add_column("data: sender -> receiver", no_wrap=True)
-    for header in ("seen", "fwd", "thinned", "%", "RTTmin", "rate", "policy", "d", "kept"):
-        flows.add_column(header, justify="left" if header in ("policy", "kept") else "right")
+    wide = width >= WIDE_COLUMNS
+    columns = [c for c in FLOW_TABLE if wide or c[2]]
+    caption = None if wide else f"(fwd, %, RTTmin and kept in a terminal of {WIDE_COLUMNS} columns or more)"
+    flows = Table(title=title, title_justify="left", caption=caption, caption_justify="left", expand=False)
+    flows.add_column("data: sender -> receiver", overflow="fold", min_width=len("10.0.0.10:40000 ->"))
+    for header, _, _ in columns:
+        flows.add_column(header, justify="left" if header in ("policy", "kept") else "right", no_wrap=True)
     for r in rows:
-        flows.add_row(
-            f"{r['sender']} -> {r['receiver']}",
-            str(r["acks_seen"]),
-            str(r["acks_forwarded"]),
-            str(r["acks_thinned"]),
-            f"{r['thinned_pct']:.1f}",
-            f"{r['rtt_min_us'] / 1000:.1f} ms" if r["rtt_min_us"] else "-",
-            _rate_text(r["rate_bytes_per_s"]),
-            r["policy"],
-            "-" if r["d"] is None else str(r["d"]),
-            r["last_keep_reason"],
-        )
-    table_ports = Table(title="ports", title_justify="left")
+        flows.add_row(f"{r['sender']} -> {r['receiver']}", *(cell(r) for _, cell, _ in columns))
+    table_ports = Table(
+        title="ports",
+        title_justify="left",
+        caption="backlog: the switch's queue model ('-': no rate set)",
+        caption_justify="left",
+    )
     for header in ("port", "interface", "backlog (packets)", "ECN marks"):
         table_ports.add_column(header, justify="right" if header != "interface" else "left")
     for p in ports:
-        table_ports.add_row(str(p["port"]), p["interface"], _text(p["backlog_pkts"]), _text(p["ecn_marks"]))
+        backlog = "-" if p["backlog_pkts"] is None else str(p["backlog_pkts"])
+        table_ports.add_row(str(p["port"]), p["interface"], backlog, _text(p["ecn_marks"]))
     return Group(flows, table_ports)
 
 
@@ -233,9 +249,8 @@ def watch(
         while count is None or done < count:
             records = read_flows(client)
             now = clock()
-            rules, default = list_policies(client)
-            routes = read_routes(client)
-            rows, previous = build_rows(records, rules, default, previous, now, routes)
+            rules, default = rules_in_lookup_order(client)
+            rows, previous = build_rows(records, rules, default, previous, now)
             rows = select_rows(rows, sort, match)
             if live is not None:
                 table_ports = port_rows(
@@ -244,7 +259,7 @@ def watch(
                     {p.port: marks(client, p.port) for p in ports},
                 )
                 title = f"{client.host}:{client.thrift_port}: {len(rows)} flows"
-                live.update(render(rows, table_ports, title), refresh=True)
+                live.update(render(rows, table_ports, title, live.console.width), refresh=True)
             else:
                 for line in json_lines(rows, wall()):
                     print(line, file=out, flush=True)

@@ -1,8 +1,10 @@
-"""How long the controller's pure work takes per interval for many flows: building the samples
-from flow records, matching configuration rules, deciding. No switch: the records are synthetic.
-The bulk read of the records over Thrift is the other part of an interval, measured on a switch.
+"""How long the controller's work takes per interval for many flows: building the samples from
+flow records, matching configuration rules, deciding (synthetic records), and, with --switch, the
+reads of one interval from a running switch (flow records in bulk, the rules, the ports' queue
+counts), whose cost does not depend on how many flows the switch holds: every
+register array is read whole.
 
-    python -m ackwise.controller.bench --flows 4000 --intervals 20
+    python -m ackwise.controller.bench --flows 4000 --intervals 20 [--switch localhost:9090]
 """
 
 from __future__ import annotations
@@ -15,23 +17,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ackwise.bmv2.client import SwitchClient
 from ackwise.flowkey import FlowKey
 from ackwise.policies import MSS_BYTES, PolicyMatch
 from ackwise.serial import seq_add
-from ackwise.thinning import FlowRecord, HalfFlow
+from ackwise.thinning import FlowRecord, HalfFlow, list_flow_policies, list_policies, read_flows
 
 from .config import ControllerConfig, Rule
 from .decision import AckStream, FlowSample, FlowState, decide, sample_from
-
-
-@dataclass
-class SyntheticHalf(HalfFlow):
-    """A HalfFlow with the fields the switch is to expose, so that the adapter reads them all."""
-
-    data_end: int = 0
-    retransmissions: int = 0
-    dup_acks: int = 0
-    acks_absorbed: int = 0
+from .loop import SwitchEndpoint
+from .ports import port_loads
 
 
 def synthetic_records(flows: int) -> list[FlowRecord]:
@@ -41,9 +36,8 @@ def synthetic_records(flows: int) -> list[FlowRecord]:
         src = str(ipaddress.IPv4Address(0x0A010000 + i))
         dst = str(ipaddress.IPv4Address(0x0A020000 + i))
         key, direction = FlowKey.of(src, dst, 40000 + i % 20000, 5001)
-        halves: list[HalfFlow] = [SyntheticHalf(key.endpoint(0)), SyntheticHalf(key.endpoint(1))]
+        halves = [HalfFlow(key.endpoint(0)), HalfFlow(key.endpoint(1))]
         data = halves[direction]
-        assert isinstance(data, SyntheticHalf)
         data.data_end = i * 7919
         data.rtt_min_us = 20_000 + i % 50 * 1000
         records.append(FlowRecord(key.slot, key, 0, False, halves))
@@ -54,7 +48,7 @@ def advance(records: Sequence[FlowRecord], step: int) -> None:
     """One interval of traffic: each flow ramps up for a few intervals, then holds its rate."""
     for i, record in enumerate(records):
         for half in record.halves:
-            if isinstance(half, SyntheticHalf) and half.rtt_min_us:
+            if half.rtt_min_us:
                 segments = min(2 ** min(step, 8), 50 + i % 200)
                 half.data_segments += segments
                 half.data_end = seq_add(half.data_end, segments * MSS_BYTES)
@@ -71,13 +65,29 @@ class BenchResult:
     samples_ms: float  # per interval, median
     rules_ms: float
     decide_ms: float
+    read_ms: float | None = None  # the reads of one interval from a switch, median; None: no switch
+
+    @property
+    def work_ms(self) -> float:
+        return self.samples_ms + self.rules_ms + self.decide_ms
 
     @property
     def decide_per_sample(self) -> float:
         return self.decide_ms / self.samples_ms if self.samples_ms else float("inf")
 
 
-def run(flows: int = 4000, intervals: int = 20, interval_s: float = 0.1) -> BenchResult:
+def read_interval(client: SwitchClient) -> None:
+    """What the controller reads from a switch every interval (loop.Controller._step_switch)."""
+    client.time_elapsed_us()
+    list_policies(client)
+    list_flow_policies(client)
+    read_flows(client)
+    port_loads(client)
+
+
+def run(
+    flows: int = 4000, intervals: int = 20, interval_s: float = 0.1, client: SwitchClient | None = None
+) -> BenchResult:
     records = synthetic_records(flows)
     config = ControllerConfig(
         (
@@ -106,12 +116,19 @@ def run(flows: int = 4000, intervals: int = 20, interval_s: float = 0.1) -> Benc
         samples_ms.append((t1 - t0) * 1000)
         rules_ms.append((t2 - t1) * 1000)
         decide_ms.append((t3 - t2) * 1000)
+    read_ms = []
+    if client is not None:
+        for _ in range(intervals):
+            t0 = time.perf_counter()
+            read_interval(client)
+            read_ms.append((time.perf_counter() - t0) * 1000)
     return BenchResult(
         flows,
         intervals,
         statistics.median(samples_ms),
         statistics.median(rules_ms),
         statistics.median(decide_ms),
+        statistics.median(read_ms) if read_ms else None,
     )
 
 
@@ -119,19 +136,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", type=int, default=4000)
     parser.add_argument("--intervals", type=int, default=20)
+    parser.add_argument(
+        "--switch", metavar="HOST:PORT", help="also time one interval's reads from this switch"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.flows < 1 or args.intervals < 2:
         parser.error("--flows must be at least 1 and --intervals at least 2")
-    result = run(args.flows, args.intervals)
+    if args.switch:
+        with SwitchEndpoint.parse(args.switch).connect() as client:
+            result = run(args.flows, args.intervals, client=client)
+    else:
+        result = run(args.flows, args.intervals)
     if args.json:
         print(json.dumps(vars(result) | {"decide_per_sample": round(result.decide_per_sample, 2)}))
-    else:
+        return 0
+    print(
+        f"{result.flows} flows, median of {result.intervals} intervals: building samples "
+        f"{result.samples_ms:.1f} ms, matching rules {result.rules_ms:.1f} ms, deciding "
+        f"{result.decide_ms:.1f} ms per interval (deciding / building samples = "
+        f"{result.decide_per_sample:.1f})"
+    )
+    if result.read_ms is not None:
         print(
-            f"{result.flows} flows, median of {result.intervals} intervals: building samples "
-            f"{result.samples_ms:.1f} ms, matching rules {result.rules_ms:.1f} ms, deciding "
-            f"{result.decide_ms:.1f} ms per interval (deciding / building samples = "
-            f"{result.decide_per_sample:.1f})"
+            f"reads of one interval from {args.switch}: {result.read_ms:.1f} ms; the work for "
+            f"{result.flows} flows is {result.work_ms / result.read_ms:.2f}x the reads; both: "
+            f"{result.work_ms + result.read_ms:.0f} ms of the default 100 ms interval"
         )
     return 0
 

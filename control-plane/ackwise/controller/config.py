@@ -2,10 +2,10 @@
 thresholds. ``ackwise controller check FILE`` runs ``load_config`` and lists every problem.
 
     interval_ms: 100                 # how often every switch is read (10..10000)
-    max_rules_per_switch: 192        # per-flow rules the controller may hold in ack_thinning.policy
+    max_rules_per_switch: 8192       # per-flow rules the controller may hold in ack_thinning.flow_policy
     forget_after_s: 10               # a flow without new data this long loses its rule
     defaults:                        # for every rule; a rule overrides any key
-      limits: {min_d: 1, max_d: 16, policies: [every_d, tack, acc]}
+      limits: {min_d: 1, max_d: 16, policies: [every_d, tack, acc, coalesce]}
       thresholds: {dwell_s: 0.5}
     rules:                           # first match wins; a flow no rule matches is never touched
       - name: bulk
@@ -30,6 +30,9 @@ Thresholds (decision.py explains how each is used), their defaults, and why:
   told from noise (and the flow is under 0.5 Mbit/s at 100 ms: little to save).
 - ``idle_s`` 1.0: RFC 5681 §4.1 restarts after an idle period longer than the RTO, at least 1 s
   (RFC 6298).
+- ``underused_busy`` 0.8, ``saturated_busy`` 0.95: where the data's egress port has a rate, the
+  share of the interval it was busy: below 80 % there is capacity to take (ACK every segment), from
+  95 % the bottleneck is full; the gap is the hysteresis.
 - ``rate_gain`` 0.25: EWMA gain of the smoothed rate TACK's bw uses.
 - ``congestion_backlog_pkts`` 8, ``congestion_clear_pkts`` 4, ``congestion_clear_intervals`` 3:
   an eighth of bmv2's default 64-packet queue; clear at half, after 3 quiet intervals.
@@ -46,7 +49,7 @@ Thresholds (decision.py explains how each is used), their defaults, and why:
 - ``mss_bytes`` 1448: a 1500-byte MTU with the Timestamps option.
 
 Limits: ``min_d`` 1, ``max_d`` 16 (an ACK then releases at most 16 segments, 23 KB, at a sender
-that does not pace), ``policies`` every_d, tack, acc (and coalesce where this ackwise has it).
+that does not pace), ``policies`` every_d, tack, acc, coalesce.
 ``every_d`` must stay allowed: ramp-up and the safe policy are every_d.
 """
 
@@ -90,6 +93,8 @@ THRESHOLD_BOUNDS: dict[str, Bound] = {
     "steady_intervals": (True, 1, 1000, "a count of intervals"),
     "min_segments_per_interval": (True, 1, 100000, "segments per interval"),
     "idle_s": (False, 0.01, 3600.0, "seconds"),
+    "underused_busy": (False, 0.0, 1.0, "a share of the interval, e.g. 0.8"),
+    "saturated_busy": (False, 0.0, 1.0, "a share of the interval, e.g. 0.95"),
     "rate_gain": (False, 0.01, 1.0, "an EWMA gain in (0, 1]"),
     "congestion_backlog_pkts": (True, 1, 1 << 19, "packets"),
     "congestion_clear_pkts": (True, 0, 1 << 19, "packets"),
@@ -112,7 +117,7 @@ LIMIT_BOUNDS: dict[str, Bound] = {
 }
 TOP_BOUNDS: dict[str, Bound] = {
     "interval_ms": (True, 10, 10000, "milliseconds: below 10 one read of every flow record can outlast it"),
-    "max_rules_per_switch": (True, 1, 65536, "rules; ack_thinning.policy holds 256 in ack_switch.p4"),
+    "max_rules_per_switch": (True, 1, 65536, "rules; ack_thinning.flow_policy holds 8192 in ack_switch.p4"),
     "forget_after_s": (False, 0.1, 86400.0, "seconds"),
 }
 
@@ -139,7 +144,7 @@ class Rule:
 class ControllerConfig:
     rules: tuple[Rule, ...]
     interval_ms: int = 100
-    max_rules_per_switch: int = 192  # three quarters of the table, the rest for the operator's
+    max_rules_per_switch: int = 8192  # the whole of ack_thinning.flow_policy (FLOW_POLICY_TABLE_SIZE)
     forget_after_s: float = 10.0  # the switch's own reclaim time for idle records
 
     def rule_for(self, stream: AckStream) -> Rule | None:
@@ -383,6 +388,12 @@ class _Checker:
                 where,
                 f"steady_growth {base.steady_growth:g} must be below ramp_up_growth {base.ramp_up_growth:g}: "
                 "the gap is the hysteresis between the two tests; e.g. 1.10 and 1.25",
+            )
+        if base.underused_busy >= base.saturated_busy:
+            self.problem(
+                where,
+                f"underused_busy {base.underused_busy:g} must be below saturated_busy "
+                f"{base.saturated_busy:g}: the gap is the hysteresis; e.g. 0.8 and 0.95",
             )
         if base.congestion_clear_pkts >= base.congestion_backlog_pkts:
             self.problem(

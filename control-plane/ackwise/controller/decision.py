@@ -23,18 +23,26 @@ The rules, in order: the first that holds decides
    held ``hold_off_s``; misbehaviour during the hold-off extends it; a new episode within
    ``hold_off_max_s`` of the last hold-off ending doubles it, up to ``hold_off_max_s``.
 2. **Holding off** -> keep the safe policy until the hold-off ends.
-3. **ACK path congested -> stretch** (RFC 3449 §5.2.1, ACK Congestion Control; docs/acc.md). The
-   egress queue the ACKs leave by holds more than ``congestion_backlog_pkts`` packets, or its port
-   marked at least ``congestion_ecn_marks`` packets CE in the interval. Then ``acc`` (d_cap =
-   ``max_d``: the switch doubles d per congestion signal itself), else ``coalesce``, else
-   ``every_d`` with d doubled per decision, whichever the rule allows first. Clear once the backlog
-   stayed at or below ``congestion_clear_pkts`` with no marks for ``congestion_clear_intervals``.
+3. **ACK path congested -> fewer ACKs into that queue** (RFC 3449 §5.2). The egress queue the ACKs
+   leave by holds more than ``congestion_backlog_pkts`` packets, or its port marked at least
+   ``congestion_ecn_marks`` packets CE in the interval: the congested queue is this switch's own.
+   Then ``coalesce`` (§5.2.2: the waiting ACK in that very queue takes the newer ones in), else
+   ``acc`` (§5.2.1, d_cap = ``max_d``: the switch doubles d per congestion signal itself; bounded
+   by the flight the switch sees, which next to the receiver is a segment or two: docs/acc.md),
+   else ``every_d`` with d doubled per decision, whichever the rule allows first. It clears once
+   the backlog stayed at or below ``congestion_clear_pkts`` with no marks and, under coalesce, no
+   ACK folded, for ``congestion_clear_intervals``.
 4. **Idle or too slow to measure -> ACK every segment.** No new data for ``idle_s``: TCP restarts
    from its restart window after an idle period (RFC 5681 §4.1), a ramp-up to come. Fewer than
    ``min_segments_per_interval`` segments: the rate estimate is too coarse, and there is little to
    save.
-5. **Ramping up -> ACK every segment** (smartacking: while the bottleneck is underused, an ACK for
-   each delivered segment lets the sender take the capacity promptly). ``every_d`` d = 1 (never
+5. **Bottleneck underused, or ramping up -> ACK every segment** (smartacking: while the bottleneck
+   is underused, an ACK for each delivered segment lets the sender take the capacity promptly).
+   Where the data leaves the switch by a port with a rate (the switch's queue model books every
+   packet it sends there), the share of the interval that port was busy decides: below
+   ``underused_busy`` (0.8) the bottleneck is underused, whatever the flow's rate does; at or above
+   ``saturated_busy`` (0.95) it is saturated (rule 6). In between, and where the port has no rate
+   (the bottleneck is elsewhere), the flow's own growth decides. ``every_d`` d = 1 (never
    ``off``: an ``off`` flow is not tracked, and the controller would lose sight of it). A flow
    enters ramp-up new, after idle, or when its rate grows by ``ramp_up_growth`` (x1.25) in one
    interval; it leaves when the rate grew less than ``steady_growth`` (x1.10) for
@@ -174,6 +182,9 @@ class FlowSample:
     # the port the ACKs leave by
     queue_backlog_pkts: int | None = None  # None: unknown
     ecn_marks: int | None = None  # cumulative CE marks on that port; None: unknown
+    # the port the data leaves by: the share of the last interval it was busy (packets it sent x
+    # service time / interval); None: unknown (no rate on that port)
+    bottleneck_busy: float | None = None
     closed: bool = False
 
 
@@ -183,27 +194,28 @@ def sample_from(
     now_s: float,
     queue_backlog_pkts: int | None,
     ecn_marks: int | None = None,
+    bottleneck_busy: float | None = None,
 ) -> FlowSample:
     """The sample of the ACKs about ``half``'s data: ``half`` is the data sender's half-flow of
-    ``record``, the other half is the receiver's, whose ACKs these are. Fields the switch does not
-    expose yet (``data_end``, ``retransmissions``, ``dup_acks``, ``acks_absorbed``) read as 0."""
+    ``record``, the other half is the receiver's, whose ACKs these are."""
     data = half
     acks = record.halves[1 - record.halves.index(half)]
     return FlowSample(
         t_s=now_s,
-        data_end=getattr(data, "data_end", 0),
+        data_end=data.data_end,
         data_segments=data.data_segments,
-        retransmissions=getattr(data, "retransmissions", 0),
+        retransmissions=data.retransmissions,
         rtt_min_us=data.rtt_min_us,
         acks_seen=acks.acks_seen,
         acks_forwarded=acks.acks_forwarded,
         acks_thinned=acks.acks_thinned,
-        acks_absorbed=getattr(acks, "acks_absorbed", 0),
-        dup_acks=getattr(acks, "dup_acks", 0),
+        acks_absorbed=acks.acks_absorbed,
+        dup_acks=acks.dup_acks,
         acc_d=acks.acc_d,
         last_keep_reason=acks.last_keep_reason,
         queue_backlog_pkts=queue_backlog_pkts,
         ecn_marks=ecn_marks,
+        bottleneck_busy=bottleneck_busy,
         closed=record.closed,
     )
 
@@ -217,7 +229,7 @@ class Limits:
 
     min_d: int = 1
     max_d: int = 16  # bounds the burst one ACK releases at a sender that does not pace
-    policies: frozenset[Policy] = frozenset({Policy.EVERY_D, Policy.TACK, Policy.ACC})
+    policies: frozenset[Policy] = frozenset(CONTROLLER_POLICIES)
 
 
 @dataclass(frozen=True)
@@ -230,6 +242,8 @@ class Thresholds:
     steady_intervals: int = 3  # ... this many intervals in a row: saturated
     min_segments_per_interval: int = 4  # fewer: too slow to measure, ACK every segment
     idle_s: float = 1.0  # no new data this long: idle
+    underused_busy: float = 0.8  # the data's port busy less than this share: underused
+    saturated_busy: float = 0.95  # ... at least this share: saturated
     rate_gain: float = 0.25  # EWMA gain of the smoothed rate (RFC 6298 uses 1/8 for SRTT)
     congestion_backlog_pkts: int = 8  # ACK queue above this: congested
     congestion_clear_pkts: int = 4  # ... at or below this (and no marks) ...
@@ -267,6 +281,7 @@ class Kind(StrEnum):
 
     NEW = "new"
     RAMP_UP = "ramp_up"
+    UNDERUSED = "underused"
     LOW_RATE = "low_rate"
     IDLE = "idle"
     SATURATED = "saturated"
@@ -375,11 +390,13 @@ def _current_d(decision: Decision | None, fallback: int) -> int:
 def _congested(state: FlowState, why: str, config: DecisionConfig) -> Target:
     lim = config.limits
     mss = config.thresholds.mss_bytes
+    # The queue is this switch's: fold the ACKs in it. acc's d is bounded by the flight the switch
+    # sees, a segment or two next to the receiver (measured: d stayed 1 at the receiver's switch).
+    if COALESCE is not None and COALESCE in lim.policies:
+        return _policy(COALESCE, mss), Kind.CONGESTED, lambda: f"ack path congested: {why}: coalesce"
     if Policy.ACC in lim.policies:
         params = _policy(Policy.ACC, mss, d_cap=min(lim.max_d, ACC_D_CAP_MAX))
         return params, Kind.CONGESTED, lambda: f"ack path congested: {why}: acc d_cap={params.d_cap}"
-    if COALESCE is not None and COALESCE in lim.policies:
-        return _policy(COALESCE, mss), Kind.CONGESTED, lambda: f"ack path congested: {why}: coalesce"
     # ACC's multiplicative stretch, at most once per dwell time (the gate holds it that long)
     d = _clamp(2 * _current_d(state.decision, 1), lim)
     return (
@@ -512,6 +529,16 @@ def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tupl
             # The average lags far behind a rate that just stopped growing: restart it from now.
             phase, smoothed = Phase.SATURATED, rate
 
+    # The bottleneck's own measure, where the switch has one, overrides the growth test.
+    busy = sample.bottleneck_busy
+    underused = busy is not None and new_bytes > 0 and not low and busy < th.underused_busy
+    if underused:
+        phase, steady = Phase.RAMP_UP, 0
+    elif busy is not None and new_bytes > 0 and not low and busy >= th.saturated_busy:
+        if phase is not Phase.SATURATED:
+            phase, smoothed = Phase.SATURATED, rate
+        steady = 0
+
     # -- the ACK path --
     backlog = sample.queue_backlog_pkts
     congested, congestion_reason, clear = state.congested, state.congestion_reason, state.clear_intervals
@@ -523,7 +550,12 @@ def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tupl
         congested, clear = True, 0
         congestion_reason = f"{marks} ECN marks in {interval_ms} ms"
     elif congested:
-        quiet = (backlog is None or backlog <= th.congestion_clear_pkts) and not marks
+        # Coalescing keeps the queue short by folding ACKs into the one waiting there: while it
+        # still folds some, the ACKs still come faster than the queue drains, and a short queue
+        # is the remedy's doing, not the end of the congestion (measured: without this, the
+        # decision flapped between coalesce and every_d d=1 every second on the Asymmetric link).
+        absorbing = prev.acks_absorbed != sample.acks_absorbed
+        quiet = (backlog is None or backlog <= th.congestion_clear_pkts) and not marks and not absorbing
         clear = clear + 1 if quiet else 0
         if clear >= th.congestion_clear_intervals:
             congested, congestion_reason, clear = False, "", 0
@@ -587,6 +619,17 @@ def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tupl
             lambda: (
                 f"low rate: {segments:.1f} segments in {interval_ms} ms < "
                 f"{th.min_segments_per_interval}: ACK every segment"
+            ),
+        )
+    elif underused:
+        assert busy is not None
+        pct_busy = 100 * busy
+        target = (
+            _every_d(1, config),
+            Kind.UNDERUSED,
+            lambda: (
+                f"bottleneck underused: its port busy {pct_busy:.0f} % of {interval_ms} ms "
+                f"< {100 * th.underused_busy:.0f} %: ACK every segment"
             ),
         )
     elif phase is Phase.RAMP_UP:

@@ -3,32 +3,37 @@
 A thin I/O shell around ``decision.decide``. Per switch and interval:
 
 1. ``time_elapsed_us``: if it went back, the switch restarted and every rule written is gone.
-2. The policy table (one dump): each rule the controller wrote must still be there, under its
-   handle, with its match and parameters; rules lost that way (a restart the uptime did not show,
-   a program reload, an operator's ``policy del``) are re-applied. On first contact, exact per-flow
-   rules of flows the configuration manages are adopted: a previous controller left them.
-3. The flow records (``read_flows``: one Thrift call per register array), the LPM routes (one
-   call), and per egress port in use its queue backlog and ECN marks.
+2. The per-flow table ``ack_thinning.flow_policy`` (one dump; exact entries, looked up before the
+   operator's ternary rules in ``ack_thinning.policy``, which are read too): each rule the
+   controller wrote must still be there, under its handle, with its match and parameters; rules
+   lost that way (a restart the uptime did not show, a program reload, an operator's ``policy del
+   --flow``) are re-applied. On first contact, per-flow rules of flows the configuration manages
+   are adopted: a previous controller left them.
+3. The flow records (``read_flows``: one Thrift call per register array; each half-flow records
+   the port its segments leave by), per port the ACKs leave by its queue backlog and ECN marks, and
+   per port with a rate the packets its queue sent (the share of the interval the data's
+   bottleneck was busy).
 4. For every ACK stream a configuration rule manages: a sample, a decision.
 5. Writes: a changed decision modifies the flow's rule in place (no moment without one), a new flow
-   gets a rule (exact 5-tuple: /32 both ways and both ports, so it outranks any prefix rule); the
+   gets a rule (an exact entry: both addresses and ports, which outranks any ternary rule); the
    rule of a flow that closed, whose record is gone, or that sent no new data for
    ``forget_after_s``, is deleted. One JSON line per change on the log.
 
 Safe by construction:
 
 - A flow no configuration rule manages is never touched: its records are read, but the controller
-  writes only exact rules of managed ACK streams and deletes only rules it wrote or adopted.
+  writes only per-flow rules of managed ACK streams and deletes only rules it wrote or adopted; the
+  operator's ternary rules are never written.
 - A switch that restarts, or loses the controller's rules, gets the current decisions again; rules
   of flows not seen since are kept for ``forget_after_s``, so that flows that survive the restart
   find their rule.
 - If the controller dies, the switch keeps its last rules: each flow keeps the policy last
   written, which runs under the switch's safety contract like any other. Rules of flows that end
   meanwhile stay until a controller runs again (it adopts, then removes them) or the operator
-  deletes them (``ackwise policy list``, ``ackwise policy del``); ``ackwise controller run
+  deletes them (``ackwise policy list``, ``ackwise policy del --flow``); ``ackwise controller run
   --remove-rules-on-exit`` removes them when the controller exits cleanly.
-- At most ``max_rules_per_switch`` rules: ack_thinning.policy holds 256 entries in ack_switch.p4,
-  and the operator's prefix rules need some. Flows beyond the budget keep the operator's rules.
+- At most ``max_rules_per_switch`` rules: ack_thinning.flow_policy holds 8192 entries in
+  ack_switch.p4 (FLOW_POLICY_TABLE_SIZE). Flows beyond the budget keep the operator's rules.
 
 The switch must track a flow for the controller to see it: a flow whose ACKs fall under ``off``
 has no record. Give the managed prefixes a tracking rule (e.g. ``ackwise policy set
@@ -53,15 +58,24 @@ from ackwise.bmv2.client import (
     SwitchUnreachable,
 )
 from ackwise.errors import BadOption
-from ackwise.policies import POLICY_TABLE, PolicyMatch, PolicyParams
-from ackwise.thinning import PolicyRule, list_policies, read_flows, set_policy
+from ackwise.policies import PolicyMatch, PolicyParams
+from ackwise.thinning import (
+    PolicyRule,
+    delete_flow_policy,
+    list_flow_policies,
+    list_policies,
+    modify_flow_policy,
+    read_flows,
+    set_flow_policy,
+)
 
 from .config import ControllerConfig, policy_for
 from .decision import AckStream, Decision, FlowState, decide, sample_from
-from .ports import ecn_marks, egress_port, queue_backlog_pkts, read_routes
+from .ports import busy_share, ecn_marks, port_loads, queue_backlog_pkts
 
 Log = Callable[[dict[str, Any]], None]
 PortRead = Callable[[SwitchClient, int], int | None]
+PortLoads = Callable[[SwitchClient], dict[int, tuple[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,8 @@ class SwitchView:
     grace_until_s: float | None = None  # after a restart: unseen flows keep their rules until then
     budget_full: bool = False
     last_error: str | None = None  # logged once while it repeats
+    loads: dict[int, tuple[int, int]] = field(default_factory=dict)  # port_loads() at loads_at_us
+    loads_at_us: int | None = None
 
 
 def exact_stream(match: PolicyMatch) -> AckStream | None:
@@ -146,6 +162,7 @@ class Controller:
         sleep: Callable[[float], None] = time.sleep,
         backlog: PortRead = queue_backlog_pkts,
         marks: PortRead = ecn_marks,
+        loads: PortLoads = port_loads,
     ) -> None:
         if not switches:
             raise ValueError("no switch to control: give at least one --switch HOST:PORT")
@@ -158,6 +175,7 @@ class Controller:
         self._sleep = sleep
         self._backlog = backlog
         self._marks = marks
+        self._loads = loads
 
     # ---- running ----
 
@@ -246,13 +264,15 @@ class Controller:
         if view.uptime_us is not None and uptime_us < view.uptime_us:
             self._rules_gone(view, "switch restarted: its uptime went back")
         view.uptime_us = uptime_us
-        rules, default = list_policies(client)
-        self._check_rules(view, rules)
-        ours = {installed.handle for installed in view.installed.values()}
-        operators = [rule for rule in rules if rule.handle not in ours]
+        operators, default = list_policies(client)
+        self._check_rules(view, list_flow_policies(client))
         records = read_flows(client)
         now = self._clock()
-        routes = read_routes(client)
+        # How busy each port with a rate was since the last interval: the data's bottleneck.
+        loads = self._loads(client)
+        elapsed_us = uptime_us - view.loads_at_us if view.loads_at_us is not None else 0
+        busy = {port: busy_share(view.loads.get(port), load, elapsed_us) for port, load in loads.items()}
+        view.loads, view.loads_at_us = loads, uptime_us
         ports: dict[int | None, tuple[int | None, int | None]] = {None: (None, None)}
 
         def port_state(port: int | None) -> tuple[int | None, int | None]:
@@ -280,8 +300,11 @@ class Controller:
                     if view.dormant[stream] == half.data_segments:
                         continue  # forgotten while idle, still idle
                     del view.dormant[stream]
-                backlog, marks = port_state(egress_port(routes, stream.dst))
-                sample = sample_from(record, half, now, backlog, marks)
+                # The ports the switch saw this flow's ACKs and data leave by.
+                acks = record.halves[1 - direction]
+                backlog, marks = port_state(acks.egress_port)
+                data_busy = busy.get(half.egress_port) if half.egress_port is not None else None
+                sample = sample_from(record, half, now, backlog, marks, data_busy)
                 state, _ = decide(view.streams.get(stream, FlowState()), sample, rule.decision)
                 view.streams[stream] = state
                 seen.add(stream)
@@ -353,8 +376,8 @@ class Controller:
         baseline: PolicyParams,
     ) -> None:
         """Bring the switch to the flow's decision. A flow without a rule of ours whose decision is
-        what the operator's rules give it anyway gets none: the table holds 256 rules, and most new
-        flows start at every_d d=1, the usual tracking rule."""
+        what the operator's rules give it anyway gets none: most new flows start at every_d d=1,
+        the usual tracking rule, and an entry less is a write less."""
         want = state.decision
         if want is None:
             return
@@ -365,8 +388,7 @@ class Controller:
             return
         try:
             if have is not None:
-                action, params = want.params.action()
-                client.table_modify(POLICY_TABLE, have.handle, action, params)
+                modify_flow_policy(client, have.handle, want.params)
                 view.installed[stream] = Installed(have.handle, want.params)
                 self._event(view, "change", stream, old=have.params.describe(), **_new(want))
                 return
@@ -381,7 +403,7 @@ class Controller:
                         "keep the operator's rules until others end (raise it, up to the table's size)",
                     )
                 return
-            handle = set_policy(client, stream.match(), want.params)
+            handle = set_flow_policy(client, stream.match(), want.params)
         except SwitchOperationError as exc:
             self._event(view, "error", stream, error=str(exc))
             return
@@ -397,7 +419,7 @@ class Controller:
         if installed is None or view.client is None:
             return
         try:
-            view.client.table_delete(POLICY_TABLE, installed.handle)
+            delete_flow_policy(view.client, installed.handle)
         except SwitchOperationError as exc:
             self._event(view, "error", stream, error=str(exc))
             return
