@@ -1,8 +1,10 @@
-"""A paced TCP stream: ``write_bytes`` every ``write_bytes * 8 / rate_bps`` seconds, for a while.
+"""A paced TCP stream: ``write_bytes`` every ``write_bytes * 8 / rate_bps`` seconds, for a while;
+optionally followed, on the same connection, by ``bulk_bytes`` as fast as TCP takes them (one
+flow that is first application-limited, then saturates its bottleneck).
 
     python -m ackwise.experiments.paced recv --port 6101
     python -m ackwise.experiments.paced send --host 10.0.0.1 --port 6101 --rate-bps 64000 \\
-        --write-bytes 1000 --duration 20
+        --write-bytes 1000 --duration 20 [--bulk-bytes 5000000]
 
 The sender prints one JSON line with what it wrote; the receiver reads and discards until EOF.
 """
@@ -27,7 +29,9 @@ def receive(port: int, timeout_s: float) -> dict[str, int]:
     return {"bytes": received}
 
 
-def send(host: str, port: int, rate_bps: float, write_bytes: int, duration_s: float) -> dict[str, float]:
+def send(
+    host: str, port: int, rate_bps: float, write_bytes: int, duration_s: float, bulk_bytes: int = 0
+) -> dict[str, float]:
     deadline = time.monotonic() + 5
     while True:
         try:
@@ -49,7 +53,17 @@ def send(host: str, port: int, rate_bps: float, write_bytes: int, duration_s: fl
             writes += 1
             next_write += interval
             time.sleep(max(0.0, next_write - time.monotonic()))
-    return {"writes": writes, "bytes": writes * write_bytes, "duration_s": time.monotonic() - start}
+        paced_s = time.monotonic() - start
+        if bulk_bytes:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+            conn.settimeout(None)
+            conn.sendall(bytes(bulk_bytes))
+    return {
+        "writes": writes,
+        "bytes": writes * write_bytes + bulk_bytes,
+        "paced_s": paced_s,
+        "duration_s": time.monotonic() - start,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,12 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--rate-bps", type=float, required=True)
     s.add_argument("--write-bytes", type=int, default=1000)
     s.add_argument("--duration", type=float, required=True)
+    s.add_argument("--bulk-bytes", type=int, default=0, help="then this many bytes as fast as possible")
     args = parser.parse_args(argv)
     try:
         if args.mode == "recv":
             result: dict[str, float] | dict[str, int] = receive(args.port, args.timeout)
         else:
-            result = send(args.host, args.port, args.rate_bps, args.write_bytes, args.duration)
+            result = send(
+                args.host, args.port, args.rate_bps, args.write_bytes, args.duration, args.bulk_bytes
+            )
     except OSError as exc:
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         return 1

@@ -191,7 +191,7 @@ def _run_in_testbed(
     testbed = Testbed.create(config["topology"], **params)
     with ExitStack() as stack:
         stack.enter_context(testbed)
-        _configure_switches(testbed, run.arm, config)
+        decisions = _configure_switches(testbed, run.arm, config, stack)
         flows = _flows(testbed, scenario.traffic)
         agents = []
         if run.arm.host is not None:
@@ -226,6 +226,8 @@ def _run_in_testbed(
     if health:
         raise ExperimentError("the test bed broke during the run: " + "; ".join(health))
     _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, params)
+    if decisions is not None:
+        record.series["controller"] = decisions
     failed = [f for f in record.flows if not f["byte_exact"]]
     if failed:
         raise ExperimentError(
@@ -233,7 +235,15 @@ def _run_in_testbed(
         )
 
 
-def _configure_switches(testbed: Any, arm: Arm, config: dict[str, Any]) -> None:
+AUTO = "auto"  # the switch policy that is no one policy: the per-flow controller picks each flow's
+TRACKING = PolicyParams.parse("every_d", ["d=1"])  # under auto: every flow tracked, every segment ACKed
+
+
+def _configure_switches(
+    testbed: Any, arm: Arm, config: dict[str, Any], stack: ExitStack
+) -> list[dict[str, Any]] | None:
+    """ECN thresholds, and the arm's switch policy. With policy ``auto``, the controller runs on the
+    arm's switches for the run (stopped by ``stack``); its decisions, as logged, are returned."""
     from ackwise import ecn
 
     for setting in config.get("switch_ecn", []):
@@ -241,15 +251,62 @@ def _configure_switches(testbed: Any, arm: Arm, config: dict[str, Any]) -> None:
         with switch.client() as client:
             ecn.set_threshold(client, switch.port_to(setting["toward"]), int(setting["k"]))
     if arm.switch is None:
-        return
+        return None
+    names = [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
+    if arm.switch.name == AUTO:
+        return _start_controller(testbed, names, arm.switch.params, stack)
     try:
         params = PolicyParams.parse(arm.switch.name, [f"{k}={v}" for k, v in arm.switch.params.items()])
     except PolicyError as exc:
         raise ExperimentError(f"switch policy {arm.switch.label()}: {exc}") from None
-    names = [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
     for name in names:
         with testbed.switch(name).client() as client:
             set_default_policy(client, params)
+    return None
+
+
+def _start_controller(
+    testbed: Any, names: list[str], thresholds: dict[str, str], stack: ExitStack
+) -> list[dict[str, Any]]:
+    """``ackwise controller run`` in this process, on the named switches, managing every flow, with
+    the default limits and thresholds (``thresholds`` overrides some, from the arm's params)."""
+    import threading
+
+    from ackwise.controller.config import parse_config
+    from ackwise.controller.loop import Controller, SwitchEndpoint
+
+    doc: dict[str, Any] = {"rules": [{"name": "all", "match": {"src": "0.0.0.0/0"}}]}
+    if thresholds:
+        doc["defaults"] = {"thresholds": {k: float(v) for k, v in thresholds.items()}}
+    try:
+        controller_config = parse_config(doc)
+    except ValueError as exc:
+        raise ExperimentError(f"switch policy auto: {exc}") from None
+    for name in names:
+        with testbed.switch(name).client() as client:
+            set_default_policy(client, TRACKING)
+    decisions: list[dict[str, Any]] = []
+    started = time.time()
+
+    def log(line: dict[str, Any]) -> None:
+        if line.get("event") in ("set", "change", "reapply", "remove", "error"):
+            kept = {k: line.get(k) for k in ("event", "switch", "flow", "new", "kind", "reason", "error")}
+            decisions.append({"t_s": round(line["t"] - started, 3), **kept})
+
+    endpoints = [SwitchEndpoint("localhost", testbed.switch(n).thrift_port) for n in names]
+    controller = Controller(endpoints, controller_config, log=log)
+    controller.connect_all()
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, kwargs={"stop": stop}, name="controller", daemon=True)
+    thread.start()
+
+    def finish() -> None:
+        stop.set()
+        thread.join(timeout=10)
+        controller.close()
+
+    stack.callback(finish)
+    return decisions
 
 
 def _flows(testbed: Any, traffic: dict[str, Any]) -> list[tuple[str, str, int]]:

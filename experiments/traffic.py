@@ -390,7 +390,8 @@ class OnOffUdp:
 
 class PacedStream:
     """A TCP connection that writes ``write_bytes`` at ``rate_bps`` for ``duration_s`` (the
-    low-rate reverse data of Shang and Wills' scenario), into a receiver that discards it."""
+    low-rate reverse data of Shang and Wills' scenario), then ``bulk_bytes`` as fast as it can,
+    into a receiver that discards it."""
 
     def __init__(
         self,
@@ -400,9 +401,11 @@ class PacedStream:
         write_bytes: int,
         duration_s: float,
         port: int = 6101,
+        bulk_bytes: int = 0,
     ) -> None:
         self.sender, self.receiver, self.port = sender, receiver, port
         self.args = [str(rate_bps), str(write_bytes), str(duration_s)]
+        self.bulk_bytes = bulk_bytes
         self.sink: subprocess.Popen[str] | None = None
         self.proc: subprocess.Popen[str] | None = None
 
@@ -417,6 +420,8 @@ class PacedStream:
         rate, size, duration = self.args
         target = ["--host", self.receiver.IP(), "--port", str(self.port)]
         pacing = ["--rate-bps", rate, "--write-bytes", size, "--duration", duration]
+        if self.bulk_bytes:
+            pacing += ["--bulk-bytes", str(self.bulk_bytes)]
         self.proc = self.sender.popen(
             [PYTHON, "-m", module, "send", *target, *pacing],
             stdout=subprocess.PIPE,
