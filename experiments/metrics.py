@@ -53,13 +53,17 @@ def ack_rate_series(
 
 
 def avoidable_pure_acks(
-    segments: Sequence[TcpSegment], host: str, peer: str, within_s: float = 0.04
+    segments: Sequence[TcpSegment], receiver: tuple[str, int], sender: str, within_s: float = 0.04
 ) -> tuple[int, int]:
-    """Shang and Wills: pure ACKs ``host`` sent to ``peer`` that its own reverse data could have
-    carried. A pure ACK counts when ``host`` sent a data segment to ``peer`` within ``within_s``
-    after it (TCP's usual delayed-ACK budget) acknowledging at least as much: holding the ACK
-    that long would have let the data carry it. Returns (avoidable, all pure ACKs)."""
-    ordered = sorted((s for s in segments if s.src == host and s.dst == peer), key=lambda s: s.time)
+    """Shang and Wills: pure ACKs the data receiver (address, port: one connection) sent to
+    ``sender`` that its own data on that connection could have carried. A pure ACK counts when the
+    receiver sent a data segment on the same connection within ``within_s`` after it (TCP's usual
+    delayed-ACK budget) acknowledging at least as much: holding the ACK that long would have let
+    the data carry it. Returns (avoidable, all pure ACKs on the connection)."""
+    host, port = receiver
+    ordered = sorted(
+        (s for s in segments if s.src == host and s.sport == port and s.dst == sender), key=lambda s: s.time
+    )
     avoidable = total = 0
     for i, seg in enumerate(ordered):
         if not seg.is_pure_ack:

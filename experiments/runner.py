@@ -2,7 +2,7 @@
 
 The matrix is point x arm x repeat, in an order shuffled by the seed (so slow drift of the machine
 spreads over every arm instead of falling on the last ones), and every arm of one point and repeat
-gets the same traffic (same transfer seeds, same emulator seed). A run's record goes to the
+gets the same traffic (same transfer seeds; the link emulator runs without random loss). A run's record goes to the
 results directory as soon as the run ends; a run that fails (bytes not exact, timeout, a process
 of the test bed died, anything raised) is recorded as failed with its reason. A resumed matrix
 skips what the directory already holds for the same configuration and code.
@@ -34,6 +34,7 @@ from .scenario import Scenario
 from .schema import Arm, FlowResult, Point, RunRecord, run_id
 
 RUN_TIMEOUT_S = 600
+SHORT_FLOWS_BASE_PORT = 5001  # short flows take ports from here up, one each (run_transfer_streams)
 
 
 class ExperimentError(RuntimeError):
@@ -46,7 +47,7 @@ class PlannedRun:
     point: Point
     arm: Arm
     repeat: int
-    seed: int  # traffic and emulator seed: the same for every arm of a point and repeat
+    seed: int  # the traffic's seed: the same for every arm of a point and repeat
     run_id: str
     config: dict[str, Any]  # topology name and parameters as run, traffic, capture
 
@@ -128,8 +129,19 @@ def run_config(scenario: Scenario, point: Point, arm: Arm, seed: int) -> dict[st
 # ---- one run ----
 
 
-def _receivers_ports(flows: list[tuple[str, str, int]]) -> dict[str, list[int]]:
+def _receivers_ports(flows: list[tuple[str, str, int]], traffic: dict[str, Any]) -> dict[str, list[int]]:
+    """The ports each receiver's host agent must manage: every port a transfer to it may use.
+
+    Short flows take one port each, from 5001 up, in the order they start across all senders
+    (``run_transfer_streams``), so any receiver may get any of them: each gets the whole range.
+    (Regression: the agent once managed only 5001 and 5002, and the kernel's quickack, set for
+    the agent, ACKed every segment of the other 58 short flows.)"""
     ports: dict[str, list[int]] = {}
+    if traffic["kind"] == "short-flows":
+        every = list(
+            range(SHORT_FLOWS_BASE_PORT, SHORT_FLOWS_BASE_PORT + len(flows) * int(traffic["n_flows"]))
+        )
+        return {receiver: every for _, receiver, _ in flows}
     for _, receiver, port in flows:
         ports.setdefault(receiver, []).append(port)
     return ports
@@ -195,7 +207,7 @@ def _run_in_testbed(
         flows = _flows(testbed, scenario.traffic)
         agents = []
         if run.arm.host is not None:
-            for receiver, ports in _receivers_ports(flows).items():
+            for receiver, ports in _receivers_ports(flows, scenario.traffic).items():
                 agent = HostAgent(
                     testbed.host(receiver), run.arm.host.name, run.arm.host.params, tuple(ports)
                 )
@@ -355,17 +367,6 @@ def _drive_traffic(
                 float(udp["duration_s"]),
             ).start()
             background.append(onoff)
-        reverse = traffic.get("reverse_stream")
-        if reverse:
-            stream = tr.PacedStream(
-                testbed.host(reverse["sender"]),
-                testbed.host(reverse["receiver"]),
-                rate_bps=float(reverse["rate_bps"]),
-                write_bytes=int(reverse.get("write_bytes", 1000)),
-                duration_s=float(reverse["duration_s"]),
-                port=6101,
-            ).start()
-            background.append(stream)
         if traffic["kind"] == "transfers":
             pairs = [(testbed.host(s), testbed.host(r)) for s, r, _ in flows]
 
@@ -382,6 +383,8 @@ def _drive_traffic(
                 on_progress=progress,
                 timeout_s=float(traffic.get("timeout_s", RUN_TIMEOUT_S)),
                 seed_base=seed,
+                reverse_rate_bps=float(traffic.get("reverse_data", {}).get("rate_bps", 0)),
+                reverse_write_bytes=int(traffic.get("reverse_data", {}).get("write_bytes", 1000)),
             )
         else:
             results = _short_flows(testbed, traffic, flows, seed, on_progress)
@@ -417,7 +420,10 @@ def _short_flows(
             stream.append((testbed.host(s), testbed.host(r), size, think))
         streams.append(stream)
     per_stream = tr.run_transfer_streams(
-        streams, timeout_s=float(traffic.get("timeout_s", 120)), on_progress=on_progress
+        streams,
+        base_port=SHORT_FLOWS_BASE_PORT,
+        timeout_s=float(traffic.get("timeout_s", 120)),
+        on_progress=on_progress,
     )
     return [result for stream in per_stream for result in stream]
 
@@ -490,10 +496,13 @@ def _fill_metrics(
         medium = link_stats.get("air", {}).get("media", [{}])[0]
         airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).airtime_us(66)
         m["ack_airtime_share"] = airtime_share(counts.pure_acks, airtime_us, int(medium.get("busy_ns", 0)))
-    reverse = scenario.traffic.get("reverse_stream")
-    if reverse:
-        avoidable, _ = avoidable_pure_acks(segments, ips[reverse["sender"]], ips[reverse["receiver"]])
-        m["avoidable_pure_acks"] = avoidable
+    if scenario.traffic.get("reverse_data"):
+        # Per connection: the receiver's pure ACKs that its own data, sent soon after on the same
+        # connection, could have carried.
+        m["avoidable_pure_acks"] = sum(
+            avoidable_pure_acks(segments, (ips[r], port), ips[s])[0] for s, r, port in flows
+        )
+        m["reverse_bytes"] = sum(t.reverse_bytes for t in results)
     record.metrics = {k: _plain(v) for k, v in m.items() if k in scenario.metrics or v is not None}
     record.series = {
         "cwnd": [

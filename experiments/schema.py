@@ -21,7 +21,7 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 # Where an ACK policy runs: the comparison's axis. "none" is the baseline (nothing on); an arm may
-# combine places ("host+switch", "ap+host").
+# combine places ("host+switch", "host+ap": in this order).
 PLACES = ("host", "switch", "ap")
 BASELINE = "none"
 
@@ -47,8 +47,9 @@ METRICS: dict[str, MetricInfo] = {
     "queue_delay_ms": MetricInfo("ms", "lower", "mean queueing delay at the bottleneck"),
     "ack_airtime_share": MetricInfo("", "lower", "share of the medium's airtime taken by ACK frames"),
     "avoidable_pure_acks": MetricInfo(
-        "", "lower", "pure ACKs sent while reverse data could have carried them"
+        "", "lower", "pure ACKs sent while reverse data on the same connection could have carried them"
     ),
+    "reverse_bytes": MetricInfo("bytes", "", "data the receivers wrote back on their connections"),
     "throughput_mbps": MetricInfo("Mbit/s", "higher", "throughput of the flow (chain)"),
 }
 

@@ -55,6 +55,7 @@ class TransferResult:
     started_at: float
     max_stall_s: float | None = None  # longest time the receiver got no new bytes (None: not watched)
     max_stall_at_bytes: int | None = None  # how many bytes it had when that stall began
+    reverse_bytes: int = 0  # data the receiver wrote back on the same connection (reverse_rate_bps)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -72,9 +73,14 @@ class Transfer:
         port: int = 5001,
         seed: int = 1,
         timeout_s: float = 300,
+        reverse_rate_bps: float = 0.0,
+        reverse_write_bytes: int = 1000,
     ) -> None:
+        """``reverse_rate_bps`` > 0: the receiver writes ``reverse_write_bytes`` back at that rate on
+        the same connection while the data arrives (data its ACKs can ride on)."""
         self.sender, self.receiver = sender, receiver
         self.size_bytes, self.port, self.seed, self.timeout_s = size_bytes, port, seed, timeout_s
+        self.reverse_rate_bps, self.reverse_write_bytes = reverse_rate_bps, reverse_write_bytes
         self._progress: Path | None = None
         self._recv: subprocess.Popen[str] | None = None
         self._send: subprocess.Popen[str] | None = None
@@ -107,6 +113,10 @@ class Transfer:
                 str(self._progress),
                 "--timeout",
                 str(self.timeout_s),
+                "--reverse-rate-bps",
+                str(self.reverse_rate_bps),
+                "--reverse-write-bytes",
+                str(self.reverse_write_bytes),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -173,6 +183,7 @@ class Transfer:
             started_at=sent["started_at"],
             max_stall_s=self.max_stall_s if self._last_change is not None else None,
             max_stall_at_bytes=self.max_stall_at_bytes,
+            reverse_bytes=int(sent.get("reverse_bytes", 0)),
         )
         if not result.byte_exact:
             raise TrafficError(
@@ -202,11 +213,23 @@ def run_transfers(
     on_progress: Callable[[list[Transfer]], None] | None = None,
     timeout_s: float = 300,
     seed_base: int = 0,
+    reverse_rate_bps: float = 0.0,
+    reverse_write_bytes: int = 1000,
 ) -> list[TransferResult]:
     """One transfer per (sender, receiver) pair, the k-th started k * stagger_s after the first;
-    its payload comes from seed ``seed_base + k + 1``."""
+    its payload comes from seed ``seed_base + k + 1``; each receiver writes data back at
+    ``reverse_rate_bps`` on its connection (0: none)."""
     transfers = [
-        Transfer(s, r, size_bytes, base_port + i, seed=seed_base + i + 1, timeout_s=timeout_s)
+        Transfer(
+            s,
+            r,
+            size_bytes,
+            base_port + i,
+            seed=seed_base + i + 1,
+            timeout_s=timeout_s,
+            reverse_rate_bps=reverse_rate_bps,
+            reverse_write_bytes=reverse_write_bytes,
+        )
         for i, (s, r) in enumerate(pairs)
     ]
     try:

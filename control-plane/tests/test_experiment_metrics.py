@@ -44,7 +44,16 @@ def test_avoidable_pure_acks_need_data_soon_after_acknowledging_as_much() -> Non
         seg(R, H, 0.300, ack=4000),
         seg(R, H, 0.310, payload=100, ack=3500, flags=ACK | PSH),  # acknowledges less
     ]
-    assert avoidable_pure_acks(segments, R, H) == (1, 3)
+    assert avoidable_pure_acks(segments, (R, 1), H) == (1, 3)
+
+
+def test_avoidable_pure_acks_only_count_data_on_the_same_connection() -> None:
+    """Regression: ACKs were matched with data by address only, so a separate reverse connection's
+    data, numbered in another sequence space, "carried" about half of them."""
+    other = TcpSegment(R, H, 6101, 40000, 0, 5000, ACK | PSH, 100, 1000, 0, time=0.010)
+    segments = [seg(R, H, 0.000, ack=1000), other, seg(R, H, 0.100, ack=2000)]
+    assert avoidable_pure_acks(segments, (R, 1), H) == (0, 2)
+    assert avoidable_pure_acks(segments, (R, 6101), H) == (0, 0)
 
 
 def test_jain_index() -> None:

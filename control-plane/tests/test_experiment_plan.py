@@ -82,3 +82,27 @@ def test_a_bad_scenario_names_the_file_and_the_fix(tmp_path: Path) -> None:
         load(bad)
     with pytest.raises(ScenarioError, match=r"no scenario 'nosuch'; known: .*asymmetric"):
         load("nosuch")
+
+
+def test_host_agents_manage_every_port_a_short_flow_may_take() -> None:
+    """Regression: the agents managed only 5001 and 5002, so 28 of the 30 short flows ran with the
+    kernel's quickack (set for the agent) instead of the policy under test."""
+    from ackwise.experiments.runner import SHORT_FLOWS_BASE_PORT, _receivers_ports
+
+    scenario = load("short-flows")
+    flows = [("h1", "r1", 5001), ("h2", "r2", 5002)]
+    n_transfers = len(flows) * int(scenario.traffic["n_flows"])
+    taken = set(
+        range(SHORT_FLOWS_BASE_PORT, SHORT_FLOWS_BASE_PORT + n_transfers)
+    )  # one port each, in start order
+    ports = _receivers_ports(flows, scenario.traffic)
+    assert set(ports) == {"r1", "r2"}
+    for receiver in ports:
+        assert set(ports[receiver]) >= taken, receiver
+
+
+def test_bulk_transfers_agents_manage_their_own_ports() -> None:
+    from ackwise.experiments.runner import _receivers_ports
+
+    flows = [("h1", "r1", 5001), ("h2", "r2", 5002), ("h3", "r1", 5003)]
+    assert _receivers_ports(flows, {"kind": "transfers"}) == {"r1": [5001, 5003], "r2": [5002]}
