@@ -1,6 +1,7 @@
 """``make experiments``: every scenario's default matrix (or ``--quick``: one repeat of each one's
 reduced matrix), each into results/SCENARIO[-quick]/ (resumable: an interrupted run picks up where
-it stopped), each reported, and the headline table written into docs/results.md.
+it stopped), each reported, and with ``--write-docs`` the headline table written into
+docs/results.md and each scenario's report, figures and records copied under docs/results/.
 
     python -m ackwise.experiments.all [--quick] [--only asymmetric,wlan] [--write-docs]
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +25,10 @@ from .scenario import all_scenarios
 from .store import ResultStore
 
 DOCS = REPO_ROOT / "docs" / "results.md"
+# What docs/results.md links to: each scenario's report.md, figures, manifest and records, copied
+# from results/ (which git ignores) so that the numbers in the docs can be read and re-reported.
+PUBLISHED = REPO_ROOT / "docs" / "results"
+PUBLISHED_FILES = ("report.md", "manifest.json", "runs.jsonl")
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
@@ -30,10 +36,13 @@ def out_dir(name: str, quick: bool) -> Path:
     return REPO_ROOT / "results" / f"{name}{'-quick' if quick else ''}"
 
 
-def headline(directories: list[Path], command: str, started: float) -> str:
+def headline(directories: list[Path], command: str) -> str:
     """The verdict of every scenario, one table, with where it was measured and how."""
+    records = [r for d in directories for r in ResultStore.load(d).all_records()]
+    run_hours = sum(r.duration_s for r in records) / 3600
     lines = [
-        f"Measured {time.strftime('%Y-%m-%d')} with `{command}` ({(time.time() - started) / 3600:.1f} h); "
+        f"Measured {time.strftime('%Y-%m-%d')} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
+        "of runs, test bed set-up excluded); "
         f"{platform.node()}: {os.cpu_count()} cores, kernel {platform.release()}; "
         f"simple_switch {tool_versions()['simple_switch']}, p4c {tool_versions()['p4c']}, "
         f"ackwise {tool_versions()['ackwise']}. Mean ± 95 % CI half-width (n).",
@@ -59,10 +68,28 @@ def headline(directories: list[Path], command: str, started: float) -> str:
                         else f"{c.arm}: {c.value} ({c.change}{', ' + c.status if c.status else ''})"
                     )
                 lines.append(
-                    f"| [{section.name}]({directory.relative_to(REPO_ROOT)}/report.md) | {row.point} | "
+                    f"| [{section.name}](results/{directory.name}/report.md) | {row.point} | "
                     f"{v.metric.key} | {row.baseline} | {' | '.join(cells)} | {row.best} |"
                 )
     return "\n".join(lines)
+
+
+def publish(directories: list[Path]) -> None:
+    """Copy each results directory's report, figures and records under docs/results/, replacing
+    what an earlier run published there (directories no longer in the table go)."""
+    PUBLISHED.mkdir(exist_ok=True)
+    keep = {d.name for d in directories}
+    for old in PUBLISHED.iterdir():
+        if old.is_dir() and old.name not in keep:
+            shutil.rmtree(old)
+    for directory in directories:
+        target = PUBLISHED / directory.name
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir()
+        for name in PUBLISHED_FILES:
+            shutil.copy2(directory / name, target / name)
+        shutil.copytree(directory / "figures", target / "figures")
 
 
 def write_docs(table: str) -> None:
@@ -89,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         wanted = set(args.only.split(","))
         scenarios = [s for s in scenarios if s.name in wanted]
-    started = time.time()
     directories: list[Path] = []
     failed: list[str] = []
     for scenario in scenarios:
@@ -114,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         write_report(directory)
         directories.append(directory)
     command = "make experiments" + (" QUICK=1" if args.quick else "")
-    table = headline(directories, command, started)
+    table = headline(directories, command)
     print(table)
     if args.write_docs and directories:
+        publish(directories)
         write_docs(table)
     if failed:
         print(f"not run to the end: {', '.join(failed)}", file=sys.stderr)

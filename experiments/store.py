@@ -6,7 +6,7 @@ given it, the requested matrix, the code that made the runs and the command that
     {
       "schema": 1,
       "scenario": {...},                      # the scenario definition, as given by the caller
-      "matrix": {"points": [asdict(Point)...], "arms": [Arm.to_dict()...],
+      "matrix": {"points": ["label", ...], "arms": [Arm.to_dict()...],
                  "repeats": 3, "seed": 1, "quick": false},
       "code_version": "abc123",               # the code that created the directory
       "code_versions": ["abc123", ...],       # every code version allowed to add runs (mixing)
