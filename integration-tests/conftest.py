@@ -91,6 +91,7 @@ def nothing_left_behind() -> Iterator[None]:
     problems = [f"test bed {name} still running" for name in Testbed.stop_all()]
     left = leftovers.since(before)
     leftovers.remove(left)
+    leftovers.reap_orphans()  # this process is their subreaper: no zombie outlives its test
     problems += left.describe()
     assert not problems, f"left behind (now removed): {'; '.join(problems)}"
 

@@ -195,6 +195,26 @@ def remove(left: Leftovers, grace_s: float = 3.0) -> None:
             path.unlink(missing_ok=True)
 
 
+def reap_orphans() -> list[int]:
+    """Collect the exit status of this process's children that have ended (zombies), and return
+    their pids.
+
+    A child subreaper inherits every orphan of its descendants (a test bed's switches once their
+    Mininet shell is gone, an ``ackwise demo`` run's processes), and must wait for them like its own
+    children, or each stays a zombie until the whole run ends: CI saw 12 of them, still named
+    simple_switch, which a later test's ``pgrep`` took for a running test bed. Called between tests,
+    when no test holds a child it has yet to wait for."""
+    reaped = []
+    for pid, (ppid, state, _) in _all_processes().items():
+        if ppid == os.getpid() and state == "Z":
+            try:
+                os.waitpid(pid, os.WNOHANG)
+                reaped.append(pid)
+            except ChildProcessError:
+                pass
+    return reaped
+
+
 def _signal(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)

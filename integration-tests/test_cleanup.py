@@ -76,6 +76,20 @@ def test_a_failing_test_takes_its_test_bed_with_it_and_the_next_test_runs(tmp_pa
     assert_clean_since(before, "the leaky tests")
 
 
+def test_orphans_are_reaped_between_tests() -> None:
+    """Regression: pytest, the subreaper of everything a test starts, never waited for the orphans
+    it inherited; each stayed a zombie named like the process it was (12 simple_switch on CI), and
+    a later check for running switches saw them."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(SELFTEST / "orphans.py")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert "2 passed" in out.stdout, (out.stdout + out.stderr)[-3000:]
+
+
 def wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():

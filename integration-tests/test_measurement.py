@@ -117,17 +117,19 @@ def test_staggered_transfers_beside_onoff_udp() -> None:
 
 
 def test_bed_now() -> set[str]:
-    """The demo's kind of leftovers on this machine: Mininet-named interfaces, and simple_switch and
-    linkem processes (by /proc/PID/comm; ``pgrep -x 'a|b'`` is no test: procps refuses patterns
-    over 15 characters and matches nothing)."""
+    """The demo's kind of leftovers on this machine: Mininet-named interfaces, and running
+    simple_switch and linkem processes (by /proc/PID/stat; not ``pgrep -x 'a|b'``, which procps
+    refuses over 15 characters and so matches nothing, and which counts zombies: the orphans this
+    run's pytest inherits until it reaps them)."""
     found = {p.name for p in Path("/sys/class/net").iterdir() if re.match(r"^(s\d|e\d|h\d|r\d)", p.name)}
-    for comm in Path("/proc").glob("[0-9]*/comm"):
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            name = comm.read_text().strip()
+            name, rest = stat.read_text().rsplit(")", 1)
         except OSError:  # ended meanwhile
             continue
-        if name in ("simple_switch", "linkem"):
-            found.add(f"{name} (pid {comm.parent.name})")
+        name = name.split("(", 1)[1]
+        if name in ("simple_switch", "linkem") and rest.split()[0] != "Z":
+            found.add(f"{name} (pid {stat.parent.name})")
     return found
 
 
