@@ -94,6 +94,16 @@ def processes() -> dict[int, str]:
     return found
 
 
+def running(name: str) -> set[int]:
+    """Pids of the live processes named ``name`` (their comm), on the whole machine; zombies, which
+    ``pgrep`` still lists under the name, are not running."""
+    return {
+        pid
+        for pid, (_, state, argv) in _all_processes().items()
+        if argv and Path(argv[0]).name == name and state != "Z"
+    }
+
+
 def foreign_command_lines() -> str:
     """The command lines of the processes this test run did not start, joined."""
     table = _all_processes()

@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import leftovers
 from conftest import VENV_BIN
 
 from ackwise.experiments.metrics import avoidable_pure_acks
@@ -118,18 +119,11 @@ def test_staggered_transfers_beside_onoff_udp() -> None:
 
 def test_bed_now() -> set[str]:
     """The demo's kind of leftovers on this machine: Mininet-named interfaces, and running
-    simple_switch and linkem processes (by /proc/PID/stat; not ``pgrep -x 'a|b'``, which procps
-    refuses over 15 characters and so matches nothing, and which counts zombies: the orphans this
-    run's pytest inherits until it reaps them)."""
+    simple_switch and linkem processes (not ``pgrep -x 'a|b'``, which procps refuses over 15
+    characters and so matches nothing, and which lists zombies)."""
     found = {p.name for p in Path("/sys/class/net").iterdir() if re.match(r"^(s\d|e\d|h\d|r\d)", p.name)}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            name, rest = stat.read_text().rsplit(")", 1)
-        except OSError:  # ended meanwhile
-            continue
-        name = name.split("(", 1)[1]
-        if name in ("simple_switch", "linkem") and rest.split()[0] != "Z":
-            found.add(f"{name} (pid {stat.parent.name})")
+    for name in ("simple_switch", "linkem"):
+        found |= {f"{name} (pid {pid})" for pid in leftovers.running(name)}
     return found
 
 

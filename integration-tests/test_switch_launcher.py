@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import leftovers
 import pytest
 from conftest import REPO
 
@@ -26,8 +27,7 @@ NOT_YET = (
 
 
 def simple_switch_pids() -> set[int]:
-    out = subprocess.run(["pgrep", "-x", "simple_switch"], capture_output=True, text=True).stdout
-    return {int(p) for p in out.split()}
+    return leftovers.running("simple_switch")
 
 
 @pytest.fixture

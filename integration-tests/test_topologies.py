@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
+import leftovers
 import pytest
 
 from ackwise.experiments.traffic import iperf3_bulk, iperf3_goodput_bps
@@ -34,8 +34,7 @@ CASES: dict[str, dict[str, Any]] = {
 
 
 def simple_switch_pids() -> set[int]:
-    out = subprocess.run(["pgrep", "-x", "simple_switch"], capture_output=True, text=True).stdout
-    return {int(p) for p in out.split()}
+    return leftovers.running("simple_switch")
 
 
 @pytest.mark.parametrize("case", list(CASES))
