@@ -3,6 +3,7 @@ byte-exact and can be staggered beside on-off UDP, the demo runs and cleans up a
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -79,6 +80,7 @@ def test_reverse_data_rides_the_same_connection_and_carries_acks() -> None:
     size, rate_bps = 3_000_000, 200_000
     with Testbed.create("dumbbell", n_pairs=1, fwd_delay_ms=5, rev_delay_ms=5) as testbed:
         sender, receiver = testbed.host("h1"), testbed.host("r1")
+        sender_ip, receiver_ip = sender.IP(), receiver.IP()
         capture = Capture("e1-eth2")
         (result,) = run_transfers(
             [(sender, receiver)], size, reverse_rate_bps=rate_bps, reverse_write_bytes=1000
@@ -90,13 +92,17 @@ def test_reverse_data_rides_the_same_connection_and_carries_acks() -> None:
     finally:
         capture.discard()
     assert result.byte_exact
-    back = [s for s in segments if s.src == receiver.IP() and s.sport == 5001 and s.payload_len > 0]
-    assert sum(s.payload_len for s in back) == result.reverse_bytes
+    back = [s for s in segments if s.src == receiver_ip and s.sport == 5001 and s.payload_len > 0]
+    # Everything the receiver wrote: the reverse data, then its answer line (bytes and SHA-256).
+    answer = json.dumps(
+        {"bytes": size, "sha256": result.receiver_sha256, "reverse_bytes": result.reverse_bytes}
+    )
+    assert sum(s.payload_len for s in back) == result.reverse_bytes + len(answer) + 1
     # About rate x duration: writes on schedule from accept() until the sender's EOF.
     expected = rate_bps / 8 * result.completion_s
     assert 0.5 * expected <= result.reverse_bytes <= 1.2 * expected + 1000, (result.reverse_bytes, expected)
     assert all(s.flags & ACK for s in back)
-    avoidable, pure = avoidable_pure_acks(segments, (receiver.IP(), 5001), sender.IP())
+    avoidable, pure = avoidable_pure_acks(segments, (receiver_ip, 5001), sender_ip)
     assert pure > 0 and 0 < avoidable <= pure, (avoidable, pure)
 
 
@@ -117,7 +123,7 @@ def test_staggered_transfers_beside_onoff_udp() -> None:
     assert 250 <= sent["datagrams"] <= 400
 
 
-def test_bed_now() -> set[str]:
+def running_test_bed_parts() -> set[str]:
     """The demo's kind of leftovers on this machine: Mininet-named interfaces, and running
     simple_switch and linkem processes (not ``pgrep -x 'a|b'``, which procps refuses over 15
     characters and so matches nothing, and which lists zombies)."""
@@ -132,7 +138,9 @@ DEMO_LINE = r"{}\s+completion\s+[\d.]+ s\s+goodput\s+[\d.]+ Mbit/s\s+([\d.]+) pu
 
 def test_demo_runs_and_reports() -> None:
     """The comparison in miniature: one line per placement, then the command of the whole one."""
-    before = test_bed_now()  # another run's switches may be up on this machine: compare, not require none
+    before = (
+        running_test_bed_parts()
+    )  # another run's switches may be up on this machine: compare, not require none
     out = subprocess.run([str(VENV_BIN / "ackwise"), "demo"], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     ratios = {}
@@ -144,11 +152,11 @@ def test_demo_runs_and_reports() -> None:
     assert 0.2 <= ratios["host every_d d=4"] <= 0.3
     assert ratios["switch coalesce @s2"] < ratios["baseline (nothing on)"]
     assert "ackwise experiment run asymmetric" in out.stdout
-    assert test_bed_now() - before == set()
+    assert running_test_bed_parts() - before == set()
 
 
 def test_demo_interrupted_removes_everything() -> None:
-    before = test_bed_now()
+    before = running_test_bed_parts()
     proc = subprocess.Popen(
         [str(VENV_BIN / "ackwise"), "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -162,4 +170,4 @@ def test_demo_interrupted_removes_everything() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "everything it started has been removed" in err
-    assert test_bed_now() - before == set()
+    assert running_test_bed_parts() - before == set()
