@@ -1,8 +1,9 @@
 """How long the controller's work takes per interval for many flows: building the samples from
 flow records, matching configuration rules, deciding (synthetic records), and, with --switch, the
 reads of one interval from a running switch (flow records in bulk, the rules, the ports' queue
-counts), whose cost does not depend on how many flows the switch holds: every
-register array is read whole.
+counts). The records' cost does not depend on how many flows the switch holds (every register
+array is read whole); the per-flow rules' does, so with --switch the bench first writes one
+per-flow rule per synthetic flow, as the controller would hold, and removes them at the end.
 
     python -m ackwise.controller.bench --flows 4000 --intervals 20 [--switch localhost:9090]
 """
@@ -19,9 +20,17 @@ from dataclasses import dataclass
 
 from ackwise.bmv2.client import SwitchClient
 from ackwise.flowkey import FlowKey
-from ackwise.policies import MSS_BYTES, PolicyMatch
+from ackwise.policies import MSS_BYTES, PolicyMatch, PolicyParams
 from ackwise.serial import seq_add
-from ackwise.thinning import FlowRecord, HalfFlow, list_flow_policies, list_policies, read_flows
+from ackwise.thinning import (
+    FlowRecord,
+    HalfFlow,
+    delete_flow_policy,
+    list_flow_policies,
+    list_policies,
+    read_flows,
+    set_flow_policy,
+)
 
 from .config import ControllerConfig, Rule
 from .decision import AckStream, FlowSample, FlowState, decide, sample_from
@@ -85,6 +94,20 @@ def read_interval(client: SwitchClient) -> None:
     port_loads(client)
 
 
+def fill_flow_rules(client: SwitchClient, records: Sequence[FlowRecord]) -> list[int]:
+    """One per-flow rule per flow (its ACK stream: the receiver's ACKs), as the controller holds
+    them at that many flows; their handles."""
+    tracking = PolicyParams.parse("every_d", ["d=1"])
+    handles = []
+    for record in records:
+        data = next(h for h in record.halves if h.data_segments)
+        ack = next(h for h in record.halves if h is not data)
+        (src, sport), (dst, dport) = (ack.sender.rsplit(":", 1), data.sender.rsplit(":", 1))
+        match = PolicyMatch.parse([f"src={src}/32", f"dst={dst}/32", f"sport={sport}", f"dport={dport}"])
+        handles.append(set_flow_policy(client, match, tracking))
+    return handles
+
+
 def run(
     flows: int = 4000, intervals: int = 20, interval_s: float = 0.1, client: SwitchClient | None = None
 ) -> BenchResult:
@@ -118,10 +141,15 @@ def run(
         decide_ms.append((t3 - t2) * 1000)
     read_ms = []
     if client is not None:
-        for _ in range(intervals):
-            t0 = time.perf_counter()
-            read_interval(client)
-            read_ms.append((time.perf_counter() - t0) * 1000)
+        handles = fill_flow_rules(client, records)
+        try:
+            for _ in range(intervals):
+                t0 = time.perf_counter()
+                read_interval(client)
+                read_ms.append((time.perf_counter() - t0) * 1000)
+        finally:
+            for handle in handles:
+                delete_flow_policy(client, handle)
     return BenchResult(
         flows,
         intervals,
