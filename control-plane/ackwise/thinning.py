@@ -105,6 +105,11 @@ def delete_flow_policy(client: SwitchClient, handle: int) -> None:
     client.table_delete(FLOW_POLICY_TABLE, handle)
 
 
+def count_flow_policies(client: SwitchClient) -> int:
+    """How many per-flow rules the switch holds (one call; no dump)."""
+    return client.table_num_entries(FLOW_POLICY_TABLE)
+
+
 def list_flow_policies(client: SwitchClient) -> list[PolicyRule]:
     """Every per-flow rule (priority 0: they are looked up before any ternary rule)."""
     rules = []

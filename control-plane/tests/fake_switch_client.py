@@ -68,6 +68,7 @@ class FakeSwitchClient:
         self.ports = (PortInfo(1, "veth1", True), PortInfo(2, "veth2", True))
         self._next_handle = 0
         self.writes: list[tuple[str, Any]] = []  # ("add" | "modify" | "delete", detail)
+        self.dumps: list[str] = []  # the tables dumped, in order
         self.reachable = True
         self.closed = False
 
@@ -199,8 +200,13 @@ class FakeSwitchClient:
             raise SwitchOperationError(f"deleting entry {handle} of {table} failed: INVALID_HANDLE")
         self.writes.append(("delete", handle))
 
+    def table_num_entries(self, table: str) -> int:
+        self._check()
+        return len(self.entries.get(table, {}))
+
     def table_entries(self, table: str) -> list[TableEntry]:
         self._check()
+        self.dumps.append(table)
         return sorted(self.entries.get(table, {}).values(), key=lambda e: e.handle)
 
     def table_default(self, table: str) -> DefaultAction:

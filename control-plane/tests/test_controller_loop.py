@@ -13,7 +13,13 @@ from fake_switch_client import FakeSwitchClient
 from ackwise.bmv2.client import SwitchClient
 from ackwise.controller.config import ControllerConfig, parse_config
 from ackwise.controller.decision import AckStream
-from ackwise.controller.loop import Controller, SwitchEndpoint, exact_stream, print_json_line
+from ackwise.controller.loop import (
+    RULES_FULL_CHECK_S,
+    Controller,
+    SwitchEndpoint,
+    exact_stream,
+    print_json_line,
+)
 from ackwise.policies import FLOW_POLICY_TABLE, POLICY_TABLE, PolicyMatch, PolicyParams
 from ackwise.thinning import list_flow_policies, set_flow_policy, set_policy
 
@@ -196,6 +202,34 @@ def test_a_rule_lost_without_a_restart_is_reapplied() -> None:
     events = rig.step(segments=10)
     assert kinds(events) == ["lost", "reapply"]
     assert len(rig.policy_rules()) == 2
+
+
+def test_the_per_flow_table_is_dumped_only_when_its_count_is_off_or_the_full_check_is_due() -> None:
+    """A dump of thousands of entries costs hundreds of milliseconds on bmv2 (~95 us each): each
+    interval counts the entries, and dumps when the count is not what the controller's own writes
+    left, or RULES_FULL_CHECK_S after the last dump."""
+    rig = Rig()
+    rig.step(segments=10)  # first contact: dumped (adoption)
+    rig.fake.dumps.clear()
+    for _ in range(3):  # the controller's own write (a change in place, or none): count as expected
+        rig.step()
+    assert FLOW_POLICY_TABLE not in rig.fake.dumps
+    for _ in range(int(RULES_FULL_CHECK_S / 0.125) + 1):
+        rig.step()
+    assert rig.fake.dumps.count(FLOW_POLICY_TABLE) == 1  # the periodic full check
+
+
+def test_a_rule_changed_in_place_by_someone_else_is_caught_by_the_full_check() -> None:
+    """Same count, other parameters: only the periodic dump can see it; the rule is re-applied."""
+    rig = Rig()
+    rig.step(segments=10)
+    entry = next(iter(rig.fake.entries[FLOW_POLICY_TABLE].values()))
+    rig.client.table_modify(FLOW_POLICY_TABLE, entry.handle, entry.action, {**entry.params, "d": 7})
+    seen: list[str] = []
+    for _ in range(int(RULES_FULL_CHECK_S / 0.125) + 2):
+        seen += kinds(rig.step(segments=2))  # low rate: the decision stays every_d d=1
+    assert seen == ["lost", "change"], seen  # modified back in place
+    assert rig.policy_rules() == {ACKS: "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200"}
 
 
 def test_every_rule_lost_at_once_counts_as_a_restart() -> None:

@@ -3,12 +3,16 @@
 A thin I/O shell around ``decision.decide``. Per switch and interval:
 
 1. ``time_elapsed_us``: if it went back, the switch restarted and every rule written is gone.
-2. The per-flow table ``ack_thinning.flow_policy`` (one dump; exact entries, looked up before the
+2. The per-flow table ``ack_thinning.flow_policy`` (exact entries, looked up before the
    operator's ternary rules in ``ack_thinning.policy``, which are read too): each rule the
    controller wrote must still be there, under its handle, with its match and parameters; rules
    lost that way (a restart the uptime did not show, a program reload, an operator's ``policy del
    --flow``) are re-applied. On first contact, per-flow rules of flows the configuration manages
-   are adopted: a previous controller left them.
+   are adopted: a previous controller left them. A dump of thousands of entries takes hundreds of
+   milliseconds in bmv2 (about 95 us per entry here), so every interval reads only the entry
+   count, and dumps when it is not what the controller's own writes left, and at least every
+   ``RULES_FULL_CHECK_S`` (a rule changed in place, or deleted and another added, keeps the
+   count).
 3. The flow records (``read_flows``: one Thrift call per register array; each half-flow records
    the port its segments leave by), per port the ACKs leave by its queue backlog and ECN marks, and
    per port with a rate the packets its queue sent (the share of the interval the data's
@@ -61,6 +65,7 @@ from ackwise.errors import BadOption
 from ackwise.policies import PolicyMatch, PolicyParams
 from ackwise.thinning import (
     PolicyRule,
+    count_flow_policies,
     delete_flow_policy,
     list_flow_policies,
     list_policies,
@@ -125,6 +130,14 @@ class SwitchView:
     last_error: str | None = None  # logged once while it repeats
     loads: dict[int, tuple[int, int]] = field(default_factory=dict)  # port_loads() at loads_at_us
     loads_at_us: int | None = None
+    rules_expected: int | None = None  # per-flow entries the switch should hold: last dump + our writes
+    rules_checked_at_s: float | None = None  # when the per-flow table was last dumped
+
+
+# The longest the controller goes without dumping the per-flow table while its entry count stays
+# as expected: what a count cannot show (a rule modified in place by someone else, or one deleted
+# and another added) is caught within this time.
+RULES_FULL_CHECK_S = 1.0
 
 
 def exact_stream(match: PolicyMatch) -> AckStream | None:
@@ -265,7 +278,17 @@ class Controller:
             self._rules_gone(view, "switch restarted: its uptime went back")
         view.uptime_us = uptime_us
         operators, default = list_policies(client)
-        self._check_rules(view, list_flow_policies(client))
+        checked_at = self._clock()
+        count = count_flow_policies(client)
+        if (
+            view.first_contact
+            or count != view.rules_expected
+            or view.rules_checked_at_s is None
+            or checked_at - view.rules_checked_at_s >= RULES_FULL_CHECK_S
+        ):
+            rules = list_flow_policies(client)
+            self._check_rules(view, rules)
+            view.rules_expected, view.rules_checked_at_s = len(rules), checked_at
         records = read_flows(client)
         now = self._clock()
         # How busy each port with a rate was since the last interval: the data's bottleneck.
@@ -350,22 +373,27 @@ class Controller:
                 self._event(view, "adopt", stream, new=rule.params.describe(), handle=rule.handle)
             return
         by_handle = {rule.handle: rule for rule in rules}
-        lost = []
+        lost, changed = [], []
         for stream, installed in view.installed.items():
             rule = by_handle.get(installed.handle)
-            if (
-                rule is None
-                or rule.match != stream.match()
-                or rule.params.action() != installed.params.action()
-            ):
+            if rule is None or rule.match != stream.match():
                 lost.append(stream)
+            elif rule.params.action() != installed.params.action():
+                changed.append((stream, rule))
         if lost and len(lost) == len(view.installed):
             self._rules_gone(view, "the policy table lost every rule of the controller")
             return
         for stream in lost:
             del view.installed[stream]
             view.lost.add(stream)
-            self._event(view, "lost", stream, reason="rule missing or changed on the switch")
+            self._event(view, "lost", stream, reason="rule missing on the switch")
+        for stream, rule in changed:
+            # Still there under its handle: record what the switch has, so that this interval's
+            # write modifies it back in place (adding it again would be a duplicate entry).
+            view.installed[stream] = Installed(rule.handle, rule.params)
+            self._event(
+                view, "lost", stream, reason=f"rule changed on the switch to {rule.params.describe()}"
+            )
 
     def _write(
         self,
@@ -408,6 +436,8 @@ class Controller:
             self._event(view, "error", stream, error=str(exc))
             return
         view.installed[stream] = Installed(handle, want.params)
+        if view.rules_expected is not None:
+            view.rules_expected += 1
         event = "reapply" if stream in view.lost else "set"
         view.lost.discard(stream)
         self._event(view, event, stream, old=None, handle=handle, **_new(want))
@@ -423,6 +453,8 @@ class Controller:
         except SwitchOperationError as exc:
             self._event(view, "error", stream, error=str(exc))
             return
+        if view.rules_expected is not None:
+            view.rules_expected -= 1
         self._event(view, "remove", stream, old=installed.params.describe(), new=None, reason=why)
 
     def _event(
