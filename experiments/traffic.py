@@ -163,8 +163,18 @@ class Transfer:
             send_out, send_err = self._send.communicate(timeout=self.timeout_s + 10)
             recv_out, _ = self._recv.communicate(timeout=10)
         except subprocess.TimeoutExpired as exc:
+            # What a reader of the failed run's record needs to tell a stall from a slow transfer.
+            received = self.progress()
+            stalled = (
+                f"; longest stall {self.max_stall_s:.1f} s, from {self.max_stall_at_bytes} bytes"
+                if self._last_change is not None
+                else ""
+            )
             self.kill()
-            raise TrafficError(f"transfer {self.sender.name} -> {self.receiver.name} timed out") from exc
+            raise TrafficError(
+                f"transfer {self.sender.name} -> {self.receiver.name} timed out after {self.timeout_s:g} s "
+                f"with {received} of {self.size_bytes} bytes received{stalled}"
+            ) from exc
         finally:
             self._remove_progress()
         sent = _json_line(send_out + send_err, f"transfer sender on {self.sender.name}")
