@@ -3,7 +3,7 @@ reduced matrix), each into results/SCENARIO[-quick]/ (resumable: an interrupted 
 it stopped), each reported, and with ``--write-docs`` the headline table written into
 docs/results.md and each scenario's report, figures and records copied under docs/results/.
 
-    python -m ackwise.experiments.all [--quick] [--only asymmetric,wlan] [--write-docs]
+    python -m ackwise.experiments.all [--quick] [--only asymmetric,wlan] [--write-docs] [--report-only]
 """
 
 from __future__ import annotations
@@ -111,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write-docs", action="store_true", help="write the headline table into docs/results.md"
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: report the results directories as they are (e.g. made by another checkout)",
+    )
     args = parser.parse_args(argv)
     scenarios = all_scenarios()
     if args.only:
@@ -132,14 +137,25 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if args.quick:
             cmd.append("--quick")
-        print(f"== {scenario.name}: {' '.join(cmd[3:])}", flush=True)
-        if subprocess.run(cmd).returncode != 0:
+        if args.report_only and not (directory / "runs.jsonl").exists():
+            print(f"{scenario.name}: no results in {directory}", file=sys.stderr)
+            failed.append(scenario.name)
+            continue
+        if not args.report_only:
+            print(f"== {scenario.name}: {' '.join(cmd[3:])}", flush=True)
+        if not args.report_only and subprocess.run(cmd).returncode != 0:
             print(f"{scenario.name}: the run failed; its directory keeps what was done", file=sys.stderr)
             failed.append(scenario.name)
             continue
         write_report(directory)
         directories.append(directory)
     command = "make experiments" + (" QUICK=1" if args.quick else "")
+    if args.report_only or args.only:
+        # What ran: each scenario's matrix, as make experiments runs it, into results/NAME.
+        quick = " --quick" if args.quick else ""
+        command = (
+            f"ackwise experiment run NAME{quick} --out {out_dir('NAME', args.quick).relative_to(REPO_ROOT)}"
+        )
     table = headline(directories, command)
     print(table)
     if args.write_docs and directories:

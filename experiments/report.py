@@ -326,12 +326,18 @@ def _verdict(
                 if better_of(metric.key, s.mean, best.mean):
                     best_arm, best = a, s
             bests.append((c, best_arm, best))
+            # A mean over the runs that finished says nothing of those that did not: say so.
+            group = groups.get((label, str(best_arm.get("label"))))
+            failed = group.n_failed if group is not None else 0
+            runs = (
+                f"; {failed} of {failed + len(group.ok)} runs failed" if group is not None and failed else ""
+            )
             cells.append(
                 VerdictCell(
                     str(best_arm.get("label")),
                     format_summary(best),
                     format_change(change_percent(best.mean, base_mean)),
-                    status(best),
+                    status(best) + runs,
                 )
             )
         rows.append(

@@ -175,7 +175,8 @@ def test_html_verdict_names_the_best_place_per_point(tables: Tables) -> None:
     low = by_point["64 kbit/s"]
     assert_cell(text(low[1]), expected_metrics("64 kbit/s", "none")["completion_s"])
     host, switch, ap = low[2], low[3], low[4]
-    assert host[0] == ARMS[1].label() and host[-1] == "not distinguishable from baseline"
+    # The host's repeat 2 at 64 kbit/s failed (results_fixtures): its cell says so.
+    assert host[0] == ARMS[1].label() and host[-1] == "not distinguishable from baseline; 1 of 3 runs failed"
     assert_cell(host[1], expected_metrics("64 kbit/s", "host")["completion_s"])
     assert switch[0] == ARMS[2].label() and switch[-1] == "better than baseline"
     assert switch[2] == f"{(6.2 - 11.0) / 11.0 * 100:+.1f} %"
@@ -309,3 +310,17 @@ def test_verdict_without_a_baseline_or_a_direction_says_so(tmp_path: Path) -> No
     store.append(make_record(POINTS[0], ARMS[0], 0))
     verdict = build_report(store, draw_figures=False).sections[0].verdict
     assert verdict.rows == [] and "no better direction" in verdict.note
+
+
+def test_a_verdict_cell_says_when_runs_of_its_arm_failed(tmp_path: Path) -> None:
+    """The best arm's mean is over the runs that finished; a failed run (a timeout, a stall) must
+    not vanish from the verdict, or an arm that once stalled would read as simply the best."""
+    store = ResultStore.open(tmp_path / "failed", manifest())
+    for repeat in range(3):
+        store.append(make_record(POINTS[0], ARMS[0], repeat, completion_s=10.0 + repeat))
+    store.append(make_record(POINTS[0], ARMS[2], 0, completion_s=2.0))
+    store.append(make_record(POINTS[0], ARMS[2], 1, completion_s=2.5))
+    store.append(make_record(POINTS[0], ARMS[2], 2, status="failed", reason="transfer timed out"))
+    verdict = build_report(store, draw_figures=False).sections[0].verdict
+    cell = verdict.rows[0].cells[verdict.categories.index("switch")]
+    assert cell.status.endswith("; 1 of 3 runs failed"), cell
