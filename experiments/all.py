@@ -40,12 +40,18 @@ def headline(directories: list[Path], command: str) -> str:
     """The verdict of every scenario, one table, with where it was measured and how."""
     records = [r for d in directories for r in ResultStore.load(d).all_records()]
     run_hours = sum(r.duration_s for r in records) / 3600
+
+    def of_runs(tool: str) -> str:
+        """The versions the runs record (not this process's: a report may be written later)."""
+        return ", ".join(sorted({r.versions.get(tool, "?") for r in records})) or tool_versions()[tool]
+
+    code = ", ".join(sorted({r.code_version for r in records}))
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
         "of runs, test bed set-up excluded); "
-        f"{platform.node()}: {os.cpu_count()} cores, kernel {platform.release()}; "
-        f"simple_switch {tool_versions()['simple_switch']}, p4c {tool_versions()['p4c']}, "
-        f"ackwise {tool_versions()['ackwise']}. Mean ± 95 % CI half-width (n).",
+        f"{platform.node()}: {os.cpu_count()} cores, kernel {of_runs('kernel')}; "
+        f"simple_switch {of_runs('simple_switch')}, p4c {of_runs('p4c')}; runs made by ackwise at {code}. "
+        "Mean ± 95 % CI half-width (n).",
         "",
         "| scenario | point | metric | baseline | best host | best switch | best AP | best combined "
         "| best overall |",
