@@ -2,10 +2,10 @@
 
 The matrix is point x arm x repeat, in an order shuffled by the seed (so slow drift of the machine
 spreads over every arm instead of falling on the last ones), and every arm of one point and repeat
-gets the same traffic (same transfer seeds; the link emulator runs without random loss). A run's record goes to the
-results directory as soon as the run ends; a run that fails (bytes not exact, timeout, a process
-of the test bed died, anything raised) is recorded as failed with its reason. A resumed matrix
-skips what the directory already holds for the same configuration and code.
+gets the same traffic (same transfer seeds; the link emulator runs without random loss). A run's
+record goes to the results directory as soon as the run ends; a run that fails (bytes not exact,
+timeout, a process of the test bed died, anything raised) is recorded as failed with its reason.
+A resumed matrix skips what the directory already holds for the same configuration and code.
 
 ``plan()`` is pure; ``execute()`` is the shell around the test bed.
 """
