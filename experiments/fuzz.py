@@ -957,21 +957,26 @@ def thread_stacks(pid: int) -> str:
     return stacks + "\n---- links ----\n" + links
 
 
+def add_veth_pair(switch_end: str, test_end: str) -> None:
+    """A veth pair for a switch port and the test's end of it, up, jumbo MTU, no IPv6 chatter, and
+    as the test bed's interfaces: every frame handed on as it is, none merged or split."""
+    subprocess.run(["ip", "link", "add", switch_end, "type", "veth", "peer", "name", test_end], check=True)
+    for n in (switch_end, test_end):
+        Path(f"/proc/sys/net/ipv6/conf/{n}/disable_ipv6").write_text("1")
+        subprocess.run(["ip", "link", "set", n, "mtu", "9000", "up"], check=True)
+        subprocess.run(
+            ["ethtool", "-K", n, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],
+            capture_output=True,
+        )
+
+
 def inside(args: argparse.Namespace) -> int:
     """The run itself, inside the namespace ``main`` made."""
     from ackwise.bmv2.launcher import SwitchSpec, start_switch
 
     ifaces = {UPLINK: "fzs1", DOWNLINK: "fzs2", CPU: "fzs3"}
     for port, name in ifaces.items():
-        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", f"fzt{port}"], check=True)
-        for n in (name, f"fzt{port}"):
-            Path(f"/proc/sys/net/ipv6/conf/{n}/disable_ipv6").write_text("1")
-            subprocess.run(["ip", "link", "set", n, "mtu", "9000", "up"], check=True)
-            # As the test bed's interfaces: every frame handed on as it is, none merged or split.
-            subprocess.run(
-                ["ethtool", "-K", n, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],
-                capture_output=True,
-            )
+        add_veth_pair(name, f"fzt{port}")
     wire = Wire({p: f"fzt{p}" for p in ifaces})
     reports = []
     try:

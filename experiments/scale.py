@@ -39,6 +39,7 @@ from ackwise.experiments.fuzz import (
     THRIFT_PORT,
     UPLINK,
     Wire,
+    add_veth_pair,
     configure,
     frame,
     ipv4_header,
@@ -194,14 +195,7 @@ def inside(args: argparse.Namespace) -> int:
 
     ifaces = {UPLINK: "scs1", DOWNLINK: "scs2"}
     for port, name in ifaces.items():
-        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", f"sct{port}"], check=True)
-        for n in (name, f"sct{port}"):
-            Path(f"/proc/sys/net/ipv6/conf/{n}/disable_ipv6").write_text("1")
-            subprocess.run(["ip", "link", "set", n, "mtu", "9000", "up"], check=True)
-            subprocess.run(
-                ["ethtool", "-K", n, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],
-                capture_output=True,
-            )
+        add_veth_pair(name, f"sct{port}")
     wire = Wire({p: f"sct{p}" for p in ifaces})
     spec = SwitchSpec(
         program_json=str(REPO / "build" / "ack_switch.json"), ports=ifaces, thrift_port=THRIFT_PORT
