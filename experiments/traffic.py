@@ -162,24 +162,21 @@ class Transfer:
         try:
             send_out, send_err = self._send.communicate(timeout=self.timeout_s + 10)
             recv_out, _ = self._recv.communicate(timeout=10)
+            where = self._where()
         except subprocess.TimeoutExpired as exc:
-            # What a reader of the failed run's record needs to tell a stall from a slow transfer.
-            received = self.progress()
-            stalled = (
-                f"; longest stall {self.max_stall_s:.1f} s, from {self.max_stall_at_bytes} bytes"
-                if self._last_change is not None
-                else ""
-            )
+            where = self._where()
             self.kill()
             raise TrafficError(
                 f"transfer {self.sender.name} -> {self.receiver.name} timed out after {self.timeout_s:g} s "
-                f"with {received} of {self.size_bytes} bytes received{stalled}"
+                f"with {where}"
             ) from exc
         finally:
             self._remove_progress()
         sent = _json_line(send_out + send_err, f"transfer sender on {self.sender.name}")
         if "error" in sent:
-            raise TrafficError(f"transfer {self.sender.name} -> {self.receiver.name}: {sent['error']}")
+            raise TrafficError(
+                f"transfer {self.sender.name} -> {self.receiver.name}: {sent['error']}, with {where}"
+            )
         received = _json_line(recv_out, f"transfer receiver on {self.receiver.name}") if recv_out else {}
         result = TransferResult(
             sender=self.sender.name,
@@ -202,6 +199,15 @@ class Transfer:
                 f"{str(received.get('sha256'))[:16]}"
             )
         return result
+
+    def _where(self) -> str:
+        """What a reader of a failed run's record needs to tell a stall from a slow transfer."""
+        stalled = (
+            f"; longest stall {self.max_stall_s:.1f} s, from {self.max_stall_at_bytes} bytes"
+            if self._last_change is not None
+            else ""
+        )
+        return f"{self.progress()} of {self.size_bytes} bytes received{stalled}"
 
     def kill(self) -> None:
         for proc in (self._send, self._recv):

@@ -403,6 +403,38 @@ class ZeroWindowTest(ApProxyTest):
         self.assertEqual(self.stat(ApStat.SPOOFED), 0)
 
 
+class StationWindowReopensTest(ApProxyTest):
+    """The station's window closes (its application stopped reading) just as the sender has been
+    told everything up to it, so the sender sees window 0. When the application reads, the
+    station's window update has the same ACK number and a larger window, and so has its answer to
+    each of the sender's zero-window probes: both are at the spoofed point and consumed, so the
+    proxy tells the sender the new edge itself, once. Regression: it made an update only from an
+    ACK that advanced, and a WLAN transfer waited 600 s with its window closed."""
+
+    def runTest(self) -> None:
+        self.handshake()
+        self.pass_through(0)
+        self.pass_through(1)
+        self.station_ack_passes(self.station_ack(2, window=23))  # 23 * 2**7 = 2944 bytes: 2 segments
+        edge = S_ISN + 1 + 2 * MSS + 23 * 2**WS
+        self.expect_spoof(2, edge, station_ts=3102)
+        self.expect_spoof(3, edge, station_ts=3102)  # window (2944 - 2896) >> 7 = 0
+        full = self.station_ack(4, window=0)  # everything read by the station, its buffer full
+        self.send(STATION, full)
+        self.expect_next(full, CPU)  # consumed; the edge did not move: nothing to tell
+        reopened = self.station_ack(4, window=100, ts=3110)  # the application read: 12800 bytes
+        self.send(STATION, reopened)
+        self.expect_next(reopened, CPU)
+        self.expect_next(self.window_update(reopened, S_ISN + 1 + 4 * MSS, 100), UPLINK)
+        probe_answer = self.station_ack(4, window=100, ts=3111)  # the same edge: said already
+        self.send(STATION, probe_answer)
+        self.expect_next(probe_answer, CPU)
+        self.expect_nothing_else()
+        self.assertEqual(self.stat(ApStat.CONSUMED), 3)
+        (flow,) = read_flows(self.client)
+        self.assertEqual(flow.window_updates, 1)
+
+
 class AgentGoneTest(ApProxyTest):
     """Without a heartbeat for half a second the proxy stops spoofing (fail-safe). When heartbeats
     come back, it resumes only once the station has acknowledged the segment that went by

@@ -277,32 +277,33 @@ control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, i
                         consumed_acks_reg.read(n, slot);
                         consumed_acks_reg.write(slot, n + 1);
                     }
-                    if (advanced) {
-                        // The budget capped the window the sender was told; the station's progress
-                        // reopens it. Spoofed ACKs come only with new data, so a sender that used
-                        // up its window would wait forever: tell it, on the station's behalf.
-                        bit<32> window_bytes = (bit<32>)tcp.window << station_ws;
-                        bit<32> right_edge = tcp.ack_no + window_bytes;
-                        bit<32> budget_edge = tcp.ack_no + station.budget_bytes;
-                        bit<32> edge = SEQ_LT(budget_edge, right_edge) ? budget_edge : right_edge;
-                        bit<32> advertised;
-                        advertised_edge_reg.read(advertised, slot);
-                        if (SEQ_GT(edge, advertised) && advertised - spoofed < station.budget_bytes >> 1) {
-                            advertised_edge_reg.write(slot, edge);
-                            ap.spoof = true;
-                            ap.window_update = true;
-                            ap.ack_seq = tcp.seq_no;
-                            ap.ack_ack = spoofed;
-                            ap.ack_window = (bit<16>)((edge - spoofed) >> station_ws);
-                            ap.ack_flags = TCP_FLAG_ACK | (state & AP_ECE_PENDING != 0 ? TCP_FLAG_ECE : 8w0);
-                            ap.ack_has_ts = opts.ts_present;
-                            ap.ack_ts_val = opts.ts_val;
-                            ap.ack_ts_ecr = opts.ts_ecr;
-                            mcast_grp = uplink;  // group (0 << 8) | uplink: the agent and the sender
-                            bit<32> n;
-                            window_updates_reg.read(n, slot);
-                            window_updates_reg.write(slot, n + 1);
-                        }
+                    // The budget or the station's window capped the edge the sender was told;
+                    // the station's progress, or its window reopening (same ACK number, larger
+                    // window: its application read), moves it on. Spoofed ACKs come only with
+                    // new data, and the sender's zero-window probes are answered by ACKs that
+                    // are consumed here, so a sender that used up its window would wait
+                    // forever: tell it, on the station's behalf.
+                    bit<32> window_bytes = (bit<32>)tcp.window << station_ws;
+                    bit<32> right_edge = tcp.ack_no + window_bytes;
+                    bit<32> budget_edge = tcp.ack_no + station.budget_bytes;
+                    bit<32> edge = SEQ_LT(budget_edge, right_edge) ? budget_edge : right_edge;
+                    bit<32> advertised;
+                    advertised_edge_reg.read(advertised, slot);
+                    if (SEQ_GT(edge, advertised) && advertised - spoofed < station.budget_bytes >> 1) {
+                        advertised_edge_reg.write(slot, edge);
+                        ap.spoof = true;
+                        ap.window_update = true;
+                        ap.ack_seq = tcp.seq_no;
+                        ap.ack_ack = spoofed;
+                        ap.ack_window = (bit<16>)((edge - spoofed) >> station_ws);
+                        ap.ack_flags = TCP_FLAG_ACK | (state & AP_ECE_PENDING != 0 ? TCP_FLAG_ECE : 8w0);
+                        ap.ack_has_ts = opts.ts_present;
+                        ap.ack_ts_val = opts.ts_val;
+                        ap.ack_ts_ecr = opts.ts_ecr;
+                        mcast_grp = uplink;  // group (0 << 8) | uplink: the agent and the sender
+                        bit<32> n;
+                        window_updates_reg.read(n, slot);
+                        window_updates_reg.write(slot, n + 1);
                     }
                 } else if (tcp.flags & (TCP_FLAG_ACK | TCP_FLAG_SYN) != 0
                            && (agent_alive || state & AP_COPIED_VALID != 0)) {
