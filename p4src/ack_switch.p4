@@ -80,6 +80,7 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
     AccSignal() acc_signal_queue;
     AckCoalesceDeparture() coalesce_departure;
     SetTimestamps() set_timestamps;
+    SetSackBlocks() set_sack_blocks;
 
     apply {
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
@@ -119,14 +120,18 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
                 bit<16> window;
                 bit<32> ts_val;
                 bit<32> ts_ecr;
+                bit<192> sack;
                 coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial, hdr.tcp, meta.tcp_opts, rewrite,
-                                         ack_no, window, ts_val, ts_ecr);
+                                         ack_no, window, ts_val, ts_ecr, sack);
                 if (rewrite) {
                     // The waiting ACK leaves carrying the newest state of the ACKs folded into it.
                     hdr.tcp.ack_no = ack_no;
                     hdr.tcp.window = window;
                     if (meta.tcp_opts.ts_present) {
                         set_timestamps.apply(hdr, meta.tcp_opts.ts_index, ts_val, ts_ecr);
+                    }
+                    if (meta.tcp_opts.sack_blocks != 0) {
+                        set_sack_blocks.apply(hdr, sack);
                     }
                     // A pure ACK: nothing of TCP follows its options. Bytes after the IPv4 packet
                     // (an Ethernet trailer) go, and the checksum covers the header and options

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Callable
 
 from ackwise.bmv2.toolchain import compiled_program
 from ackwise.flowkey import FlowKey
@@ -37,8 +38,27 @@ def rewritten(waiting: bytes, newest: bytes) -> bytes:
     return bytes(frame)
 
 
+def sack_rewritten(waiting: bytes, newest: bytes) -> bytes:
+    """``rewritten`` that also carries ``newest``'s SACK blocks (both have as many)."""
+    frame = bytearray(rewritten(waiting, newest))
+    at_waiting, at_newest = option_at(waiting, 5), option_at(newest, 5)
+    assert (
+        at_waiting is not None and at_newest is not None and waiting[at_waiting + 1] == newest[at_newest + 1]
+    )
+    length = newest[at_newest + 1]
+    frame[at_waiting : at_waiting + length] = newest[at_newest : at_newest + length]
+    set_tcp_checksum(frame)
+    return bytes(frame)
+
+
 def timestamps_at(frame: bytes) -> int | None:
     """Offset of the Timestamps option's TSval in an Ethernet/IPv4/TCP frame."""
+    at = option_at(frame, 8)
+    return None if at is None else at + 2
+
+
+def option_at(frame: bytes, wanted: int) -> int | None:
+    """Offset of the first option of kind ``wanted`` in an Ethernet/IPv4/TCP frame."""
     tcp_at = 14 + (frame[14] & 0x0F) * 4
     end = tcp_at + (frame[tcp_at + 12] >> 4) * 4
     i = tcp_at + 20
@@ -49,8 +69,8 @@ def timestamps_at(frame: bytes) -> int | None:
         if kind == 1:
             i += 1
             continue
-        if kind == 8:
-            return i + 2
+        if kind == wanted:
+            return i
         i += frame[i + 1]
     return None
 
@@ -161,7 +181,6 @@ class CoalesceNeverAbsorbsTest(CoalesceTest):
             "URG": lambda f: f.ack(3, flags="UA"),
             "PSH": lambda f: f.ack(3, flags="PA"),
             "ECE appears": lambda f: f.ack(3, flags="AE"),
-            "window update": lambda f: f.ack(2, window=900, ts=(f.ts(503), f.ts(2))),
             "unknown option": lambda f: f.ack(
                 3, raw_options=b"\x01\x01\x08\x0a" + bytes(8) + b"\x1e\x04\x00\x00"
             ),
@@ -184,6 +203,137 @@ class CoalesceNeverAbsorbsTest(CoalesceTest):
                 )
                 continue
             self.case(name, special, after, flow)
+
+
+class CoalesceFoldsSackTest(CoalesceTest):
+    """An ACK whose only news is in its SACK blocks (a duplicate ACK of a recovery, each extending
+    the block) is folded into a waiting ACK with as many blocks when its blocks and ACK number say
+    all the waiting ACK's blocks said; the waiting ACK leaves with the newest blocks, ACK number,
+    window and timestamps. Flows: one block growing over duplicate ACKs; two blocks; a block that
+    the newer ACK number covers (the ACK that leaves has that ACK number and the newer block, never
+    the old block below it, which would read as DSACK); one across the wrap of 2^32; and the plain
+    ACK that ends a recovery, queued (its option is shorter) and taking the state over."""
+
+    def runTest(self) -> None:
+        one, two, below = (
+            TcpFlow(sport=42000),
+            TcpFlow(sport=42001, isn=300_000),
+            TcpFlow(sport=42002, isn=600_000),
+        )
+        wrap = TcpFlow(sport=42003, isn=2**32 - 4 * 1448, ts_base=2**32 - 3)
+
+        def growing(flow: TcpFlow, blocks: Callable[[int], list[tuple[int, int]]], n: int) -> list[bytes]:
+            """ACKs of 2 segments, the k-th with blocks(k) and a newer TSval."""
+            return [flow.ack(2, sack=blocks(k), ts=(flow.ts(503 + k), flow.ts(2))) for k in range(1, n + 1)]
+
+        cases: list[tuple[TcpFlow, list[bytes]]] = [
+            (one, growing(one, lambda k: [(3, 3 + k)], 5)),
+            (two, growing(two, lambda k: [(6, 6 + k), (3, 5)], 3)),
+            (below, [below.ack(2, sack=[(3, 4)]), below.ack(5, sack=[(6, 7)])]),
+            (wrap, growing(wrap, lambda k: [(3, 3 + k)], 3)),
+        ]
+        for flow, acks in cases:
+            self.send_data(flow, range(10))
+            self.first_ack_out(flow)
+            for pkt in acks:
+                self.send(flow.ack_port, pkt)
+            self.check_out(flow, [sack_rewritten(acks[0], acks[-1])])
+            side = self.flow_record(flow)["ack_side"]
+            self.assertEqual((side.acks_absorbed, side.acks_rewritten), (len(acks) - 1, 1))
+        self.assertLess(wrap.seq(6), wrap.seq(2), "the test's sequence numbers wrap")
+
+        # The hole fills: the plain ACK (shorter option) is queued, not folded, and says all the
+        # waiting ACK took in; it takes that state over, and the waiting ACK leaves as it came.
+        flow = TcpFlow(sport=42004, isn=900_000)
+        self.send_data(flow, range(10))
+        self.first_ack_out(flow)
+        waiting, extends, filled = flow.ack(2, sack=[(3, 4)]), flow.ack(2, sack=[(3, 5)]), flow.ack(9)
+        for pkt in (waiting, extends, filled):
+            self.send(flow.ack_port, pkt)
+        self.check_out(flow, [waiting, filled])
+        side = self.flow_record(flow)["ack_side"]
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (1, 0))
+
+
+class CoalesceFoldsWindowUpdatesTest(CoalesceTest):
+    """Window updates (same ACK number, a larger window: a receiver autotuning its buffer sends one
+    with nearly every ACK) are folded: ack(2) leaves with the newest window. One that shrinks the
+    right edge is queued as it is, behind the waiting ACK, which still leaves with what it took in.
+    (Until 2026-11-23 every window update was queued: during a recovery on the Asymmetric dumbbell
+    each duplicate ACK carried a grown window, so none was folded and the ACK queue filled.)"""
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(10))
+        self.first_ack_out(flow)
+        waiting = flow.ack(2)
+        grown = [flow.ack(2, window=w, ts=(flow.ts(503 + i), flow.ts(2))) for i, w in enumerate((600, 700))]
+        shrunk = flow.ack(2, window=400, ts=(flow.ts(506), flow.ts(2)))
+        for pkt in (waiting, *grown, shrunk):
+            self.send(flow.ack_port, pkt)
+        self.check_out(flow, [rewritten(waiting, grown[-1]), shrunk])
+        side = self.flow_record(flow)["ack_side"]
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (2, 1))
+
+
+class CoalesceKeepsFoldedStateTest(CoalesceTest):
+    """A receiver with more holes than SACK blocks drops its oldest block from its ACKs. ack(2)
+    with three blocks waits and takes in an ACK that extends the first; then an ACK reports a new
+    hole and no longer the block (5, 6): it is queued (folding it would lose that block), and the
+    waiting ACK leaves with the state it took in, which still says (5, 6). Regression: the queued
+    ACK became the waiting ACK in the flow's one slot of state, and the waiting ACK left with its
+    own, older blocks: (9, 11) never reached the sender."""
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(16))
+        self.first_ack_out(flow)
+        ts = (flow.ts(503), flow.ts(2))
+        waiting = flow.ack(2, sack=[(9, 10), (7, 8), (5, 6)], ts=ts)
+        extends = flow.ack(2, sack=[(9, 11), (7, 8), (5, 6)], ts=(flow.ts(504), flow.ts(2)))
+        new_hole = flow.ack(2, sack=[(13, 14), (9, 11), (7, 8)], ts=(flow.ts(505), flow.ts(2)))
+        for pkt in (waiting, extends, new_hole):
+            self.send(flow.ack_port, pkt)
+        self.check_out(flow, [sack_rewritten(waiting, extends), new_hole])
+        side = self.flow_record(flow)["ack_side"]
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (1, 1))
+
+
+class CoalesceSackNeverFoldedTest(CoalesceTest):
+    """With an ACK with one SACK block waiting, an ACK with SACK blocks is queued as it is when
+    folding it would lose or misstate something: a block it no longer says, another number of
+    blocks, DSACK, a right window edge that moves back, or blocks in a layout the switch cannot
+    rewrite. The plain ACK
+    after it is queued too (no SACK option: never folded into one)."""
+
+    def runTest(self) -> None:
+        cases = {
+            "a block not said any more": lambda f: f.ack(2, sack=[(5, 6)], ts=(f.ts(504), f.ts(2))),
+            "two blocks": lambda f: f.ack(2, sack=[(5, 6), (3, 4)], ts=(f.ts(504), f.ts(2))),
+            "DSACK": lambda f: f.ack(2, sack=[(1, 2)], ts=(f.ts(504), f.ts(2))),
+            "right edge shrinks": lambda f: f.ack(2, sack=[(3, 5)], window=400, ts=(f.ts(504), f.ts(2))),
+            "SACK before Timestamps": lambda f: f.ack(
+                2,
+                raw_options=b"\x01\x01\x05\x0a"
+                + struct.pack("!II", f.seq(3), f.seq(5))
+                + b"\x01\x01\x08\x0a"
+                + struct.pack("!II", f.ts(504), f.ts(2)),
+            ),
+        }
+        for i, (name, make) in enumerate(cases.items()):
+            flow = TcpFlow(sport=43000 + i, isn=1000 + i * 100_000)
+            self.send_data(flow, range(10))
+            self.first_ack_out(flow)
+            waiting = flow.ack(2, sack=[(3, 4)], ts=(flow.ts(503), flow.ts(2)))
+            special, after = make(flow), flow.ack(9)
+            for pkt in (waiting, special, after):
+                self.send(flow.ack_port, pkt)
+            got = self.collect(flow.data_port, 0.9)
+            self.assertEqual(
+                got,
+                [routed(p, flow.data_port) for p in (waiting, special, after)],
+                f"{name}: the waiting ACK, the special one and the one after, each unchanged",
+            )
 
 
 class CoalesceTailDropTest(CoalesceTest):

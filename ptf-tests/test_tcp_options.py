@@ -96,6 +96,32 @@ LAYOUTS = [
         },
     ),
     Layout(
+        "ACK: NOP NOP TS NOP NOP SACK(2)",
+        NOP + NOP + ts(11, 12) + NOP + NOP + sack((20000, 21448), (30000, 31448)),
+        expect={
+            TS_VAL: 11,
+            TS_ECR: 12,
+            SACK_BLOCKS: 2,
+            SACK_LEFT_0: 20000,
+            SACK_LEFT_0 + 1: 21448,
+            SACK_LEFT_0 + 2: 30000,
+            SACK_LEFT_0 + 3: 31448,
+            OPTION_COUNT: 6,
+        },
+    ),
+    Layout(
+        "ACK: NOP NOP TS NOP NOP SACK(1) EOL and padding (13 words, not the one-step SACK(2) layout)",
+        NOP + NOP + ts(13, 14) + NOP + NOP + sack((40000, 41448)) + EOL + bytes(7),
+        expect={
+            TS_VAL: 13,
+            SACK_BLOCKS: 1,
+            SACK_LEFT_0: 40000,
+            SACK_LEFT_0 + 1: 41448,
+            OPTION_COUNT: 6,
+            UNKNOWN_PRESENT: 0,
+        },
+    ),
+    Layout(
         "ACK: NOP NOP SACK(4)",
         NOP + NOP + sack((1, 2), (3, 4), (5, 6), (7, 8)),
         expect={SACK_BLOCKS: 4, SACK_LEFT_0 + 6: 7, SACK_LEFT_0 + 7: 8, TS_PRESENT: 0, OPTION_COUNT: 3},
@@ -180,7 +206,7 @@ class TcpChecksumRewriteTest(AckwiseTest):
         self.client.register_write("probe.rewrite_window", 0, 0x1234)
 
     def runTest(self) -> None:
-        for layout in (LAYOUTS[0], LAYOUTS[3], LAYOUTS[8], LAYOUTS[10]):
+        for layout in (LAYOUTS[0], LAYOUTS[3], LAYOUTS[4], LAYOUTS[10], LAYOUTS[12]):
             with self.subTest(layout.name):
                 pkt = segment(layout)
                 self.send(1, pkt)

@@ -471,13 +471,27 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     // (reason NONE and no policy keep: dropped) and coalesces what that rule keeps.
                     if (params.policy == POLICY_COALESCE || (params.policy == POLICY_ACC && queue.modelled
                             && (w.reason != KEEP_NONE || w.policy_keep))) {
-                        // Never rewritten or folded: SACK blocks (a newer ACK number under an old
-                        // block would read as DSACK) and options the switch does not interpret.
-                        bool plain = opts.sack_blocks == 0 && !opts.unknown_present;
-                        bool foldable = w.reason == KEEP_NONE || w.reason == KEEP_ACKS_ALL_DATA;
-                        bool eligible = plain && (foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
+                        // Never rewritten or folded: options the switch does not interpret, and
+                        // SACK blocks it cannot rewrite (any layout but Linux's one-step one).
+                        bool rewritable = !opts.unknown_present && (opts.sack_blocks == 0 || opts.sack_one_step);
+                        // An ACK with SACK blocks whose only news is in them (a duplicate ACK, SACK
+                        // news) is folded: the waiting ACK leaves with its blocks, and
+                        // AckCoalesce folds it only if they say all the waiting ACK's blocks said.
+                        // A SACK sender learns losses from the blocks, not from the number of
+                        // duplicate ACKs (RFC 6675; Linux counts SACKed segments): without this,
+                        // every ACK of a recovery took a slot of the slow queue (docs/ack-thinning.md).
+                        // A window update (same ACK number, another window; not a duplicate ACK for
+                        // the sender, RFC 5681) is folded too: the waiting ACK leaves with the newest
+                        // window, and AckCoalesce folds only one whose right edge moves forward. A
+                        // receiver's window grows with nearly every ACK while it autotunes.
+                        bool window_update = w.fact_bits & FACT_WINDOW_UPDATE != 0;
+                        bit<13> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
+                            | (window_update || opts.sack_blocks != 0 ? FACT_DUP_ACK : 0)
+                            | (opts.sack_blocks != 0 ? FACT_SACK_NEWS : 0);
+                        bool foldable = w.fact_bits & ~foldable_news == 0;
+                        bool eligible = rewritable && (foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
                             || w.reason == KEEP_ECE_CWR_CHANGE || w.reason == KEEP_WINDOW_REOPEN);
-                        coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, plain && foldable,
+                        coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, rewritable && foldable,
                                        eligible, queue, w.absorbed, ack.coalesce_serial);
                         if (w.reason == KEEP_NONE && !w.absorbed) {
                             w.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued

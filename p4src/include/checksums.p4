@@ -41,13 +41,15 @@ control AckwiseComputeChecksum(inout headers_t hdr, inout local_metadata_t meta)
             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, meta.l4_len,
               hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
               hdr.tcp.data_offset, hdr.tcp.reserved, hdr.tcp.flags, hdr.tcp.window,
-              hdr.tcp.urgent_ptr, hdr.tcp_nnts, TCP_OPTIONS_IN_ORDER, hdr.tcp_padding, hdr.spoof_ts },
+              hdr.tcp.urgent_ptr, hdr.tcp_nnts, hdr.tcp_nnsack1, hdr.tcp_nnsack2, hdr.tcp_nnsack3,
+              TCP_OPTIONS_IN_ORDER, hdr.tcp_padding, hdr.spoof_ts },
             hdr.tcp.checksum, HashAlgorithm.csum16);
         update_checksum(hdr.tcp.isValid() && meta.tcp_rewritten_header_only,
             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, meta.l4_len,
               hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
               hdr.tcp.data_offset, hdr.tcp.reserved, hdr.tcp.flags, hdr.tcp.window,
-              hdr.tcp.urgent_ptr, hdr.tcp_nnts, TCP_OPTIONS_IN_ORDER, hdr.tcp_padding },
+              hdr.tcp.urgent_ptr, hdr.tcp_nnts, hdr.tcp_nnsack1, hdr.tcp_nnsack2, hdr.tcp_nnsack3,
+              TCP_OPTIONS_IN_ORDER, hdr.tcp_padding },
             hdr.tcp.checksum, HashAlgorithm.csum16);
         // A segment that leaves without its payload (truncate()): the checksum must not cover
         // the payload bmv2 still holds when it computes it.

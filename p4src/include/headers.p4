@@ -166,6 +166,33 @@ header tcp_spoof_ts_h {
     bit<32> ts_ecr;
 }
 
+// NOP NOP SACK after NOP NOP Timestamps: the options of a Linux ACK with 1, 2 or 3 SACK blocks
+// (24, 32 or 40 bytes), parsed in one step (hdr.tcp_nnts, then one of these) so that coalescing can
+// rewrite the blocks of a waiting ACK (ack_coalesce.p4).
+header tcp_nn_sack_1_h {
+    bit<32> nop_nop_kind_len;
+    bit<32> left_0;
+    bit<32> right_0;
+}
+
+header tcp_nn_sack_2_h {
+    bit<32> nop_nop_kind_len;
+    bit<32> left_0;
+    bit<32> right_0;
+    bit<32> left_1;
+    bit<32> right_1;
+}
+
+header tcp_nn_sack_3_h {
+    bit<32> nop_nop_kind_len;
+    bit<32> left_0;
+    bit<32> right_0;
+    bit<32> left_1;
+    bit<32> right_1;
+    bit<32> left_2;
+    bit<32> right_2;
+}
+
 // What the switch puts before a held ACK's copy for the hold-back agent (ack_holdback.p4): how
 // long to hold it, and the last ACK number the switch forwarded for the flow (a copy with a newer
 // one starts a new hold: the ACK held before it was superseded). The agent strips it and sends the
@@ -183,6 +210,9 @@ struct headers_t {
     ipv4_options_h ipv4_options;
     tcp_h tcp;
     tcp_spoof_ts_h tcp_nnts;     // the options when they are exactly NOP NOP Timestamps (12 bytes)
+    tcp_nn_sack_1_h tcp_nnsack1; // ...or NOP NOP Timestamps NOP NOP SACK with 1, 2 or 3 blocks
+    tcp_nn_sack_2_h tcp_nnsack2;
+    tcp_nn_sack_3_h tcp_nnsack3;
     tcp_option_u[TCP_OPTIONS_MAX] tcp_options;
     tcp_opt_padding_h tcp_padding;
     tcp_spoof_ts_h spoof_ts;
@@ -209,6 +239,7 @@ struct tcp_options_meta_t {
     bit<32> sack_right_2;
     bit<32> sack_left_3;
     bit<32> sack_right_3;
+    bool sack_one_step;     // the blocks are in hdr.tcp_nnsack1/2/3 (Linux's layout): rewritable
     // An option of a kind the pipeline does not interpret, a known kind with an unexpected length,
     // or more options than TCP_OPTIONS_MAX: policies must treat the segment as carrying news.
     bool unknown_present;

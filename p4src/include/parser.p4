@@ -84,6 +84,9 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
             0 .. 4: tcp_data_offset_short;
             5: accept;
             8: check_tcp_nop_nop_ts;
+            11: check_tcp_nop_nop_ts_sack;
+            13: check_tcp_nop_nop_ts_sack;
+            15: check_tcp_nop_nop_ts_sack;
             default: parse_tcp_options;
         }
     }
@@ -105,6 +108,79 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
         meta.tcp_opts.ts_index = 2;     // where the loop would have put it (after two NOPs)
         meta.parser_meta.opt_count = 3;
         meta.parser_meta.opt_bytes_left = 0;
+        transition accept;
+    }
+
+    // A Linux ACK with SACK blocks, in one step: NOP NOP Timestamps NOP NOP SACK, the SACK option
+    // filling the rest of the data offset (11, 13, 15: 1, 2, 3 blocks). The metadata is what the
+    // loop would have produced; the blocks are headers, so coalescing can rewrite them.
+    state check_tcp_nop_nop_ts_sack {
+        transition select(hdr.tcp.data_offset, packet.lookahead<bit<128>>()) {
+            (11, 0x0101080A_00000000_00000000_0101050A &&& 0xFFFFFFFF_00000000_00000000_FFFFFFFF):
+                parse_tcp_nop_nop_ts_sack_1;
+            (13, 0x0101080A_00000000_00000000_01010512 &&& 0xFFFFFFFF_00000000_00000000_FFFFFFFF):
+                parse_tcp_nop_nop_ts_sack_2;
+            (15, 0x0101080A_00000000_00000000_0101051A &&& 0xFFFFFFFF_00000000_00000000_FFFFFFFF):
+                parse_tcp_nop_nop_ts_sack_3;
+            default: parse_tcp_options;
+        }
+    }
+
+    state parse_tcp_nop_nop_ts_sack {
+        packet.extract(hdr.tcp_nnts);
+        meta.tcp_opts.ts_present = true;
+        meta.tcp_opts.ts_val = hdr.tcp_nnts.ts_val;
+        meta.tcp_opts.ts_ecr = hdr.tcp_nnts.ts_ecr;
+        meta.tcp_opts.ts_index = 2;
+        meta.tcp_opts.sack_one_step = true;
+        meta.parser_meta.opt_count = 6;     // NOP NOP Timestamps NOP NOP SACK
+        meta.parser_meta.opt_bytes_left = 0;
+        transition select(hdr.tcp.data_offset) {
+            11: extract_tcp_nnsack_1;
+            13: extract_tcp_nnsack_2;
+            default: extract_tcp_nnsack_3;
+        }
+    }
+
+    state parse_tcp_nop_nop_ts_sack_1 {
+        transition parse_tcp_nop_nop_ts_sack;
+    }
+
+    state parse_tcp_nop_nop_ts_sack_2 {
+        transition parse_tcp_nop_nop_ts_sack;
+    }
+
+    state parse_tcp_nop_nop_ts_sack_3 {
+        transition parse_tcp_nop_nop_ts_sack;
+    }
+
+    state extract_tcp_nnsack_1 {
+        packet.extract(hdr.tcp_nnsack1);
+        meta.tcp_opts.sack_blocks = 1;
+        meta.tcp_opts.sack_left_0 = hdr.tcp_nnsack1.left_0;
+        meta.tcp_opts.sack_right_0 = hdr.tcp_nnsack1.right_0;
+        transition accept;
+    }
+
+    state extract_tcp_nnsack_2 {
+        packet.extract(hdr.tcp_nnsack2);
+        meta.tcp_opts.sack_blocks = 2;
+        meta.tcp_opts.sack_left_0 = hdr.tcp_nnsack2.left_0;
+        meta.tcp_opts.sack_right_0 = hdr.tcp_nnsack2.right_0;
+        meta.tcp_opts.sack_left_1 = hdr.tcp_nnsack2.left_1;
+        meta.tcp_opts.sack_right_1 = hdr.tcp_nnsack2.right_1;
+        transition accept;
+    }
+
+    state extract_tcp_nnsack_3 {
+        packet.extract(hdr.tcp_nnsack3);
+        meta.tcp_opts.sack_blocks = 3;
+        meta.tcp_opts.sack_left_0 = hdr.tcp_nnsack3.left_0;
+        meta.tcp_opts.sack_right_0 = hdr.tcp_nnsack3.right_0;
+        meta.tcp_opts.sack_left_1 = hdr.tcp_nnsack3.left_1;
+        meta.tcp_opts.sack_right_1 = hdr.tcp_nnsack3.right_1;
+        meta.tcp_opts.sack_left_2 = hdr.tcp_nnsack3.left_2;
+        meta.tcp_opts.sack_right_2 = hdr.tcp_nnsack3.right_2;
         transition accept;
     }
 
@@ -306,6 +382,9 @@ control AckwiseDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ipv4_options);
         packet.emit(hdr.tcp);
         packet.emit(hdr.tcp_nnts);
+        packet.emit(hdr.tcp_nnsack1);
+        packet.emit(hdr.tcp_nnsack2);
+        packet.emit(hdr.tcp_nnsack3);
         packet.emit(hdr.tcp_options);
         packet.emit(hdr.tcp_padding);
         packet.emit(hdr.spoof_ts);

@@ -47,6 +47,9 @@ control SpoofAck(inout headers_t hdr, inout local_metadata_t meta) {
         INVALIDATE_OPTION(4) INVALIDATE_OPTION(5) INVALIDATE_OPTION(6) INVALIDATE_OPTION(7)
         INVALIDATE_OPTION(8) INVALIDATE_OPTION(9)
         hdr.tcp_nnts.setInvalid();
+        hdr.tcp_nnsack1.setInvalid();
+        hdr.tcp_nnsack2.setInvalid();
+        hdr.tcp_nnsack3.setInvalid();
         hdr.tcp_padding.setInvalid();
         if (meta.ap.ack_has_ts) {
             hdr.spoof_ts.setValid();
