@@ -54,6 +54,7 @@ def run_demo(out: TextIO = sys.stdout) -> list[RunRecord]:
             record = execute(runs[arm], scenario)
             records.append(record)
             out.write(render(record) + "\n")
+            out.flush()  # each line as its run ends, also into a pipe (a user's tee, a test)
     out.write(
         "\nThe whole comparison (every placement and policy, 5-30 kbit/s, 3 repeats; about 30 min):\n"
         f"  ackwise experiment run {DEMO_SCENARIO} && ackwise experiment report results/{DEMO_SCENARIO}\n"

@@ -109,7 +109,9 @@ def test_make_stopped_from_outside_leaves_nothing(tmp_path: Path, target: str, h
     else:
         args = [f"PTF_ARGS=--test-dir {SELFTEST / 'ptf'}", "TESTS=hold_switch"]
     before = leftovers.Snapshot.take()
-    env = dict(os.environ, ACKWISE_SELFTEST_MARKER=str(marker))
+    # A stop that hangs says where: pytest dumps every thread's stack after 60 s in one test (the
+    # held test is stopped within seconds of the marker).
+    env = dict(os.environ, ACKWISE_SELFTEST_MARKER=str(marker), PYTEST_ADDOPTS="-o faulthandler_timeout=60")
     # A session of its own, as a terminal's job: Ctrl-C reaches its whole process group.
     make = subprocess.Popen(
         ["make", "--no-print-directory", target, *args],
@@ -127,6 +129,10 @@ def test_make_stopped_from_outside_leaves_nothing(tmp_path: Path, target: str, h
         else:
             make.send_signal(signal.SIGTERM)
         make.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(make.pid, signal.SIGKILL)
+        out, _ = make.communicate()
+        pytest.fail(f"make {target} still running 90 s after {how}; its output:\n{out[-6000:]}")
     finally:
         if make.poll() is None:
             os.killpg(make.pid, signal.SIGKILL)
