@@ -56,6 +56,7 @@ class TransferResult:
     max_stall_s: float | None = None  # longest time the receiver got no new bytes (None: not watched)
     max_stall_at_bytes: int | None = None  # how many bytes it had when that stall began
     reverse_bytes: int = 0  # data the receiver wrote back on the same connection (reverse_rate_bps)
+    launched_at: float | None = None  # when its sender process was started (stagger_s counts from it)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -89,6 +90,7 @@ class Transfer:
         self.think_s = 0.0  # run_transfer_streams: pause after this transfer before the next
         self.max_stall_s = 0.0
         self.max_stall_at_bytes: int | None = None
+        self.launched_at: float | None = None
 
     def watch(self, now: float) -> None:
         """Call regularly while the transfer runs: tracks the longest stretch without new bytes."""
@@ -122,6 +124,7 @@ class Transfer:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self.launched_at = time.time()
         self._send = self.sender.popen(
             [
                 PYTHON,
@@ -191,6 +194,7 @@ class Transfer:
             max_stall_s=self.max_stall_s if self._last_change is not None else None,
             max_stall_at_bytes=self.max_stall_at_bytes,
             reverse_bytes=int(sent.get("reverse_bytes", 0)),
+            launched_at=self.launched_at,
         )
         if not result.byte_exact:
             raise TrafficError(

@@ -244,3 +244,10 @@ def _alive(pid: int) -> bool:
             pass
         return False
     return True
+
+
+def terminal_job_signals() -> None:
+    """``preexec_fn`` for a child a test will stop with Ctrl-C: SIGINT as a terminal's job has it
+    (default), also when this run inherited it ignored (a shell ignores SIGINT in a job it starts
+    with ``&`` from a script, and exec keeps that). Without it such a child never sees the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -121,6 +121,7 @@ def test_make_stopped_from_outside_leaves_nothing(tmp_path: Path, target: str, h
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=leftovers.terminal_job_signals,
     )
     try:
         wait_for(marker, make, timeout_s=120)
@@ -140,3 +141,22 @@ def test_make_stopped_from_outside_leaves_nothing(tmp_path: Path, target: str, h
     assert make.returncode != 0, f"make {target} ended with 0 after {how}"
     time.sleep(1)  # let whatever make left exit on its own before looking
     assert_clean_since(before, f"make {target} stopped by {how}")
+
+
+def test_a_child_to_be_interrupted_gets_sigint_back_when_this_run_ignores_it() -> None:
+    """Regression: run from a script's background job (SIGINT ignored, inherited across exec), the
+    Ctrl-C tests' make and demo ignored the SIGINT they were sent, ran on, and failed."""
+    probe = [
+        sys.executable,
+        "-c",
+        "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)",
+    ]
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        plain = subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
+        as_job = subprocess.run(
+            probe, capture_output=True, text=True, check=True, preexec_fn=leftovers.terminal_job_signals
+        ).stdout.strip()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (plain, as_job) == ("False", "True")
