@@ -108,6 +108,21 @@ class CoalesceTest(ThinningTest):
         )
         return self.register("coalesce.state", record.slot << 1 | direction) & 0xFF
 
+    def case(
+        self, name: str, special: bytes, after: bytes, flow: TcpFlow, waiting: bytes | None = None
+    ) -> None:
+        """``waiting`` (default ack(2)) waits, then ``special`` and ``after`` come: each leaves unchanged."""
+        self.first_ack_out(flow)
+        waiting = flow.ack(2) if waiting is None else waiting
+        for pkt in (waiting, special, after):
+            self.send(flow.ack_port, pkt)
+        got = self.collect(flow.data_port, 0.9)
+        self.assertEqual(
+            got,
+            [routed(p, flow.data_port) for p in (waiting, special, after)],
+            f"{name}: the waiting ACK, the special one and the one after, each unchanged",
+        )
+
     def check_out(self, flow: TcpFlow, expected: list[bytes], quiet_s: float = 0.6) -> None:
         got = self.collect(flow.data_port, quiet_s)
         want = [routed(e, flow.data_port) for e in expected]
@@ -157,19 +172,6 @@ class CoalesceNeverAbsorbsTest(CoalesceTest):
     """With ack(2) waiting, each ACK that carries news is queued as it is, never absorbed nor
     rewritten, and ends the wait: the plain ACK after it is not folded into ack(2). One case per
     rule of the safety contract that applies to a queued pure ACK."""
-
-    def case(self, name: str, special: bytes, after: bytes, flow: TcpFlow) -> None:
-        self.first_ack_out(flow)
-        waiting = flow.ack(2)
-        self.send(flow.ack_port, waiting)
-        self.send(flow.ack_port, special)
-        self.send(flow.ack_port, after)
-        got = self.collect(flow.data_port, 0.9)
-        self.assertEqual(
-            got,
-            [routed(p, flow.data_port) for p in (waiting, special, after)],
-            f"{name}: the waiting ACK, the special one and the one after, each unchanged",
-        )
 
     def runTest(self) -> None:
         cases = {
@@ -323,17 +325,8 @@ class CoalesceSackNeverFoldedTest(CoalesceTest):
         for i, (name, make) in enumerate(cases.items()):
             flow = TcpFlow(sport=43000 + i, isn=1000 + i * 100_000)
             self.send_data(flow, range(10))
-            self.first_ack_out(flow)
             waiting = flow.ack(2, sack=[(3, 4)], ts=(flow.ts(503), flow.ts(2)))
-            special, after = make(flow), flow.ack(9)
-            for pkt in (waiting, special, after):
-                self.send(flow.ack_port, pkt)
-            got = self.collect(flow.data_port, 0.9)
-            self.assertEqual(
-                got,
-                [routed(p, flow.data_port) for p in (waiting, special, after)],
-                f"{name}: the waiting ACK, the special one and the one after, each unchanged",
-            )
+            self.case(name, make(flow), flow.ack(9), flow, waiting)
 
 
 class CoalesceTailDropTest(CoalesceTest):
