@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ackwise.packets import TcpSegment, parse_ipv4_tcp
-from ackwise.serial import seq_add, seq_gt, seq_leq
+from ackwise.packets import ACK, PSH, TcpSegment, parse_ipv4_tcp
+from ackwise.policies import MSS_BYTES
+from ackwise.serial import seq_add, seq_diff, seq_gt, seq_leq
 
 PCAP_MAGIC = {
     b"\xd4\xc3\xb2\xa1": "<",
@@ -96,3 +97,66 @@ def direction_stats(path: str | Path) -> dict[str, DirectionStats]:
     for seg in read_segments(path):
         stats.setdefault(seg.direction, DirectionStats()).add(seg)
     return stats
+
+
+# Linux starts a connection's receive side in quickack mode for up to this many ACKs
+# (TCP_MAX_QUICKACKS in include/net/tcp.h).
+LINUX_MAX_QUICKACKS = 16
+
+
+@dataclass
+class LinuxAckReasons:
+    """Why a Linux receiver sent each of its pure ACKs, as far as a capture that sees both
+    directions shows. Its delayed-ACK rule acknowledges every second full-sized segment; it
+    acknowledges a single segment at once only in quickack mode or when the application has read
+    everything (tcp_cleanup_rbuf). Quickack mode is entered for the first LINUX_MAX_QUICKACKS
+    segments and, for one segment, every time the receive window grows (tcp_grow_window sets
+    icsk_ack.quick), which receive-buffer autotuning does throughout a transfer: so the share of
+    single-segment ACKs, and with it the ACK ratio, varies from run to run."""
+
+    two_or_more: int = 0  # the delayed-ACK rule's own ACKs: two or more segments acknowledged
+    quick_start: int = 0  # one segment, among the connection's first LINUX_MAX_QUICKACKS ACKs
+    window_grew: int = 0  # one segment, with a larger window than the ACK before
+    after_push: int = 0  # one segment, right after a PSH segment (the reader drained the queue)
+    unexplained: int = 0  # one segment (or less), none of the above
+    no_advance: int = 0  # the same ACK number again: window updates and duplicates
+
+    @property
+    def total(self) -> int:
+        return sum(vars(self).values())
+
+
+def linux_ack_reasons(
+    segments: Iterator[TcpSegment] | list[TcpSegment], ack_direction: str, mss_bytes: int = MSS_BYTES
+) -> LinuxAckReasons:
+    """Classify the pure ACKs sent in ``ack_direction`` ("ip:port > ip:port") against the data
+    segments of the opposite direction that preceded each in ``segments`` (in capture order)."""
+    reasons = LinuxAckReasons()
+    src, _, dst = ack_direction.partition(" > ")
+    data_direction = f"{dst} > {src}"
+    previous: TcpSegment | None = None  # the last segment sent in ack_direction
+    last_data_pushed = False
+    acks_seen = 0
+    for seg in segments:
+        if seg.direction == data_direction and seg.payload_len > 0:
+            last_data_pushed = bool(seg.flags & PSH)
+            continue
+        if seg.direction != ack_direction or not seg.flags & ACK:
+            continue
+        if seg.is_pure_ack and previous is not None:
+            acks_seen += 1
+            acked = seq_diff(seg.ack, previous.ack)
+            if acked <= 0:
+                reasons.no_advance += 1
+            elif acked >= 2 * mss_bytes:
+                reasons.two_or_more += 1
+            elif acks_seen <= LINUX_MAX_QUICKACKS:
+                reasons.quick_start += 1
+            elif seg.window > previous.window:
+                reasons.window_grew += 1
+            elif last_data_pushed:
+                reasons.after_push += 1
+            else:
+                reasons.unexplained += 1
+        previous = seg  # the SYN-ACK is the first ACK's predecessor
+    return reasons

@@ -9,6 +9,7 @@ import pytest
 from conftest import assert_each_byte_once
 
 from ackwise import ecn
+from ackwise.experiments.pcapstats import linux_ack_reasons, read_segments
 from ackwise.experiments.traffic import Capture, TcpSampler, Transfer, run_transfers
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.topologies.testbed import Testbed
@@ -44,12 +45,19 @@ def test_policy_on_the_receiver(case: str) -> None:
         (result,) = run_transfers([(sender, receiver)], SIZE)
         tcp = sampler.stop()
         report = agent.stop()
-        directions = capture.stop()
+        try:
+            directions = capture.stop(keep_pcap=True)
+            segments = list(read_segments(capture.path))
+        finally:
+            capture.discard()
     data = sum(s.data_segments for d, s in directions.items() if d.startswith(f"{sender_ip}:"))
-    acks = sum(s.pure_acks for d, s in directions.items() if d.startswith(f"{receiver_ip}:"))
+    ack_directions = [d for d in directions if d.startswith(f"{receiver_ip}:")]
+    acks = sum(directions[d].pure_acks for d in ack_directions)
+    (ack_direction,) = ack_directions
+    reasons = linux_ack_reasons(segments, ack_direction)
     print(
         f"{case}: {acks} pure ACKs / {data} data segments = {acks / data:.1%}, completion "
-        f"{result.completion_s:.2f} s, RTOs {tcp['rto_timeouts']}"
+        f"{result.completion_s:.2f} s, RTOs {tcp['rto_timeouts']}; {reasons}"
     )
     assert result.byte_exact
     assert_each_byte_once(directions, sender_ip, SIZE)  # loss-free: nothing retransmitted
@@ -59,7 +67,12 @@ def test_policy_on_the_receiver(case: str) -> None:
     if case == "quickack":
         assert acks >= 0.95 * data
     if case == "delayed":
-        assert 0.4 <= acks / data <= 0.75
+        # Linux's delayed ACK: at least one ACK per two segments, and every single-segment ACK
+        # for one of its reasons (quickack at the start and on each window growth, a drained
+        # reader). The ratio itself is no bound: autotuning grows the window a different
+        # number of times in each run (0.54-0.78 measured; docs/host-policies.md).
+        assert acks / data >= 0.4
+        assert reasons.unexplained <= 0.01 * acks, reasons
 
 
 def test_killing_the_agent_does_not_stop_the_transfer() -> None:

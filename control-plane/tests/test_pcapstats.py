@@ -5,7 +5,13 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
 
-from ackwise.experiments.pcapstats import direction_stats
+from ackwise.experiments.pcapstats import (
+    LINUX_MAX_QUICKACKS,
+    LinuxAckReasons,
+    direction_stats,
+    linux_ack_reasons,
+)
+from ackwise.packets import ACK, FIN, PSH, SYN, TcpSegment
 
 DATA = "10.0.0.1:40000 > 10.0.0.2:5001"
 ACKS = "10.0.0.2:5001 > 10.0.0.1:40000"
@@ -56,3 +62,64 @@ def test_counts_data_acks_retransmissions_across_the_wrap(tmp_path: Path) -> Non
     assert stats[DATA].other == 1  # the SYN
     assert stats[ACKS].pure_acks == 2
     assert stats[ACKS].other == 2  # SYN-ACK and FIN
+
+
+def tcp(src: str, seq: int, ack: int, flags: int, window: int = 100, payload: int = 0) -> TcpSegment:
+    sport, dport = (40000, 5001) if src == "10.0.0.1" else (5001, 40000)
+    dst = "10.0.0.2" if src == "10.0.0.1" else "10.0.0.1"
+    return TcpSegment(src, dst, sport, dport, seq, ack, flags, window, payload, 0)
+
+
+def test_linux_ack_reasons_names_why_each_ack_was_sent() -> None:
+    isn = 0xFFFFFF00  # the receiver's ACK numbers wrap
+    mss = 1448
+    segs = [tcp("10.0.0.2", 7, (isn + 1) % 2**32, SYN | ACK, window=43440)]  # the SYN-ACK
+    next_seq = isn + 1
+
+    def data(n: int, push: bool = False) -> None:
+        nonlocal next_seq
+        for i in range(n):
+            flags = ACK | (PSH if push and i == n - 1 else 0)
+            segs.append(tcp("10.0.0.1", next_seq % 2**32, 8, flags, payload=mss))
+            next_seq += mss
+
+    def ack(window: int = 100) -> None:
+        segs.append(tcp("10.0.0.2", 8, next_seq % 2**32, ACK, window=window))
+
+    for _ in range(LINUX_MAX_QUICKACKS):  # quickack mode at the start: one ACK per segment
+        data(1)
+        ack()
+    data(2)
+    ack()  # two_or_more
+    data(3)
+    ack()  # two_or_more
+    data(1)
+    ack(window=120)  # window_grew
+    data(1, push=True)
+    ack(window=120)  # after_push
+    data(1)
+    ack(window=120)  # unexplained: one segment, no reason visible
+    ack(window=140)  # no_advance: a window update
+    segs.append(tcp("10.0.0.2", 8, next_seq % 2**32, FIN | ACK))  # not a pure ACK: not counted
+
+    reasons = linux_ack_reasons(segs, "10.0.0.2:5001 > 10.0.0.1:40000", mss)
+    assert reasons == LinuxAckReasons(
+        two_or_more=2,
+        quick_start=LINUX_MAX_QUICKACKS,
+        window_grew=1,
+        after_push=1,
+        unexplained=1,
+        no_advance=1,
+    )
+    assert reasons.total == LINUX_MAX_QUICKACKS + 6
+
+
+def test_linux_ack_reasons_every_segment_acked_is_unexplained_after_the_start() -> None:
+    """What a quickack receiver looks like: after the start, single-segment ACKs with no reason."""
+    segs = [tcp("10.0.0.2", 7, 1, SYN | ACK)]
+    for i in range(100):
+        segs.append(tcp("10.0.0.1", 1 + i * 1448, 8, ACK, payload=1448))
+        segs.append(tcp("10.0.0.2", 8, 1 + (i + 1) * 1448, ACK))
+    reasons = linux_ack_reasons(segs, "10.0.0.2:5001 > 10.0.0.1:40000")
+    assert reasons.quick_start == LINUX_MAX_QUICKACKS
+    assert reasons.unexplained == 100 - LINUX_MAX_QUICKACKS
