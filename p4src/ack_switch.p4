@@ -79,8 +79,6 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
     AccSignal() acc_signal_marked;
     AccSignal() acc_signal_queue;
     AckCoalesceDeparture() coalesce_departure;
-    AckCoalesceAdvance() coalesce_advance;
-    SetSackLength() set_sack_length;
     SetTimestamps() set_timestamps;
     SetSackBlocks() set_sack_blocks;
 
@@ -116,8 +114,8 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
         }
         // The rest is about pure ACKs the thinning stage evaluated.
         if (meta.ack.pure_ack) {
-            bool rewrite = false;
             if (meta.ack.coalesce_serial != 0) {
+                bool rewrite;
                 bit<32> ack_no;
                 bit<16> window;
                 bit<32> ts_val;
@@ -135,42 +133,13 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
                     if (meta.tcp_opts.sack_blocks != 0) {
                         set_sack_blocks.apply(hdr, sack);
                     }
+                    // A pure ACK: nothing of TCP follows its options. Bytes after the IPv4 packet
+                    // (an Ethernet trailer) go, and the checksum covers the header and options
+                    // only: over bmv2's payload it took in a non-zero trailer and came out wrong
+                    // (the fuzzer's "extend" mutation, ptf-tests/test_fuzz_findings.py).
+                    meta.tcp_rewritten_header_only = true;
+                    truncate((bit<32>)hdr.ipv4.total_len + 14);
                 }
-            }
-            if (meta.ack.coalesce_queued) {
-                bool advance;
-                bool said;
-                bit<32> ack_no;
-                bit<16> window;
-                bit<32> ts_ecr;
-                bit<8> sack_blocks;
-                bit<192> sack;
-                coalesce_advance.apply(meta.ack.half, meta.ack.coalesce_tag, hdr.tcp, meta.tcp_opts,
-                                       meta.ack.coalesce_advance && !rewrite, advance, said, ack_no, window,
-                                       ts_ecr, sack_blocks, sack);
-                if (said) {
-                    mark_to_drop(standard_metadata);   // an advanced ACK said all of it
-                }
-                if (advance) {
-                    // A queued ACK leaves with its flow's newest ACK number, window and TSecr, and
-                    // its blocks above that ACK number.
-                    hdr.tcp.ack_no = ack_no;
-                    hdr.tcp.window = window;
-                    if (meta.tcp_opts.ts_present) {
-                        set_timestamps.apply(hdr, meta.tcp_opts.ts_index, meta.tcp_opts.ts_val, ts_ecr);
-                    }
-                    set_sack_blocks.apply(hdr, sack);
-                    set_sack_length.apply(hdr, sack_blocks);
-                    rewrite = true;
-                }
-            }
-            if (rewrite) {
-                // A pure ACK: nothing of TCP follows its options. Bytes after the IPv4 packet
-                // (an Ethernet trailer) go, and the checksum covers the header and options
-                // only: over bmv2's payload it took in a non-zero trailer and came out wrong
-                // (the fuzzer's "extend" mutation, ptf-tests/test_fuzz_findings.py).
-                meta.tcp_rewritten_header_only = true;
-                truncate((bit<32>)hdr.ipv4.total_len + 14);
             }
             if (meta.ack.filter_candidate) {
                 bool drop;

@@ -51,36 +51,6 @@ def sack_rewritten(waiting: bytes, newest: bytes) -> bytes:
     return bytes(frame)
 
 
-def advanced(queued: bytes, head: bytes) -> bytes:
-    """``queued`` (SACK blocks in Linux's layout) leaving with ``head``'s ACK number, window and
-    TSecr (its own TSval), its blocks at or below that ACK number gone, one straddling it starting
-    at it, the rest in their order, NOPs where blocks went (four NOPs for the option's first word
-    when none is left); TCP checksum recomputed. What AckCoalesceAdvance must make of it."""
-    frame = bytearray(queued)
-    tcp_at = 14 + (frame[14] & 0x0F) * 4
-    frame[tcp_at + 8 : tcp_at + 12] = head[tcp_at + 8 : tcp_at + 12]  # ACK number
-    frame[tcp_at + 14 : tcp_at + 16] = head[tcp_at + 14 : tcp_at + 16]  # window
-    ts_queued, ts_head = timestamps_at(queued), timestamps_at(head)
-    assert ts_queued is not None and ts_head is not None
-    frame[ts_queued + 4 : ts_queued + 8] = head[ts_head + 4 : ts_head + 8]  # TSecr
-    (ack,) = struct.unpack_from("!I", head, tcp_at + 8)
-    at = option_at(queued, 5)
-    assert at is not None
-    length = queued[at + 1]
-    blocks = [struct.unpack_from("!II", queued, at + 2 + 8 * i) for i in range((length - 2) // 8)]
-    kept = [
-        (left if (left - ack) % 2**32 < 2**31 else ack, right)
-        for left, right in blocks
-        if 0 < (right - ack) % 2**32 < 2**31  # right edge above the ACK number
-    ]
-    option = (bytes([5, 2 + 8 * len(kept)]) if kept else b"\x01\x01") + b"".join(
-        struct.pack("!II", *b) for b in kept
-    )
-    frame[at : at + length] = option + b"\x01" * (length - len(option))
-    set_tcp_checksum(frame)
-    return bytes(frame)
-
-
 def timestamps_at(frame: bytes) -> int | None:
     """Offset of the Timestamps option's TSval in an Ethernet/IPv4/TCP frame."""
     at = option_at(frame, 8)
@@ -139,16 +109,9 @@ class CoalesceTest(ThinningTest):
         return self.register("coalesce.state", record.slot << 1 | direction) & 0xFF
 
     def case(
-        self,
-        name: str,
-        special: bytes,
-        after: bytes,
-        flow: TcpFlow,
-        waiting: bytes | None = None,
-        expected: list[bytes] | None = None,
+        self, name: str, special: bytes, after: bytes, flow: TcpFlow, waiting: bytes | None = None
     ) -> None:
-        """``waiting`` (default ack(2)) waits, then ``special`` and ``after`` come: each leaves
-        unchanged (none folded into another), unless ``expected`` says what leaves instead."""
+        """``waiting`` (default ack(2)) waits, then ``special`` and ``after`` come: each leaves unchanged."""
         self.first_ack_out(flow)
         waiting = flow.ack(2) if waiting is None else waiting
         for pkt in (waiting, special, after):
@@ -156,8 +119,8 @@ class CoalesceTest(ThinningTest):
         got = self.collect(flow.data_port, 0.9)
         self.assertEqual(
             got,
-            [routed(p, flow.data_port) for p in (expected or [waiting, special, after])],
-            f"{name}: the waiting ACK, the special one and the one after, none folded",
+            [routed(p, flow.data_port) for p in (waiting, special, after)],
+            f"{name}: the waiting ACK, the special one and the one after, each unchanged",
         )
 
     def check_out(self, flow: TcpFlow, expected: list[bytes], quiet_s: float = 0.6) -> None:
@@ -241,11 +204,6 @@ class CoalesceNeverAbsorbsTest(CoalesceTest):
                     got, [routed(waiting, flow.data_port), routed(rewritten(special, after), flow.data_port)]
                 )
                 continue
-            if name == "SACK news":
-                # Not folded; it leaves with the ACK number (and window, TSecr) of the ACK after it,
-                # which then says nothing more and is dropped (CoalesceAdvanceTest).
-                self.case(name, special, after, flow, expected=[flow.ack(2), advanced(special, after)])
-                continue
             self.case(name, special, after, flow)
 
 
@@ -287,19 +245,16 @@ class CoalesceFoldsSackTest(CoalesceTest):
         self.assertLess(wrap.seq(6), wrap.seq(2), "the test's sequence numbers wrap")
 
         # The hole fills: the plain ACK (shorter option) is queued, not folded, and says all the
-        # waiting ACK took in; it takes that state over, and the waiting ACK is not rewritten. It
-        # leaves with the plain ACK's ACK number instead (AckCoalesceAdvance: its block, now below
-        # that number, becomes NOPs), and the plain ACK, which says nothing more, is dropped.
+        # waiting ACK took in; it takes that state over, and the waiting ACK leaves as it came.
         flow = TcpFlow(sport=42004, isn=900_000)
         self.send_data(flow, range(10))
         self.first_ack_out(flow)
         waiting, extends, filled = flow.ack(2, sack=[(3, 4)]), flow.ack(2, sack=[(3, 5)]), flow.ack(9)
         for pkt in (waiting, extends, filled):
             self.send(flow.ack_port, pkt)
-        self.check_out(flow, [advanced(waiting, filled)])
+        self.check_out(flow, [waiting, filled])
         side = self.flow_record(flow)["ack_side"]
         self.assertEqual((side.acks_absorbed, side.acks_rewritten), (1, 0))
-        self.assertEqual((side.acks_advanced, side.acks_said), (1, 1))
 
 
 class CoalesceFoldsWindowUpdatesTest(CoalesceTest):
@@ -350,7 +305,8 @@ class CoalesceSackNeverFoldedTest(CoalesceTest):
     """With an ACK with one SACK block waiting, an ACK with SACK blocks is queued as it is when
     folding it would lose or misstate something: a block it no longer says, another number of
     blocks, DSACK, a right window edge that moves back, or blocks in a layout the switch cannot
-    rewrite. The plain ACK after it is queued too (no SACK option: never folded into one)."""
+    rewrite. The plain ACK
+    after it is queued too (no SACK option: never folded into one)."""
 
     def runTest(self) -> None:
         cases = {
@@ -370,55 +326,7 @@ class CoalesceSackNeverFoldedTest(CoalesceTest):
             flow = TcpFlow(sport=43000 + i, isn=1000 + i * 100_000)
             self.send_data(flow, range(10))
             waiting = flow.ack(2, sack=[(3, 4)], ts=(flow.ts(503), flow.ts(2)))
-            special, after = make(flow), flow.ack(9)
-            # None folded. ack(9) moves the flow's head: the waiting ACK leaves with its ACK number
-            # (its block below it gone), the special one (ACK number 2, below what has left) as it
-            # came, and ack(9), said already, is dropped (CoalesceAdvanceTest).
-            self.case(name, special, after, flow, waiting, expected=[advanced(waiting, after), special])
-
-
-class CoalesceAdvanceTest(CoalesceTest):
-    """A queued ACK with SACK blocks leaves with its flow's newest ACK number (the head), byte for
-    byte: ack(2) with blocks (12, 14), (3, 5), (7, 9) waits; ack(8) (another window, newer
-    timestamps) comes and is queued (no SACK option: not folded into it). ack(2) leaves as ack(8)'s
-    ACK number, window and TSecr with its own TSval, and the blocks above 8: (12, 14) and (8, 9)
-    (the straddling block starts at 8), then eight NOPs where (3, 5) was. ack(8) itself, said
-    already, is dropped; the duplicate of it the receiver sent next leaves as it came (only one ACK
-    is taken as said). Then the same across the wrap of 2^32."""
-
-    def runTest(self) -> None:
-        flow = TcpFlow(sport=44000)
-        self.send_data(flow, range(16))
-        self.first_ack_out(flow)
-        queued = flow.ack(2, sack=[(12, 14), (3, 5), (7, 9)], ts=(flow.ts(503), flow.ts(2)))
-        head = flow.ack(8, window=600, ts=(flow.ts(510), flow.ts(8)))
-        duplicate = flow.ack(8, window=600, ts=(flow.ts(511), flow.ts(8)))
-        for pkt in (queued, head, duplicate):
-            self.send(flow.ack_port, pkt)
-        out = advanced(queued, head)
-        self.check_out(flow, [out, duplicate])
-        at = option_at(out, 5)
-        assert at is not None
-        self.assertEqual(
-            out[at : at + 26],
-            bytes([5, 18])
-            + struct.pack("!IIII", flow.seq(12), flow.seq(14), flow.seq(8), flow.seq(9))
-            + b"\x01" * 8,
-            "the reference itself: blocks above 8 in their order, the straddling one from 8, NOPs",
-        )
-        side = self.flow_record(flow)["ack_side"]
-        self.assertEqual((side.acks_advanced, side.acks_said), (1, 1))
-        self.assertEqual((side.acks_seen, side.acks_forwarded, side.acks_thinned), (4, 3, 1))
-
-        wrap = TcpFlow(sport=44001, isn=2**32 - 4 * 1448, ts_base=2**32 - 3)
-        self.send_data(wrap, range(10))
-        self.first_ack_out(wrap)
-        queued = wrap.ack(2, sack=[(5, 7)], ts=(wrap.ts(503), wrap.ts(2)))
-        head = wrap.ack(6, ts=(wrap.ts(506), wrap.ts(6)))
-        for pkt in (queued, head):
-            self.send(wrap.ack_port, pkt)
-        self.check_out(wrap, [advanced(queued, head)])
-        self.assertLess(wrap.seq(6), wrap.seq(2), "the test's sequence numbers wrap")
+            self.case(name, make(flow), flow.ack(9), flow, waiting)
 
 
 class CoalesceTailDropTest(CoalesceTest):

@@ -156,8 +156,6 @@ HALF_FIELDS: dict[str, tuple[str, int, int]] = {
     "acc_signals": ("acc.signals", 31, 0),
     "acks_absorbed": ("coalesce.counts", 61, 31),
     "acks_rewritten": ("coalesce.counts", 30, 0),
-    "acks_advanced": ("coalesce.advanced", 61, 31),
-    "acks_said": ("coalesce.advanced", 30, 0),
     "acks_held": ("holdback.held", 31, 0),
     "acks_released": ("holdback.released", 31, 0),
 }
@@ -208,9 +206,6 @@ class HalfFlow:
     acc_signals: int = 0  # congestion signals that doubled d
     acks_absorbed: int = 0  # coalesce: folded into a waiting ACK (also counted in acks_thinned)
     acks_rewritten: int = 0  # coalesce: waiting ACKs that left carrying absorbed ACKs' state
-    acks_advanced: int = 0  # coalesce: queued ACKs that left acknowledging up to the flow's newest
-    # coalesce: dropped as they left, an advanced ACK having said all of them (counted thinned)
-    acks_said: int = 0
     # hold-back: handed to the agent (counted thinned until released), and released (then counted
     # forwarded instead): acks_seen = acks_forwarded + acks_thinned at any time.
     acks_held: int = 0
@@ -263,13 +258,8 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     sender=key.endpoint(direction),
                     acks_seen=halves["acks_seen"][h],
                     # filter decides at egress: its forwarded/filtered counts add to ingress's
-                    # and coalesce drops at egress what an advanced ACK said
-                    acks_forwarded=halves["acks_forwarded"][h]
-                    + halves["filter_forwarded"][h]
-                    - halves["acks_said"][h],
-                    acks_thinned=halves["acks_thinned"][h]
-                    + halves["filter_filtered"][h]
-                    + halves["acks_said"][h],
+                    acks_forwarded=halves["acks_forwarded"][h] + halves["filter_forwarded"][h],
+                    acks_thinned=halves["acks_thinned"][h] + halves["filter_filtered"][h],
                     data_segments=halves["data_segments"][h],
                     last_keep_reason=KeepReason(reason).name.lower()
                     if reason in KeepReason._value2member_map_
@@ -280,8 +270,6 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     acc_signals=halves["acc_signals"][h],
                     acks_absorbed=halves["acks_absorbed"][h],
                     acks_rewritten=halves["acks_rewritten"][h],
-                    acks_advanced=halves["acks_advanced"][h],
-                    acks_said=halves["acks_said"][h],
                     acks_held=halves["acks_held"][h],
                     acks_released=halves["acks_released"][h],
                     data_end=halves["data_end"][h],

@@ -45,19 +45,6 @@ const bit<8> COALESCE_SACK_MASK = 0x30; // ...and this many SACK blocks (0 to 3)
 @name(".coalesce.newest_window") register<bit<16>>(HALF_FLOWS) coalesce_newest_window;
 @name(".coalesce.counts") register<bit<62>>(HALF_FLOWS) coalesce_counts;
 @name(".coalesce.newest_sack") register<bit<192>>(HALF_FLOWS) coalesce_newest_sack;
-// The head: the highest ACK number any ACK of the half-flow brought to ingress, whether folded,
-// queued or tail-dropped after all, with that ACK's right window edge, window and TSecr; tag:
-// the flow it belongs to (key_a ^ key_b ^ ports). tag | ack | edge | TSecr | window | flags
-// (HEAD_VALID, HEAD_HAS_TS). advanced: queued ACKs that left with the head's ACK number (31 bits)
-// | ACKs dropped at departure because an advanced ACK had said all of them (31).
-@name(".coalesce.head") register<bit<160>>(HALF_FLOWS) coalesce_head;
-@name(".coalesce.advanced") register<bit<62>>(HALF_FLOWS) coalesce_advanced;
-// The highest ACK number of the half-flow that left (egress), and with which window; whether an
-// advanced ACK brought it (until an ACK at or past it leaves): tag | ACK number | window |
-// advanced (1). tag 0 and ACK number 0: none yet.
-@name(".coalesce.departed") register<bit<81>>(HALF_FLOWS) coalesce_departed;
-const bit<16> HEAD_VALID = 0x0001;
-const bit<16> HEAD_HAS_TS = 0x0002;
 
 // A block (left, right) of the waiting ACK's newest state is still said by an ACK that has these
 // blocks and ACK number: it lies at or below the ACK number, or inside one of the ACK's blocks.
@@ -75,23 +62,9 @@ const bit<16> HEAD_HAS_TS = 0x0002;
 // its blocks and ACK number still say everything the waiting ACK's newest blocks say: nothing the
 // receiver said is lost, and a block never ends up below the ACK number it leaves with (which the
 // sender would read as DSACK). Whether an ACK with SACK may be folded at all is the caller's.
-//
-// Every ACK also moves the half-flow's head forward (a flow's first ACK, or another flow's in the
-// slot, starts it anew): AckCoalesceAdvance lets a queued ACK leave with it.
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
                     in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_t queue,
-                    in bit<32> tag, in bool first_ack, out bool absorb, out bit<16> serial) {
-    action move_head() {
-        bit<160> head;
-        coalesce_head.read(head, half);
-        bool fresh = first_ack || head[15:0] & HEAD_VALID == 0 || head[159:128] != tag;
-        bool newer = SEQ_GT(tcp.ack_no, head[127:96])
-            || (tcp.ack_no == head[127:96] && SEQ_GT(right_edge, head[95:64]));
-        bit<16> flags = HEAD_VALID | (opts.ts_present ? HEAD_HAS_TS : 16w0);
-        coalesce_head.write(half, fresh || newer ? tag ++ tcp.ack_no ++ right_edge ++ opts.ts_ecr ++ tcp.window
-            ++ flags : head);
-    }
-
+                    out bool absorb, out bit<16> serial) {
     action decide() {
         bit<56> state;
         bit<64> newest_ack;
@@ -154,7 +127,6 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     }
 
     apply {
-        move_head();
         decide();
     }
 }
@@ -193,93 +165,6 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in tcp_h tcp, i
 
     apply {
         depart();
-    }
-}
-
-// Egress, for every ACK the coalescing stage queued. An ACK with SACK blocks (not DSACK; Linux's
-// one-step layout) that is not leaving as a rewritten waiting ACK leaves acknowledging up to its
-// half-flow's head when the head has moved past both its own ACK number and every ACK number of
-// the flow that left before it. So the news that ends a recovery (the ACK of a retransmission),
-// queued behind ACKs the contract could not fold, reaches the sender with the flow's next
-// departure instead of a whole queue later.
-//
-// It says nothing the receiver did not: the receiver had every byte below the head, and the
-// blocks. Blocks at or below the head go (the ACK number says them), one that straddles it starts
-// at it, the rest keep their order; the option keeps its length, NOPs where blocks went (all of
-// it NOPs if none is left). Window and TSecr: the head's, as the receiver sent them with that ACK
-// number (so the sender's RTT sample is one the echoed segment really took). TSval stays:
-// departures keep their order, so the sender's PAWS check never sees an older TSval after a newer.
-//
-// And it forges no duplicate ACK: each advanced ACK moves the sender's cumulative ACK on; the
-// first plain ACK to leave after it with the same ACK number and window (the head's own ACK,
-// which the advanced one has said: only its TSval is newer) is dropped (`said`), not delivered as
-// a duplicate ACK the receiver never sent. Older ACKs that leave after an advanced one are
-// delivered as they are: below the sender's cumulative ACK they are no duplicates, and their
-// blocks still count.
-const bit<64> SACK_BLOCK_NOPS = 0x0101010101010101;
-
-control AckCoalesceAdvance(in bit<32> half, in bit<32> tag, in tcp_h tcp, in tcp_options_meta_t opts,
-                           in bool may_advance, out bool advance, out bool said, out bit<32> ack_no,
-                           out bit<16> window, out bit<32> ts_ecr, out bit<8> sack_blocks, out bit<192> sack) {
-    action advance_to_head() {
-        bit<160> head;
-        bit<81> departed;
-        bit<62> counts;
-        coalesce_head.read(head, half);
-        coalesce_departed.read(departed, half);
-        coalesce_advanced.read(counts, half);
-        bit<32> head_ack = head[127:96];
-        bool head_mine = head[15:0] & HEAD_VALID != 0 && head[159:128] == tag;
-        bool departed_mine = departed[80:49] == tag && departed[48:17] != 0;
-        bit<32> departed_ack = departed[48:17];
-        advance = may_advance && head_mine && SEQ_GT(head_ack, tcp.ack_no)
-            && (!departed_mine || SEQ_GT(head_ack, departed_ack));
-        said = !advance && departed_mine && departed[0:0] == 1 && tcp.ack_no == departed_ack
-            && tcp.window == departed[16:1] && opts.sack_blocks == 0 && tcp.flags == TCP_FLAG_ACK;
-        ack_no = head_ack;
-        window = head[31:16];
-        ts_ecr = head[15:0] & HEAD_HAS_TS != 0 && opts.ts_present ? head[63:32] : opts.ts_ecr;
-        // The blocks above the head, in their order, each starting at the head at the earliest.
-        bool keep_0 = SEQ_GT(opts.sack_right_0, head_ack);
-        bool keep_1 = opts.sack_blocks >= 2 && SEQ_GT(opts.sack_right_1, head_ack);
-        bool keep_2 = opts.sack_blocks >= 3 && SEQ_GT(opts.sack_right_2, head_ack);
-        bit<64> block_0 = (SEQ_LT(opts.sack_left_0, head_ack) ? head_ack : opts.sack_left_0) ++ opts.sack_right_0;
-        bit<64> block_1 = (SEQ_LT(opts.sack_left_1, head_ack) ? head_ack : opts.sack_left_1) ++ opts.sack_right_1;
-        bit<64> block_2 = (SEQ_LT(opts.sack_left_2, head_ack) ? head_ack : opts.sack_left_2) ++ opts.sack_right_2;
-        bit<64> slot_0 = keep_0 ? block_0 : (keep_1 ? block_1 : (keep_2 ? block_2 : SACK_BLOCK_NOPS));
-        bit<64> slot_1 = keep_0 ? (keep_1 ? block_1 : (keep_2 ? block_2 : SACK_BLOCK_NOPS))
-            : (keep_1 && keep_2 ? block_2 : SACK_BLOCK_NOPS);
-        bit<64> slot_2 = keep_0 && keep_1 && keep_2 ? block_2 : SACK_BLOCK_NOPS;
-        sack = slot_0 ++ slot_1 ++ slot_2;
-        sack_blocks = (keep_0 ? 8w1 : 8w0) + (keep_1 ? 8w1 : 8w0) + (keep_2 ? 8w1 : 8w0);
-        // What the sender has been told: the highest ACK number and its window. An ACK at or past
-        // it that leaves (or is dropped as said) ends the advanced ACK's claim on the next one.
-        bit<32> leaves_ack = advance ? head_ack : tcp.ack_no;
-        bit<16> leaves_window = advance ? head[31:16] : tcp.window;
-        bool later = !departed_mine || SEQ_GT(leaves_ack, departed_ack);
-        bool at_or_past = !departed_mine || SEQ_GEQ(leaves_ack, departed_ack);
-        bit<81> told = later ? tag ++ leaves_ack ++ leaves_window ++ (advance ? 1w1 : 1w0)
-            : (at_or_past ? departed[80:1] ++ 1w0 : departed);
-        coalesce_departed.write(half, told);
-        coalesce_advanced.write(half, counts + (advance ? 62w1 << 31 : 0) + (said ? 62w1 : 0));
-    }
-
-    apply {
-        advance_to_head();
-    }
-}
-
-// The SACK option's first word (NOP NOP kind length) for `blocks` blocks, or four NOPs for none.
-control SetSackLength(inout headers_t hdr, in bit<8> blocks) {
-    apply {
-        bit<32> word = blocks == 0 ? 32w0x01010101 : 16w0x0101 ++ 8w5 ++ (2 + 8 * blocks);
-        if (hdr.tcp_nnsack1.isValid()) {
-            hdr.tcp_nnsack1.nop_nop_kind_len = word;
-        } else if (hdr.tcp_nnsack2.isValid()) {
-            hdr.tcp_nnsack2.nop_nop_kind_len = word;
-        } else if (hdr.tcp_nnsack3.isValid()) {
-            hdr.tcp_nnsack3.nop_nop_kind_len = word;
-        }
     }
 }
 

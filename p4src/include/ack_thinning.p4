@@ -491,15 +491,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         bool foldable = w.fact_bits & ~foldable_news == 0;
                         bool eligible = rewritable && (foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
                             || w.reason == KEEP_ECE_CWR_CHANGE || w.reason == KEEP_WINDOW_REOPEN);
-                        bit<32> tag = w.key_a ^ w.key_b ^ w.key_ports;
                         coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, rewritable && foldable,
-                                       eligible, queue, tag, w.fact_bits & FACT_FIRST_ACK != 0, w.absorbed,
-                                       ack.coalesce_serial);
-                        // Queued with SACK blocks: it may leave acknowledging more (AckCoalesceAdvance).
-                        ack.coalesce_queued = !w.absorbed;
-                        ack.coalesce_advance = !w.absorbed && rewritable && opts.sack_blocks != 0
-                            && w.fact_bits & FACT_DSACK == 0;
-                        ack.coalesce_tag = tag;
+                                       eligible, queue, w.absorbed, ack.coalesce_serial);
                         if (w.reason == KEEP_NONE && !w.absorbed) {
                             w.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
                         }

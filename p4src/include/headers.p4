@@ -278,10 +278,6 @@ struct ack_meta_t {
     bool filter_candidate;      // carries no news: the filter may drop it if superseded in the queue
     bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue
     bit<16> coalesce_serial;    // non-zero: queued as its half-flow's waiting ACK (ack_coalesce.p4)
-    bool coalesce_queued;       // queued by the coalescing stage (ack_coalesce.p4)
-    bool coalesce_advance;      // ...with SACK blocks: it may leave with its flow's newest ACK
-                                // number (AckCoalesceAdvance)
-    bit<32> coalesce_tag;       // ...its flow's identity, as the half-flow's head records it
     bool hold;                  // held back: a copy goes to the hold-back agent (ack_holdback.p4)
     bit<32> hold_base_ack;      // ...with the last ACK number forwarded for its half-flow
     bool drop;                  // thinned, absorbed, held, or a released copy that was superseded

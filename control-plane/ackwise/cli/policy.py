@@ -119,7 +119,6 @@ FLOW_COLUMNS = (
     "thinned_pct",
     "absorbed",
     "rewritten",
-    "advanced",
     "rtt_min_us",
     "last_keep_reason",
 )
@@ -148,7 +147,6 @@ def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
                     "thinned_pct": round(pct, 1),
                     "absorbed": half.acks_absorbed,
                     "rewritten": half.acks_rewritten,
-                    "advanced": half.acks_advanced,
                     "rtt_min_us": half.rtt_min_us,
                     "last_keep_reason": half.last_keep_reason,
                     "acc_d": half.acc_d,
