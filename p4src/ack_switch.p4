@@ -67,7 +67,7 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
         if (drop_malformed || drop_forwarding || meta.ack.drop) {
             mark_to_drop(standard_metadata);
         } else {
-            queue_commit.apply(standard_metadata.egress_spec, queue);
+            queue_commit.apply(standard_metadata, standard_metadata.egress_spec, queue);
         }
     }
 }

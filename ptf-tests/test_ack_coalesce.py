@@ -330,8 +330,8 @@ class CoalesceSackNeverFoldedTest(CoalesceTest):
 
 
 class CoalesceTailDropTest(CoalesceTest):
-    """The queue holds 2 packets and is full of UDP when the flow's first ACKs arrive: bmv2 drops
-    them at enqueue. The switch's queue model knows, so they do not become the waiting ACK (later
+    """The queue holds 2 packets and is full of UDP when the flow's first ACKs arrive: the program
+    drops them at ingress, as bmv2's tail drop would, and they do not become the waiting ACK (later
     ACKs would be absorbed into nothing): the ACK sent once the queue has room leaves unchanged."""
 
     def install_entries(self) -> None:
@@ -357,6 +357,37 @@ class CoalesceTailDropTest(CoalesceTest):
         self.send(flow.ack_port, last)
         got = self.collect(1, 0.8)
         self.assertEqual(got, [routed(p, 1) for p in (*fillers[1:], last)])
+
+
+class CoalesceOneShortOfFullTest(CoalesceTest):
+    """The queue holds 3 packets and two UDP datagrams wait in it when ack(1) comes: one slot is
+    left, and ack(1) becomes the waiting ACK (the program keeps the queue to its depth and bmv2
+    has room beyond it, so an ACK the program queues is never tail-dropped behind its back).
+    ack(2) and ack(3) come when the queue is full: they are absorbed, not dropped, and ack(1)
+    leaves as ack(3). Regression: one short of full, the model could not promise that bmv2 would
+    keep ack(1), so it did not become the waiting ACK, and ack(2) and ack(3) were tail-dropped."""
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        set_queue_depth(self.client, 1, 3)
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(8))
+        fillers = [udp_datagram(2, 1, payload=bytes([i]) * 32) for i in range(3)]
+        self.send(2, fillers[0])
+        self.expect_next(routed(fillers[0], 1), 1)  # left at once: the queue is empty again
+        for pkt in fillers[1:]:
+            self.send(2, pkt)
+        time.sleep(0.05)  # both wait (200 ms apart): one slot left
+        acks = [flow.ack(k) for k in (1, 2, 3)]
+        for pkt in acks:
+            self.send(flow.ack_port, pkt)
+        got = self.collect(1, 0.9)
+        self.assertEqual(got, [routed(p, 1) for p in (*fillers[1:], rewritten(acks[0], acks[-1]))])
+        side = self.flow_record(flow)["ack_side"]
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (2, 1))
 
 
 class CoalesceDeadlineTest(CoalesceTest):

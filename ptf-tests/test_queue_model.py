@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from ackwise.queues import port_loads, queue_backlog_pkts, set_queue_rate
+from ackwise.queues import port_loads, queue_backlog_pkts, set_queue_depth, set_queue_rate
 from base_test import routed, tcp_segment
 from test_ack_thinning import ThinningTest
 
@@ -45,3 +45,23 @@ class QueueBacklogTest(ThinningTest):
         self.assertEqual([first, *rest], [routed(p, 2) for p in pkts])
         self.assertEqual(queue_backlog_pkts(self.client, 2), 0)
         self.assertEqual(port_loads(self.client), {2: (500_000, 6)})
+
+
+class QueueDepthKeptByTheProgramTest(ThinningTest):
+    """Port 2 holds 2 packets, served at 2 packets/s. Five segments sent at once: the first leaves
+    at once, two wait, and the program drops the last two at ingress (queue.dropped_pkts), as
+    bmv2's tail drop would: bmv2's own limit has room beyond the depth (ackwise.queues), so a
+    packet the program lets through is never dropped where its model cannot see it."""
+
+    def runTest(self) -> None:
+        assert self.client is not None
+        set_queue_rate(self.client, 2, RATE_PPS)
+        set_queue_depth(self.client, 2, 2)
+        time.sleep(0.6)  # more than a service time since anything left port 2
+        pkts = [bytes(tcp_segment(1, 2, seq=1000 + i * 100, payload=b"d" * 100, ip_id=i)) for i in range(5)]
+        for pkt in pkts:
+            self.send(1, pkt)
+        got = self.collect(2, quiet_s=1.4)
+        self.assertEqual(got, [routed(p, 2) for p in pkts[:3]], "the first three, unchanged and in order")
+        self.assertEqual(self.register("queue.dropped_pkts", 2), 2, "dropped by the program, not by bmv2")
+        self.assertEqual(port_loads(self.client)[2][1], 3, "the model booked the three it let through")

@@ -7,6 +7,11 @@ and depth the control plane gave bmv2. Every ackwise path that sets a rate or de
 ``ackwise apply``, the test bed) goes through here, so the two never differ: a port with a rate
 has an entry in the program's ``queue.model`` table (its service time and depth), and every port's
 depth is in the ``queue.capacity_pkts`` register (the filter policy reads it at egress).
+
+A program that models its queues also keeps them to their depth: it drops at ingress a packet the
+model says the queue has no room for. bmv2's own limit is set QUEUE_MODEL_HEADROOM_PKTS deeper,
+so that bmv2 never tail-drops a packet the program let through (the model can be a packet off
+near the edge); the queue holds the depth a user set either way.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ BOOKED_REGISTER = "queue.booked_pkts"
 MODEL_TABLE = "queue.model"
 MODEL_ACTION = "queue.modelled"
 BMV2_DEFAULT_DEPTH_PKTS = 64  # simple_switch's egress queue (BMV2_DEFAULT_QUEUE_DEPTH in constants.p4)
+# bmv2's limit above the depth the program keeps: the model's error near the edge (one packet),
+# and one more.
+QUEUE_MODEL_HEADROOM_PKTS = 2
 
 
 def service_us(rate_pps: int) -> int:
@@ -53,8 +61,10 @@ def set_queue_rate(client: SwitchClient, port: int | None, rate_pps: int) -> Non
         if service == 0:
             if p in models:
                 client.table_delete(MODEL_TABLE, models[p][0])
+                client.set_queue_depth(p, _capacity(client, p))  # bmv2 keeps the depth again
             continue
         params = {"service_us": service, "capacity_pkts": _capacity(client, p)}
+        client.set_queue_depth(p, params["capacity_pkts"] + QUEUE_MODEL_HEADROOM_PKTS)
         if p in models:
             client.table_modify(MODEL_TABLE, models[p][0], MODEL_ACTION, params)
         else:
@@ -65,7 +75,11 @@ def set_queue_depth(client: SwitchClient, port: int | None, depth_pkts: int) -> 
     """Set a port's (or every port's) egress queue capacity in packets."""
     if depth_pkts < 1:
         raise ValueError(f"queue depth {depth_pkts} packets: must be >= 1")
+    models = _models(client) if MODEL_TABLE in client.program.tables else {}
     client.set_queue_depth(port, depth_pkts)
+    for p in models:  # modelled ports: the program keeps the depth, bmv2 has room beyond it
+        if port is None or p == port:
+            client.set_queue_depth(p, depth_pkts + QUEUE_MODEL_HEADROOM_PKTS)
     if CAPACITY_REGISTER not in client.program.registers:
         return
     if port is None:

@@ -105,7 +105,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // follows in this ACK, unless this ACK does not say all of it (a SACK block the receiver
         // no longer reports): then the waiting ACK keeps the state and leaves with it, and takes
         // nothing more in (a rewritten ACK never overtakes anything of its flow).
-        bool start = !absorb && eligible && !queue.may_drop && !(pending && folded && !supersedes);
+        bool start = !absorb && eligible && !queue.full && !(pending && folded && !supersedes);
         bool stays = !absorb && !start && pending && folded;
         bit<16> next_serial = waiting_serial + 1 == 0 ? 16w1 : waiting_serial + 1;
         serial = start ? next_serial : 0;

@@ -286,8 +286,7 @@ struct ack_meta_t {
 // What an egress queue would do with a packet sent to it now (queue_model.p4).
 struct queue_view_t {
     bool modelled;              // the port has a rate the program knows
-    bool full;                  // the queue would tail-drop the packet
-    bool may_drop;              // ...or may, within the model's error of one packet
+    bool full;                  // the queue holds its depth: the packet is tail-dropped (at ingress)
     time_us_t departure_us;     // when the packet would leave
 }
 

@@ -26,6 +26,11 @@
 @name(".queue.capacity_pkts") register<bit<32>>(PORTS) queue_capacity;
 // Per port: the departure booked for the last packet the queue accepted.
 @name(".queue.last_departure_us") register<bit<48>>(PORTS) queue_last_departure;
+// Per port: packets dropped at ingress because the model said the queue was full (modelled ports
+// only). The program, not bmv2, keeps a modelled queue to its depth: bmv2's own limit is set a few
+// packets deeper (control-plane/ackwise/queues.py), so a packet the program lets through is never
+// tail-dropped where the model cannot see it, whatever the model's error of one packet.
+@name(".queue.dropped_pkts") register<bit<32>>(PORTS) queue_dropped;
 // Per port: packets the queue accepted (modelled ports only). Times the service time, over an
 // interval, the share of it the port was busy: the controller's measure of a bottleneck's use.
 @name(".queue.booked_pkts") register<bit<32>>(PORTS) queue_booked;
@@ -44,11 +49,11 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
         bit<48> next = last + service;
         view.modelled = true;
         view.departure_us = next > now ? next : now;
-        // ceil(backlog / service) packets queued: >= capacity means bmv2 drops this one.
+        // ceil(backlog / service) packets queued: >= capacity means the queue is full and the
+        // program drops this one (QueueCommit). The model and bmv2 see time from different points
+        // (arrival at ingress, enqueue after it), so near the edge the model may be one packet
+        // off: bmv2's own limit has room for that.
         view.full = backlog_us > (bit<48>)(capacity_pkts - 1) * service;
-        // One short of full: the model and bmv2 see time from different points (arrival at
-        // ingress, enqueue after it), so near the edge the model may be one packet off.
-        view.may_drop = capacity_pkts < 2 || backlog_us > (bit<48>)(capacity_pkts - 2) * service;
     }
 
     // A port without a rate: the packet leaves now and is never dropped by the queue. (The miss
@@ -56,7 +61,6 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
     action unmodelled() {
         view.modelled = false;
         view.full = false;
-        view.may_drop = false;
         view.departure_us = now;
     }
 
@@ -73,8 +77,16 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
     }
 }
 
-// Book a packet that leaves ingress for `port` (call only for packets not dropped at ingress).
-control QueueCommit(in port_t port, in queue_view_t view) {
+// Book a packet that leaves ingress for `port` (call only for packets not dropped at ingress
+// otherwise), or drop it if the model says the queue is full: the tail drop bmv2 would make.
+control QueueCommit(inout standard_metadata_t standard_metadata, in port_t port, in queue_view_t view) {
+    action tail_drop() {
+        mark_to_drop(standard_metadata);
+        bit<32> dropped;
+        queue_dropped.read(dropped, (bit<32>)port);
+        queue_dropped.write((bit<32>)port, dropped + 1);
+    }
+
     action book() {
         queue_last_departure.write((bit<32>)port, view.departure_us);
         bit<32> booked;
@@ -83,7 +95,9 @@ control QueueCommit(in port_t port, in queue_view_t view) {
     }
 
     apply {
-        if (view.modelled && !view.full) {
+        if (view.full) {
+            tail_drop();
+        } else if (view.modelled) {
             book();
         }
     }
