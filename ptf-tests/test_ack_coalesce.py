@@ -282,23 +282,37 @@ class CoalesceKeepsFoldedStateTest(CoalesceTest):
     """A receiver with more holes than SACK blocks drops its oldest block from its ACKs. ack(2)
     with three blocks waits and takes in an ACK that extends the first; then an ACK reports a new
     hole and no longer the block (5, 6): it is queued (folding it would lose that block), and the
-    waiting ACK leaves with the state it took in, which still says (5, 6). Regression: the queued
-    ACK became the waiting ACK in the flow's one slot of state, and the waiting ACK left with its
-    own, older blocks: (9, 11) never reached the sender."""
+    waiting ACK leaves with the state it took in, which still says (5, 6). That state moves to the
+    flow's second slot, and the new-hole ACK becomes the next waiting ACK: it takes in the ACK
+    that extends its first block. Then one more ACK drops a block (7, 8) while both slots are
+    taken: it is queued as it is, and so is the one after it (the waiting ACK is closed).
+    Regressions: the queued ACK once took over the flow's one slot of state, and the waiting ACK
+    left with its own, older blocks ((9, 11) never reached the sender); and with one slot, every
+    ACK after the new-hole ACK was queued one by one until the closed waiting ACK had left."""
 
     def runTest(self) -> None:
         flow = TcpFlow()
-        self.send_data(flow, range(16))
+        self.send_data(flow, range(20))
         self.first_ack_out(flow)
-        ts = (flow.ts(503), flow.ts(2))
-        waiting = flow.ack(2, sack=[(9, 10), (7, 8), (5, 6)], ts=ts)
-        extends = flow.ack(2, sack=[(9, 11), (7, 8), (5, 6)], ts=(flow.ts(504), flow.ts(2)))
-        new_hole = flow.ack(2, sack=[(13, 14), (9, 11), (7, 8)], ts=(flow.ts(505), flow.ts(2)))
-        for pkt in (waiting, extends, new_hole):
+
+        def ack(blocks: list[tuple[int, int]], k: int) -> bytes:
+            return flow.ack(2, sack=blocks, ts=(flow.ts(500 + k), flow.ts(2)))
+
+        waiting = ack([(9, 10), (7, 8), (5, 6)], 3)
+        extends = ack([(9, 11), (7, 8), (5, 6)], 4)
+        new_hole = ack([(13, 14), (9, 11), (7, 8)], 5)
+        follows = ack([(13, 15), (9, 11), (7, 8)], 6)
+        both_taken = ack([(17, 18), (13, 15), (9, 11)], 7)
+        after = ack([(17, 19), (13, 15), (9, 11)], 8)
+        for pkt in (waiting, extends, new_hole, follows, both_taken, after):
             self.send(flow.ack_port, pkt)
-        self.check_out(flow, [sack_rewritten(waiting, extends), new_hole])
+        self.check_out(
+            flow,
+            [sack_rewritten(waiting, extends), sack_rewritten(new_hole, follows), both_taken, after],
+            quiet_s=1.2,
+        )
         side = self.flow_record(flow)["ack_side"]
-        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (1, 1))
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (2, 2))
 
 
 class CoalesceSackNeverFoldedTest(CoalesceTest):

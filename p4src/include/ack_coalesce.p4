@@ -45,6 +45,14 @@ const bit<8> COALESCE_SACK_MASK = 0x30; // ...and this many SACK blocks (0 to 3)
 @name(".coalesce.newest_window") register<bit<16>>(HALF_FLOWS) coalesce_newest_window;
 @name(".coalesce.counts") register<bit<62>>(HALF_FLOWS) coalesce_counts;
 @name(".coalesce.newest_sack") register<bit<192>>(HALF_FLOWS) coalesce_newest_sack;
+// A second slot, for a waiting ACK that has taken ACKs in and is closed (an ACK of its flow that
+// does not say all of its state is queued behind it): it keeps that state here until it leaves,
+// and the first slot takes the next waiting ACK. Same layouts as the first slot.
+@name(".coalesce.frozen_state") register<bit<56>>(HALF_FLOWS) coalesce_frozen_state;
+@name(".coalesce.frozen_ack") register<bit<64>>(HALF_FLOWS) coalesce_frozen_ack;
+@name(".coalesce.frozen_ts") register<bit<64>>(HALF_FLOWS) coalesce_frozen_ts;
+@name(".coalesce.frozen_window") register<bit<16>>(HALF_FLOWS) coalesce_frozen_window;
+@name(".coalesce.frozen_sack") register<bit<192>>(HALF_FLOWS) coalesce_frozen_sack;
 
 // A block (left, right) of the waiting ACK's newest state is still said by an ACK that has these
 // blocks and ACK number: it lies at or below the ACK number, or inside one of the ACK's blocks.
@@ -72,12 +80,14 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         bit<16> newest_window;
         bit<62> counts;
         bit<192> newest_sack;
+        bit<56> frozen_state;
         coalesce_state.read(state, half);
         coalesce_newest_ack.read(newest_ack, half);
         coalesce_newest_ts.read(newest_ts, half);
         coalesce_newest_window.read(newest_window, half);
         coalesce_counts.read(counts, half);
         coalesce_newest_sack.read(newest_sack, half);
+        coalesce_frozen_state.read(frozen_state, half);
 
         bit<32> deadline = state[55:24];
         bit<16> waiting_serial = state[23:8];
@@ -101,11 +111,19 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         absorb = absorbable && pending && flags & COALESCE_CLOSED == 0 && sack_count == opts.sack_blocks
             && supersedes;
         // Queued: it becomes the waiting ACK if it may be rewritten and the queue will keep it. The
-        // state of ACKs the waiting ACK took in (one slot per half-flow) is then replaced: it
-        // follows in this ACK, unless this ACK does not say all of it (a SACK block the receiver
-        // no longer reports): then the waiting ACK keeps the state and leaves with it, and takes
-        // nothing more in (a rewritten ACK never overtakes anything of its flow).
-        bool start = !absorb && eligible && !queue.full && !(pending && folded && !supersedes);
+        // state the waiting ACK took in then follows in this ACK, unless this ACK does not say all
+        // of it (a SACK block the receiver no longer reports): then the waiting ACK keeps the state
+        // and leaves with it, and takes nothing more in (a rewritten ACK never overtakes anything
+        // of its flow). It keeps it in the second slot (frozen), if that is free, and this ACK
+        // becomes the next waiting ACK; else in the first, and this ACK is queued as it is. With
+        // one slot, a flow whose closed waiting ACK sat deep in a slow queue had every ACK queued
+        // one by one until it left (seconds; docs/ack-thinning.md).
+        bool frozen_busy = frozen_state[7:0] & COALESCE_WAITING != 0
+            && !SEQ_GEQ((bit<32>)now, frozen_state[55:24]);
+        bool conflict = pending && folded && !supersedes;
+        bool may_start = !absorb && eligible && !queue.full;
+        bool freeze = may_start && conflict && !frozen_busy;
+        bool start = may_start && (!conflict || freeze);
         bool stays = !absorb && !start && pending && folded;
         bit<16> next_serial = waiting_serial + 1 == 0 ? 16w1 : waiting_serial + 1;
         serial = start ? next_serial : 0;
@@ -124,6 +142,20 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         coalesce_newest_sack.write(half, record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
             ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : newest_sack);
         coalesce_counts.write(half, absorb ? counts + (1 << 31) : counts);
+        // The waiting ACK that keeps its state moves to the second slot, closed.
+        coalesce_frozen_state.write(half, freeze ? state[55:8] ++ (flags | COALESCE_CLOSED) : frozen_state);
+        bit<64> frozen_ack;
+        bit<64> frozen_ts;
+        bit<16> frozen_window;
+        bit<192> frozen_sack;
+        coalesce_frozen_ack.read(frozen_ack, half);
+        coalesce_frozen_ts.read(frozen_ts, half);
+        coalesce_frozen_window.read(frozen_window, half);
+        coalesce_frozen_sack.read(frozen_sack, half);
+        coalesce_frozen_ack.write(half, freeze ? newest_ack : frozen_ack);
+        coalesce_frozen_ts.write(half, freeze ? newest_ts : frozen_ts);
+        coalesce_frozen_window.write(half, freeze ? newest_window : frozen_window);
+        coalesce_frozen_sack.write(half, freeze ? newest_sack : frozen_sack);
     }
 
     apply {
@@ -142,19 +174,35 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in tcp_h tcp, i
         bit<64> newest_ts;
         bit<16> newest_window;
         bit<62> counts;
+        bit<192> newest_sack;
+        bit<56> frozen_state;
+        bit<64> frozen_ack;
+        bit<64> frozen_ts;
+        bit<16> frozen_window;
+        bit<192> frozen_sack;
         coalesce_state.read(state, half);
         coalesce_newest_ack.read(newest_ack, half);
         coalesce_newest_ts.read(newest_ts, half);
         coalesce_newest_window.read(newest_window, half);
         coalesce_counts.read(counts, half);
-        coalesce_newest_sack.read(sack, half);
+        coalesce_newest_sack.read(newest_sack, half);
+        coalesce_frozen_state.read(frozen_state, half);
+        coalesce_frozen_ack.read(frozen_ack, half);
+        coalesce_frozen_ts.read(frozen_ts, half);
+        coalesce_frozen_window.read(frozen_window, half);
+        coalesce_frozen_sack.read(frozen_sack, half);
 
-        bool mine = state[7:0] & COALESCE_WAITING != 0 && state[23:8] == serial;
-        coalesce_state.write(half, mine ? state[55:8] ++ 8w0 : state);
-        ack_no = newest_ack[63:32];
-        window = newest_window;
-        ts_val = newest_ts[63:32];
-        ts_ecr = newest_ts[31:0];
+        // The waiting ACK in the first slot, or the closed one in the second.
+        bool mine_first = state[7:0] & COALESCE_WAITING != 0 && state[23:8] == serial;
+        bool mine_frozen = !mine_first && frozen_state[7:0] & COALESCE_WAITING != 0 && frozen_state[23:8] == serial;
+        bool mine = mine_first || mine_frozen;
+        coalesce_state.write(half, mine_first ? state[55:8] ++ 8w0 : state);
+        coalesce_frozen_state.write(half, mine_frozen ? frozen_state[55:8] ++ 8w0 : frozen_state);
+        ack_no = mine_frozen ? frozen_ack[63:32] : newest_ack[63:32];
+        window = mine_frozen ? frozen_window : newest_window;
+        ts_val = mine_frozen ? frozen_ts[63:32] : newest_ts[63:32];
+        ts_ecr = mine_frozen ? frozen_ts[31:0] : newest_ts[31:0];
+        sack = mine_frozen ? frozen_sack : newest_sack;
         bit<192> own_sack = opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1 ++ opts.sack_right_1
             ++ opts.sack_left_2 ++ opts.sack_right_2;
         rewrite = mine && (ack_no != tcp.ack_no || window != tcp.window
