@@ -84,7 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def nothing_left_behind() -> Iterator[None]:
     """Whatever a test starts is gone when it ends, pass or fail: test beds still running are
-    stopped, then any process, interface, namespace or /tmp/ackwise-* file that appeared during
+    stopped, then any process, interface, namespace or /tmp/ackwise* entry that appeared during
     the test is removed, so the next test starts clean. The test that left them still fails."""
     before = leftovers.Snapshot.take()
     yield

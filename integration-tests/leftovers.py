@@ -10,7 +10,8 @@ test run) has going on the same machine:
 - interfaces: new ones with the names the suite uses (Mininet's NODE-ethN and NODE-cpu[a], the
   ``aw`` prefix of the tests' own, run_ptf.py's ``ap<pid>``);
 - namespaces: new ones with the ``aw`` prefix the suite uses;
-- files: new /tmp/ackwise-* entries that no process outside this run names on its command line;
+- files: new /tmp/ackwise* entries (the CLI's state directory /tmp/ackwise too) that no process
+  outside this run names on its command line;
 - firewall rules: the test bed's INPUT rules in the root namespace (ackwise.topologies.links).
 """
 
@@ -33,7 +34,7 @@ PROGRAMS = {"simple_switch", "linkem", "tcpdump", "iperf3", "mnexec", "ptf"}
 MODULES = re.compile(
     r"ackwise\.(hosts\.agent|ap_agent|experiments\.(transfer|onoff))|^mininet:|run_ptf\.py$|(^|/)ptf$"
 )
-TMP_PREFIX = "ackwise-"
+TMP_PREFIX = "ackwise"
 # Set in this test run's environment (conftest.py), and so in every process it starts: tells a
 # process of this run from another run's when reading /proc by hand.
 RUN_MARKER = "ACKWISE_TEST_RUN"

@@ -17,6 +17,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from .client import SwitchClient, SwitchError, SwitchOperationError, SwitchUnreachable, port_answers
 from .toolchain import SIMPLE_SWITCH, find_tool
@@ -26,6 +27,13 @@ STATE_DIR_ENV = "ACKWISE_STATE_DIR"
 
 def state_dir() -> Path:
     return Path(os.environ.get(STATE_DIR_ENV, "/tmp/ackwise"))
+
+
+def release_state_dir() -> None:
+    """Remove the state directory if nothing is left in it: whoever made it (a switch, a topology)
+    has gone, and an empty directory in /tmp is a leftover too. Another switch's files keep it."""
+    with contextlib.suppress(OSError):
+        state_dir().rmdir()
 
 
 @dataclass
@@ -84,6 +92,7 @@ class RunningSwitch:
         self._terminate(timeout_s)
         Path(self.spec.notifications_path).unlink(missing_ok=True)
         Path(self.output_file).unlink(missing_ok=True)
+        release_state_dir()
         # The next switch on this port must not find it taken: say so here if something still holds it.
         deadline = time.monotonic() + 2.0
         while port_answers("localhost", self.spec.thrift_port, timeout_s=0.2):
@@ -136,6 +145,7 @@ class RunningSwitch:
 
     def forget(self) -> None:
         state_file(self.spec.thrift_port).unlink(missing_ok=True)
+        release_state_dir()
 
 
 def state_file(thrift_port: int) -> Path:
@@ -157,9 +167,8 @@ def start_switch(spec: SwitchSpec, timeout_s: float = 20.0, detach: bool = False
     for iface in spec.ports.values():
         if not Path(f"/sys/class/net/{iface}").exists():
             raise SwitchError(f"interface {iface} does not exist: create it before starting the switch")
-    state_dir().mkdir(parents=True, exist_ok=True)
     output_file = str(state_dir() / f"switch-{spec.thrift_port}.out")
-    with open(output_file, "wb") as out:
+    with _open_in_state_dir(output_file) as out:
         proc = subprocess.Popen(
             spec.command(),
             stdin=subprocess.DEVNULL,
@@ -175,6 +184,17 @@ def start_switch(spec: SwitchSpec, timeout_s: float = 20.0, detach: bool = False
             running.stop()
         raise
     return running
+
+
+def _open_in_state_dir(path: str) -> BinaryIO:
+    """Open a file in the state directory, making the directory; once more if another switch's
+    stop removed the (empty) directory in between."""
+    try:
+        state_dir().mkdir(parents=True, exist_ok=True)
+        return open(path, "wb")
+    except FileNotFoundError:
+        state_dir().mkdir(parents=True, exist_ok=True)
+        return open(path, "wb")
 
 
 def _wait_until_ready(proc: subprocess.Popen[bytes], running: RunningSwitch, timeout_s: float) -> None:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ackwise.bmv2.launcher import state_dir
+from ackwise.bmv2.launcher import release_state_dir, state_dir
 from ackwise.errors import InputError, shown
 
 
@@ -130,6 +130,7 @@ def cmd_topo_up(args: argparse.Namespace) -> int:
             signal.pause()
         testbed.stop()
         state_path().unlink(missing_ok=True)
+        release_state_dir()
         os._exit(0)
     os.close(write_fd)
     message = os.read(read_fd, 65536).decode()
