@@ -123,6 +123,17 @@ class CoalesceTest(ThinningTest):
             f"{name}: the waiting ACK, the special one and the one after, each unchanged",
         )
 
+    def queue_two_fillers(self) -> list[bytes]:
+        """Two UDP datagrams waiting in port 1's queue (200 ms apart), after a first one that left
+        at once (the queue was empty); the two, as sent."""
+        fillers = [udp_datagram(2, 1, payload=bytes([i]) * 32) for i in range(3)]
+        self.send(2, fillers[0])
+        self.expect_next(routed(fillers[0], 1), 1)
+        for pkt in fillers[1:]:
+            self.send(2, pkt)
+        time.sleep(0.05)
+        return fillers[1:]
+
     def check_out(self, flow: TcpFlow, expected: list[bytes], quiet_s: float = 0.6) -> None:
         got = self.collect(flow.data_port, quiet_s)
         want = [routed(e, flow.data_port) for e in expected]
@@ -356,21 +367,16 @@ class CoalesceTailDropTest(CoalesceTest):
     def runTest(self) -> None:
         flow = TcpFlow()
         self.send_data(flow, range(8))
-        fillers = [udp_datagram(2, 1, payload=bytes([i]) * 32) for i in range(3)]
-        self.send(2, fillers[0])
-        self.expect_next(routed(fillers[0], 1), 1)  # left at once: the queue is empty again
-        for pkt in fillers[1:]:
-            self.send(2, pkt)
-        time.sleep(0.05)  # both wait (200 ms apart): the queue is full
+        fillers = self.queue_two_fillers()  # the queue is full
         for k in (1, 2, 3):
-            self.send(flow.ack_port, flow.ack(k))  # tail-dropped by bmv2
+            self.send(flow.ack_port, flow.ack(k))  # tail-dropped by the program
         time.sleep(0.1)
         self.assertEqual(self.coalesce_flags(flow) & 1, 0, "a tail-dropped ACK became the waiting ACK")
         time.sleep(0.4)  # the two fillers have left
         last = flow.ack(4)
         self.send(flow.ack_port, last)
         got = self.collect(1, 0.8)
-        self.assertEqual(got, [routed(p, 1) for p in (*fillers[1:], last)])
+        self.assertEqual(got, [routed(p, 1) for p in (*fillers, last)])
 
 
 class CoalesceOneShortOfFullTest(CoalesceTest):
@@ -389,17 +395,12 @@ class CoalesceOneShortOfFullTest(CoalesceTest):
     def runTest(self) -> None:
         flow = TcpFlow()
         self.send_data(flow, range(8))
-        fillers = [udp_datagram(2, 1, payload=bytes([i]) * 32) for i in range(3)]
-        self.send(2, fillers[0])
-        self.expect_next(routed(fillers[0], 1), 1)  # left at once: the queue is empty again
-        for pkt in fillers[1:]:
-            self.send(2, pkt)
-        time.sleep(0.05)  # both wait (200 ms apart): one slot left
+        fillers = self.queue_two_fillers()  # one slot left
         acks = [flow.ack(k) for k in (1, 2, 3)]
         for pkt in acks:
             self.send(flow.ack_port, pkt)
         got = self.collect(1, 0.9)
-        self.assertEqual(got, [routed(p, 1) for p in (*fillers[1:], rewritten(acks[0], acks[-1]))])
+        self.assertEqual(got, [routed(p, 1) for p in (*fillers, rewritten(acks[0], acks[-1]))])
         side = self.flow_record(flow)["ack_side"]
         self.assertEqual((side.acks_absorbed, side.acks_rewritten), (2, 1))
 
