@@ -121,7 +121,8 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
                 bit<32> ts_val;
                 bit<32> ts_ecr;
                 bit<192> sack;
-                coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial, hdr.tcp, meta.tcp_opts, rewrite,
+                coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial,
+                                         standard_metadata.egress_global_timestamp, hdr.tcp, meta.tcp_opts, rewrite,
                                          ack_no, window, ts_val, ts_ecr, sack);
                 if (rewrite) {
                     // The waiting ACK leaves carrying the newest state of the ACKs folded into it.

@@ -14,6 +14,7 @@ from ackwise.bmv2.toolchain import compiled_program
 from ackwise.flowkey import FlowKey
 from ackwise.policies import PolicyParams
 from ackwise.queues import set_queue_depth, set_queue_rate
+from ackwise.thinning import COALESCE_SLOTS
 from base_test import TcpFlow, routed, set_tcp_checksum, udp_datagram
 from test_ack_thinning import ThinningTest
 
@@ -106,7 +107,9 @@ class CoalesceTest(ThinningTest):
         _, direction = FlowKey.of(
             f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
         )
-        return self.register("coalesce.state", record.slot << 1 | direction) & 0xFF
+        half = record.slot << 1 | direction
+        open_slot = self.register("coalesce.last_serial", half) & (COALESCE_SLOTS - 1)
+        return self.register("coalesce.state", half * COALESCE_SLOTS + open_slot) & 0xFF
 
     def case(
         self, name: str, special: bytes, after: bytes, flow: TcpFlow, waiting: bytes | None = None
@@ -225,7 +228,8 @@ class CoalesceFoldsSackTest(CoalesceTest):
     window and timestamps. Flows: one block growing over duplicate ACKs; two blocks; a block that
     the newer ACK number covers (the ACK that leaves has that ACK number and the newer block, never
     the old block below it, which would read as DSACK); one across the wrap of 2^32; and the plain
-    ACK that ends a recovery, queued (its option is shorter) and taking the state over."""
+    ACK that ends a recovery, queued (its option is shorter) as the waiting ACK of the next slot,
+    while the one ahead of it leaves with the block it took in."""
 
     def runTest(self) -> None:
         one, two, below = (
@@ -255,17 +259,19 @@ class CoalesceFoldsSackTest(CoalesceTest):
             self.assertEqual((side.acks_absorbed, side.acks_rewritten), (len(acks) - 1, 1))
         self.assertLess(wrap.seq(6), wrap.seq(2), "the test's sequence numbers wrap")
 
-        # The hole fills: the plain ACK (shorter option) is queued, not folded, and says all the
-        # waiting ACK took in; it takes that state over, and the waiting ACK leaves as it came.
+        # The hole fills: the plain ACK (shorter option) is queued, not folded, and waits in the
+        # next slot; the waiting ACK ahead of it leaves with the block it took in. (Until
+        # 2026-11-24, with one open slot, the plain ACK took the state over and the waiting ACK
+        # left as it came: the extended block reached the sender one departure later.)
         flow = TcpFlow(sport=42004, isn=900_000)
         self.send_data(flow, range(10))
         self.first_ack_out(flow)
         waiting, extends, filled = flow.ack(2, sack=[(3, 4)]), flow.ack(2, sack=[(3, 5)]), flow.ack(9)
         for pkt in (waiting, extends, filled):
             self.send(flow.ack_port, pkt)
-        self.check_out(flow, [waiting, filled])
+        self.check_out(flow, [sack_rewritten(waiting, extends), filled])
         side = self.flow_record(flow)["ack_side"]
-        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (1, 0))
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (1, 1))
 
 
 class CoalesceFoldsWindowUpdatesTest(CoalesceTest):
@@ -292,14 +298,15 @@ class CoalesceFoldsWindowUpdatesTest(CoalesceTest):
 class CoalesceKeepsFoldedStateTest(CoalesceTest):
     """A receiver with more holes than SACK blocks drops its oldest block from its ACKs. ack(2)
     with three blocks waits and takes in an ACK that extends the first; then an ACK reports a new
-    hole and no longer the block (5, 6): it is queued (folding it would lose that block), and the
-    waiting ACK leaves with the state it took in, which still says (5, 6). That state moves to the
-    flow's second slot, and the new-hole ACK becomes the next waiting ACK: it takes in the ACK
-    that extends its first block. Then one more ACK drops a block (7, 8) while both slots are
-    taken: it is queued as it is, and so is the one after it (the waiting ACK is closed).
-    Regressions: the queued ACK once took over the flow's one slot of state, and the waiting ACK
-    left with its own, older blocks ((9, 11) never reached the sender); and with one slot, every
-    ACK after the new-hole ACK was queued one by one until the closed waiting ACK had left."""
+    hole and no longer the block (5, 6), which only the waiting ACK says: it is queued (folding it
+    would lose that block) as the waiting ACK of the flow's next slot, and the waiting ACK leaves
+    with the state it took in, which still says (5, 6). The new-hole ACK takes in the ACK that
+    extends its first block, then one that drops (7, 8) (the ACK queued ahead of it says (7, 8)),
+    and the one after that. Regressions: the queued ACK once took over the flow's one slot of
+    state, and the waiting ACK left with its own, older blocks ((9, 11) never reached the sender);
+    with one slot, every ACK after the new-hole ACK was queued one by one until the closed waiting
+    ACK had left; and with two (until 2026-11-24), an ACK that dropped a block the ACK ahead said
+    was queued as it is."""
 
     def runTest(self) -> None:
         flow = TcpFlow()
@@ -313,17 +320,57 @@ class CoalesceKeepsFoldedStateTest(CoalesceTest):
         extends = ack([(9, 11), (7, 8), (5, 6)], 4)
         new_hole = ack([(13, 14), (9, 11), (7, 8)], 5)
         follows = ack([(13, 15), (9, 11), (7, 8)], 6)
-        both_taken = ack([(17, 18), (13, 15), (9, 11)], 7)
+        drops_said_ahead = ack([(17, 18), (13, 15), (9, 11)], 7)
         after = ack([(17, 19), (13, 15), (9, 11)], 8)
-        for pkt in (waiting, extends, new_hole, follows, both_taken, after):
+        for pkt in (waiting, extends, new_hole, follows, drops_said_ahead, after):
             self.send(flow.ack_port, pkt)
-        self.check_out(
-            flow,
-            [sack_rewritten(waiting, extends), sack_rewritten(new_hole, follows), both_taken, after],
-            quiet_s=1.2,
-        )
+        self.check_out(flow, [sack_rewritten(waiting, extends), sack_rewritten(new_hole, after)], quiet_s=1.2)
         side = self.flow_record(flow)["ack_side"]
-        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (2, 2))
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (4, 2))
+
+
+class CoalesceRecoveryTest(CoalesceTest):
+    """A recovery in which every other segment was lost: each ACK reports one new block and drops
+    its oldest, so no ACK says all the one before it said. An ACK is folded into the waiting ACK
+    when the block it drops is said by the ACK queued ahead (the previous slot's); the third drops
+    one only the waiting ACK says, and becomes the waiting ACK of the next slot. So one ACK in
+    three leaves, each with the newest of its three, and every block reaches the sender. When all
+    COALESCE_SLOTS slots hold waiting ACKs (the queue runs at 2 packets/s: none has left), the next
+    ACK that drops a block is queued as it is, and so is every later one: the open slot's ACK is
+    closed. Byte for byte; blocks are (2i + 3, 2i + 4) in segments, ACK i says blocks i + 2, i + 1
+    and i; the first ACK out leaves at once and its slot is free again."""
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        assert self.client is not None
+        set_queue_rate(self.client, 1, 2)
+
+    def runTest(self) -> None:
+        flow = TcpFlow()
+        self.send_data(flow, range(60))
+        self.first_ack_out(flow)
+
+        def block(i: int) -> tuple[int, int]:
+            return (2 * i + 3, 2 * i + 4)
+
+        n = 3 * COALESCE_SLOTS
+        acks = [
+            flow.ack(2, sack=[block(i + 2), block(i + 1), block(i)], ts=(flow.ts(503 + i), flow.ts(2)))
+            for i in range(n)
+        ]
+        for pkt in acks:
+            self.send(flow.ack_port, pkt)
+        # ack 0 waits and takes nothing in (ack 1 drops block 0, which only ack 0 says, but ack 0
+        # has folded nothing: it leaves as it came, and ack 1 waits in the next slot). From ack 1
+        # on, each waiting ACK takes two in. The ring: the first ACK out's slot, ack 0's, then
+        # acks 1, 4, 7, ...; the slot after ack 3 * COALESCE_SLOTS - 5 is ack 0's, still waiting.
+        waits = list(range(1, n - 3, 3))
+        self.assertEqual(len(waits), COALESCE_SLOTS - 1)
+        queued_as_they_are = acks[n - 2 :]
+        expected = [acks[0], *(sack_rewritten(acks[i], acks[i + 2]) for i in waits), *queued_as_they_are]
+        self.check_out(flow, expected, quiet_s=1.2)
+        side = self.flow_record(flow)["ack_side"]
+        self.assertEqual((side.acks_absorbed, side.acks_rewritten), (2 * len(waits), len(waits)))
 
 
 class CoalesceSackNeverFoldedTest(CoalesceTest):
@@ -462,7 +509,13 @@ class CoalesceProgramSwapTest(CoalesceTest):
         key, direction = FlowKey.of(
             f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
         )
-        self.assertEqual(self.register("coalesce.state", key.half(direction)), 0, "the new program has state")
+        half = key.half(direction)
+        self.assertEqual(
+            [self.register("coalesce.last_serial", half)]
+            + [self.register("coalesce.state", half * COALESCE_SLOTS + i) for i in range(COALESCE_SLOTS)],
+            [0] * (1 + COALESCE_SLOTS),
+            "the new program has state",
+        )
         self.send_data(flow, range(8, 10))
         after = flow.ack(4)
         self.send(flow.ack_port, after)

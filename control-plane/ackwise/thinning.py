@@ -159,6 +159,9 @@ HALF_FIELDS: dict[str, tuple[str, int, int]] = {
     "acks_held": ("holdback.held", 31, 0),
     "acks_released": ("holdback.released", 31, 0),
 }
+# Coalescing's waiting-ACK slots per half-flow (1 << COALESCE_SLOT_BITS in constants.p4): the
+# coalesce.state and coalesce.newest_* cells of half-flow h are h * COALESCE_SLOTS + slot.
+COALESCE_SLOTS = 1 << 3
 # Per slot: the key's addresses (lower endpoint first), and its ports | last seen (30 bits of
 # 1.024 ms ticks) | closed.
 KEY_REGISTERS = ("ack_thinning.key_a", "ack_thinning.key_b")

@@ -35,3 +35,13 @@ def test_slot_count_matches_constants_p4() -> None:
     slots = int(re.search(r"#define FLOW_SLOTS (\d+)", text).group(1))
     halves = int(re.search(r"#define HALF_FLOWS (\d+)", text).group(1))
     assert slots == FLOW_SLOTS and halves == 2 * FLOW_SLOTS
+
+
+def test_coalesce_slots_match_constants_p4() -> None:
+    import re
+    from pathlib import Path
+
+    from ackwise.thinning import COALESCE_SLOTS
+
+    text = (Path(__file__).resolve().parents[2] / "p4src" / "include" / "constants.p4").read_text()
+    assert 1 << int(re.search(r"#define COALESCE_SLOT_BITS (\d+)", text).group(1)) == COALESCE_SLOTS

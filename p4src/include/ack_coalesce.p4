@@ -32,27 +32,29 @@ const bit<8> COALESCE_HAS_TS = 0x02;    // ...and carries the Timestamps option
 const bit<8> COALESCE_CLOSED = 0x04;    // ...and takes no more ACKs in: one of its flow is queued behind it
 const bit<8> COALESCE_FOLDED = 0x08;    // ...and has taken ACKs in: it must leave with their state
 const bit<8> COALESCE_SACK_MASK = 0x30; // ...and this many SACK blocks (0 to 3), in bits 5:4
+const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this state (until the deadline)
 
-// Per half-flow. state: deadline (low 32 bits of the us clock) | serial of the waiting ACK (16) |
-// flags (8). newest_ack: ACK number | right window edge. newest_ts: TSval | TSecr. counts: absorbed
-// (31 bits) | rewritten on departure (31 bits). newest_sack: the newest SACK blocks, left_0 |
-// right_0 | left_1 | right_1 | left_2 | right_2 (as many as the flags say). state and counts, which
-// the control plane reads, stay within 63 bits (Thrift saturates wider values); decoded by
-// control-plane/ackwise/thinning.py.
-@name(".coalesce.state") register<bit<56>>(HALF_FLOWS) coalesce_state;
-@name(".coalesce.newest_ack") register<bit<64>>(HALF_FLOWS) coalesce_newest_ack;
-@name(".coalesce.newest_ts") register<bit<64>>(HALF_FLOWS) coalesce_newest_ts;
-@name(".coalesce.newest_window") register<bit<16>>(HALF_FLOWS) coalesce_newest_window;
+// A ring of COALESCE_SLOTS waiting-ACK slots per half-flow; cell = half << COALESCE_SLOT_BITS |
+// slot, and an ACK's serial carries its slot in its low bits. One slot is open (takes ACKs in):
+// the slot of the serial in coalesce.last_serial. A waiting ACK that must keep the state it took
+// in while another ACK of its flow is queued behind it keeps its slot until it leaves, and the
+// queued ACK becomes the waiting ACK of the next slot, if that one is free.
+//
+// Per cell. state: deadline (low 32 bits of the us clock; for a slot whose ACK has left, the end
+// of COALESCE_SAID_US) | serial of the slot's ACK (16) | flags (8). newest_ack: ACK number | right
+// window edge. newest_ts: TSval | TSecr. newest_sack: the newest SACK blocks, left_0 | right_0 |
+// left_1 | right_1 | left_2 | right_2 (as many as the flags say). Per half-flow: last_serial, and
+// counts: absorbed (31 bits) | rewritten on departure (31 bits), which the control plane reads
+// (within 63 bits: Thrift saturates wider values; decoded by control-plane/ackwise/thinning.py).
+#define COALESCE_CELLS (HALF_FLOWS << COALESCE_SLOT_BITS)
+#define COALESCE_SLOT_OF(serial) ((bit<32>)((serial) & (bit<16>)(COALESCE_SLOTS - 1)))
+@name(".coalesce.last_serial") register<bit<16>>(HALF_FLOWS) coalesce_last_serial;
 @name(".coalesce.counts") register<bit<62>>(HALF_FLOWS) coalesce_counts;
-@name(".coalesce.newest_sack") register<bit<192>>(HALF_FLOWS) coalesce_newest_sack;
-// A second slot, for a waiting ACK that has taken ACKs in and is closed (an ACK of its flow that
-// does not say all of its state is queued behind it): it keeps that state here until it leaves,
-// and the first slot takes the next waiting ACK. Same layouts as the first slot.
-@name(".coalesce.frozen_state") register<bit<56>>(HALF_FLOWS) coalesce_frozen_state;
-@name(".coalesce.frozen_ack") register<bit<64>>(HALF_FLOWS) coalesce_frozen_ack;
-@name(".coalesce.frozen_ts") register<bit<64>>(HALF_FLOWS) coalesce_frozen_ts;
-@name(".coalesce.frozen_window") register<bit<16>>(HALF_FLOWS) coalesce_frozen_window;
-@name(".coalesce.frozen_sack") register<bit<192>>(HALF_FLOWS) coalesce_frozen_sack;
+@name(".coalesce.state") register<bit<56>>(COALESCE_CELLS) coalesce_state;
+@name(".coalesce.newest_ack") register<bit<64>>(COALESCE_CELLS) coalesce_newest_ack;
+@name(".coalesce.newest_ts") register<bit<64>>(COALESCE_CELLS) coalesce_newest_ts;
+@name(".coalesce.newest_window") register<bit<16>>(COALESCE_CELLS) coalesce_newest_window;
+@name(".coalesce.newest_sack") register<bit<192>>(COALESCE_CELLS) coalesce_newest_sack;
 
 // A block (left, right) of the waiting ACK's newest state is still said by an ACK that has these
 // blocks and ACK number: it lies at or below the ACK number, or inside one of the ACK's blocks.
@@ -60,102 +62,120 @@ const bit<8> COALESCE_SACK_MASK = 0x30; // ...and this many SACK blocks (0 to 3)
     || (SEQ_LEQ(opts.sack_left_0, l) && SEQ_LEQ(r, opts.sack_right_0)) \
     || (opts.sack_blocks >= 2 && SEQ_LEQ(opts.sack_left_1, l) && SEQ_LEQ(r, opts.sack_right_1)) \
     || (opts.sack_blocks >= 3 && SEQ_LEQ(opts.sack_left_2, l) && SEQ_LEQ(r, opts.sack_right_2)))
+// ...or it lies inside a block of the ACK queued ahead of the waiting ACK (the previous slot's),
+// which reaches the sender first.
+#define SACK_BLOCK_SAID_AHEAD(l, r) ( \
+    (ahead_count >= 1 && SEQ_LEQ(ahead_sack[191:160], l) && SEQ_LEQ(r, ahead_sack[159:128])) \
+    || (ahead_count >= 2 && SEQ_LEQ(ahead_sack[127:96], l) && SEQ_LEQ(r, ahead_sack[95:64])) \
+    || (ahead_count >= 3 && SEQ_LEQ(ahead_sack[63:32], l) && SEQ_LEQ(r, ahead_sack[31:0])))
+#define SACK_BLOCK_KEPT(l, r) (SACK_BLOCK_COVERED(l, r) || SACK_BLOCK_SAID_AHEAD(l, r))
 
 // Ingress, for a pure ACK of a coalescing flow. `absorbable`: the contract lets it be folded into
 // the waiting ACK. `eligible`: if it is queued, later ACKs may be folded into it. `serial` is
-// non-zero when this ACK becomes the waiting ACK (egress needs it to recognise it).
+// non-zero when this ACK becomes a waiting ACK (egress needs it to find its slot).
 //
 // SACK: the waiting ACK leaves with the newest blocks as well, so an ACK with SACK blocks may be
 // folded only into a waiting ACK with as many blocks (the option keeps its length), and only if
-// its blocks and ACK number still say everything the waiting ACK's newest blocks say: nothing the
-// receiver said is lost, and a block never ends up below the ACK number it leaves with (which the
-// sender would read as DSACK). Whether an ACK with SACK may be folded at all is the caller's.
+// nothing the waiting ACK's newest blocks say is lost: each is said by this ACK (its ACK number or
+// a block), or by the ACK queued just ahead of the waiting ACK, the previous slot's, which leaves
+// (or has left) with its own newest blocks first. A receiver with more holes than blocks drops its
+// oldest block with each new hole; the ACK ahead still says it, so two such ACKs fold into each
+// waiting ACK before one drops a block only the waiting ACK said. A block never ends up below the
+// ACK number it leaves with (which the sender would read as DSACK): the blocks that leave are
+// those of one ACK the receiver sent. Whether an ACK with SACK may be folded at all is the caller's.
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
                     in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_t queue,
                     out bool absorb, out bit<16> serial) {
     action decide() {
+        bit<16> last_serial;
+        bit<62> counts;
+        coalesce_last_serial.read(last_serial, half);
+        coalesce_counts.read(counts, half);
+        bit<32> ring = half << COALESCE_SLOT_BITS;
+        bit<32> open = ring | COALESCE_SLOT_OF(last_serial);
+        bit<32> prev = ring | COALESCE_SLOT_OF(last_serial - 1);
+        bit<32> next = ring | COALESCE_SLOT_OF(last_serial + 1);
         bit<56> state;
         bit<64> newest_ack;
         bit<64> newest_ts;
         bit<16> newest_window;
-        bit<62> counts;
         bit<192> newest_sack;
-        bit<56> frozen_state;
-        coalesce_state.read(state, half);
-        coalesce_newest_ack.read(newest_ack, half);
-        coalesce_newest_ts.read(newest_ts, half);
-        coalesce_newest_window.read(newest_window, half);
-        coalesce_counts.read(counts, half);
-        coalesce_newest_sack.read(newest_sack, half);
-        coalesce_frozen_state.read(frozen_state, half);
+        bit<56> ahead_state;
+        bit<64> ahead_ack;
+        bit<192> ahead_sack;
+        bit<56> next_state;
+        coalesce_state.read(state, open);
+        coalesce_newest_ack.read(newest_ack, open);
+        coalesce_newest_ts.read(newest_ts, open);
+        coalesce_newest_window.read(newest_window, open);
+        coalesce_newest_sack.read(newest_sack, open);
+        coalesce_state.read(ahead_state, prev);
+        coalesce_newest_ack.read(ahead_ack, prev);
+        coalesce_newest_sack.read(ahead_sack, prev);
+        coalesce_state.read(next_state, next);
 
+        bit<32> now32 = (bit<32>)now;
         bit<32> deadline = state[55:24];
         bit<16> waiting_serial = state[23:8];
         bit<8> flags = state[7:0];
-        bool waiting = flags & COALESCE_WAITING != 0;
-        bool expired = SEQ_GEQ((bit<32>)now, deadline);
-        bool pending = waiting && !expired;
+        bool pending = flags & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, deadline);
         bool folded = flags & COALESCE_FOLDED != 0;
         bool ts_matches = (flags & COALESCE_HAS_TS != 0) == opts.ts_present;
         bit<8> sack_count = (flags & COALESCE_SACK_MASK) >> 4;
-        bool sack_covered = (sack_count < 1 || SACK_BLOCK_COVERED(newest_sack[191:160], newest_sack[159:128]))
-            && (sack_count < 2 || SACK_BLOCK_COVERED(newest_sack[127:96], newest_sack[95:64]))
-            && (sack_count < 3 || SACK_BLOCK_COVERED(newest_sack[63:32], newest_sack[31:0]));
+        // The previous slot's ACK is queued ahead (its newest state is final: only the open slot
+        // takes ACKs in) or has just left, and it is of this flow (not older than this ACK).
+        bool ahead = ahead_state[7:0] & (COALESCE_WAITING | COALESCE_SAID) != 0
+            && !SEQ_GEQ(now32, ahead_state[55:24]) && SEQ_LEQ(ahead_ack[63:32], tcp.ack_no);
+        bit<8> ahead_count = ahead ? (ahead_state[7:0] & COALESCE_SACK_MASK) >> 4 : 8w0;
+        bool sack_kept = (sack_count < 1 || SACK_BLOCK_KEPT(newest_sack[191:160], newest_sack[159:128]))
+            && (sack_count < 2 || SACK_BLOCK_KEPT(newest_sack[127:96], newest_sack[95:64]))
+            && (sack_count < 3 || SACK_BLOCK_KEPT(newest_sack[63:32], newest_sack[31:0]));
         // Only ever forward: a newer ACK number, right edge and timestamps than the waiting ACK
         // will carry already.
         bool forward = SEQ_GEQ(tcp.ack_no, newest_ack[63:32]) && SEQ_GEQ(right_edge, newest_ack[31:0])
             && (!opts.ts_present || (SEQ_GEQ(opts.ts_val, newest_ts[63:32])
                                      && SEQ_GEQ(opts.ts_ecr, newest_ts[31:0])));
-        // It says everything the waiting ACK will say, and more.
-        bool supersedes = ts_matches && sack_covered && forward;
+        // With the ACK ahead, it says everything the waiting ACK will say, and more.
+        bool supersedes = ts_matches && sack_kept && forward;
         absorb = absorbable && pending && flags & COALESCE_CLOSED == 0 && sack_count == opts.sack_blocks
             && supersedes;
-        // Queued: it becomes the waiting ACK if it may be rewritten and the queue will keep it. The
-        // state the waiting ACK took in then follows in this ACK, unless this ACK does not say all
-        // of it (a SACK block the receiver no longer reports): then the waiting ACK keeps the state
-        // and leaves with it, and takes nothing more in (a rewritten ACK never overtakes anything
-        // of its flow). It keeps it in the second slot (frozen), if that is free, and this ACK
-        // becomes the next waiting ACK; else in the first, and this ACK is queued as it is. With
-        // one slot, a flow whose closed waiting ACK sat deep in a slow queue had every ACK queued
-        // one by one until it left (seconds; docs/ack-thinning.md).
-        bool frozen_busy = frozen_state[7:0] & COALESCE_WAITING != 0
-            && !SEQ_GEQ((bit<32>)now, frozen_state[55:24]);
+        // Queued: it becomes a waiting ACK if it may be rewritten and the queue will keep it. It
+        // takes the next slot if that one is free, and the open slot's ACK, no longer open, leaves
+        // with the state it took in. Else it takes the open slot over, if that slot's ACK has taken
+        // nothing in that this ACK (with the ACK ahead) does not say (that ACK then leaves as it
+        // came, and the state it took in follows in this one). Else (the ring is full of closed
+        // waiting ACKs) it is queued as it is, and the open slot's ACK takes nothing more in: a
+        // rewritten ACK never overtakes anything of its flow. With one slot, a flow whose closed
+        // waiting ACK sat deep in a slow queue had every ACK queued one by one until it left
+        // (seconds; docs/ack-thinning.md).
+        bool next_free = next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, next_state[55:24]);
         bool conflict = pending && folded && !supersedes;
-        bool may_start = !absorb && eligible && !queue.full;
-        bool freeze = may_start && conflict && !frozen_busy;
-        bool start = may_start && (!conflict || freeze);
+        bool start = !absorb && eligible && !queue.full && (next_free || !conflict);
+        bool advance = start && next_free;
         bool stays = !absorb && !start && pending && folded;
-        bit<16> next_serial = waiting_serial + 1 == 0 ? 16w1 : waiting_serial + 1;
-        serial = start ? next_serial : 0;
+        bit<16> serial_count = (last_serial >> COALESCE_SLOT_BITS) + 1;
+        bit<16> count_nonzero = serial_count << COALESCE_SLOT_BITS == 0 ? 16w1 : serial_count;
+        bit<16> slot = advance ? last_serial + 1 : last_serial;
+        bit<16> new_serial = count_nonzero << COALESCE_SLOT_BITS
+            | (slot & (bit<16>)(COALESCE_SLOTS - 1));
+        serial = start ? new_serial : 0;
+        coalesce_last_serial.write(half, start ? new_serial : last_serial);
 
+        // What is written goes to the next slot when this ACK advances, else to the open one.
+        bit<32> cell = advance ? next : open;
         bit<8> ts_flag = opts.ts_present ? COALESCE_HAS_TS : 8w0;
         bit<8> sack_flag = (opts.sack_blocks << 4) & COALESCE_SACK_MASK;
         bit<8> new_flags = absorb ? flags | COALESCE_FOLDED
             : (start ? COALESCE_WAITING | ts_flag | sack_flag : (stays ? flags | COALESCE_CLOSED : 8w0));
         bit<32> new_deadline = start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : deadline;
-        bit<16> new_serial = start ? next_serial : waiting_serial;
-        coalesce_state.write(half, new_deadline ++ new_serial ++ new_flags);
+        coalesce_state.write(cell, new_deadline ++ (start ? new_serial : waiting_serial) ++ new_flags);
         bool record = absorb || start;
-        coalesce_newest_ack.write(half, record ? tcp.ack_no ++ right_edge : newest_ack);
-        coalesce_newest_ts.write(half, record ? opts.ts_val ++ opts.ts_ecr : newest_ts);
-        coalesce_newest_window.write(half, record ? tcp.window : newest_window);
-        coalesce_newest_sack.write(half, record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
+        coalesce_newest_ack.write(cell, record ? tcp.ack_no ++ right_edge : newest_ack);
+        coalesce_newest_ts.write(cell, record ? opts.ts_val ++ opts.ts_ecr : newest_ts);
+        coalesce_newest_window.write(cell, record ? tcp.window : newest_window);
+        coalesce_newest_sack.write(cell, record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
             ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : newest_sack);
         coalesce_counts.write(half, absorb ? counts + (1 << 31) : counts);
-        // The waiting ACK that keeps its state moves to the second slot, closed.
-        coalesce_frozen_state.write(half, freeze ? state[55:8] ++ (flags | COALESCE_CLOSED) : frozen_state);
-        bit<64> frozen_ack;
-        bit<64> frozen_ts;
-        bit<16> frozen_window;
-        bit<192> frozen_sack;
-        coalesce_frozen_ack.read(frozen_ack, half);
-        coalesce_frozen_ts.read(frozen_ts, half);
-        coalesce_frozen_window.read(frozen_window, half);
-        coalesce_frozen_sack.read(frozen_sack, half);
-        coalesce_frozen_ack.write(half, freeze ? newest_ack : frozen_ack);
-        coalesce_frozen_ts.write(half, freeze ? newest_ts : frozen_ts);
-        coalesce_frozen_window.write(half, freeze ? newest_window : frozen_window);
-        coalesce_frozen_sack.write(half, freeze ? newest_sack : frozen_sack);
     }
 
     apply {
@@ -163,46 +183,36 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     }
 }
 
-// Egress, for an ACK that was queued as its half-flow's waiting ACK (serial != 0): if it still is,
-// it ends the wait and `rewrite` says whether absorbed ACKs moved its state on.
-control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in tcp_h tcp, in tcp_options_meta_t opts,
-                             out bool rewrite, out bit<32> ack_no, out bit<16> window, out bit<32> ts_val,
-                             out bit<32> ts_ecr, out bit<192> sack) {
+// Egress, for an ACK that was queued as a waiting ACK (serial != 0): if its slot is still its
+// own, it ends the wait and `rewrite` says whether absorbed ACKs moved its state on. The slot then
+// says, for COALESCE_SAID_US, that its state has left (the next slot's waiting ACK may rely on it).
+control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t now, in tcp_h tcp,
+                             in tcp_options_meta_t opts, out bool rewrite, out bit<32> ack_no,
+                             out bit<16> window, out bit<32> ts_val, out bit<32> ts_ecr,
+                             out bit<192> sack) {
     action depart() {
+        bit<32> cell = half << COALESCE_SLOT_BITS | COALESCE_SLOT_OF(serial);
         bit<56> state;
         bit<64> newest_ack;
         bit<64> newest_ts;
         bit<16> newest_window;
-        bit<62> counts;
         bit<192> newest_sack;
-        bit<56> frozen_state;
-        bit<64> frozen_ack;
-        bit<64> frozen_ts;
-        bit<16> frozen_window;
-        bit<192> frozen_sack;
-        coalesce_state.read(state, half);
-        coalesce_newest_ack.read(newest_ack, half);
-        coalesce_newest_ts.read(newest_ts, half);
-        coalesce_newest_window.read(newest_window, half);
+        bit<62> counts;
+        coalesce_state.read(state, cell);
+        coalesce_newest_ack.read(newest_ack, cell);
+        coalesce_newest_ts.read(newest_ts, cell);
+        coalesce_newest_window.read(newest_window, cell);
+        coalesce_newest_sack.read(newest_sack, cell);
         coalesce_counts.read(counts, half);
-        coalesce_newest_sack.read(newest_sack, half);
-        coalesce_frozen_state.read(frozen_state, half);
-        coalesce_frozen_ack.read(frozen_ack, half);
-        coalesce_frozen_ts.read(frozen_ts, half);
-        coalesce_frozen_window.read(frozen_window, half);
-        coalesce_frozen_sack.read(frozen_sack, half);
 
-        // The waiting ACK in the first slot, or the closed one in the second.
-        bool mine_first = state[7:0] & COALESCE_WAITING != 0 && state[23:8] == serial;
-        bool mine_frozen = !mine_first && frozen_state[7:0] & COALESCE_WAITING != 0 && frozen_state[23:8] == serial;
-        bool mine = mine_first || mine_frozen;
-        coalesce_state.write(half, mine_first ? state[55:8] ++ 8w0 : state);
-        coalesce_frozen_state.write(half, mine_frozen ? frozen_state[55:8] ++ 8w0 : frozen_state);
-        ack_no = mine_frozen ? frozen_ack[63:32] : newest_ack[63:32];
-        window = mine_frozen ? frozen_window : newest_window;
-        ts_val = mine_frozen ? frozen_ts[63:32] : newest_ts[63:32];
-        ts_ecr = mine_frozen ? frozen_ts[31:0] : newest_ts[31:0];
-        sack = mine_frozen ? frozen_sack : newest_sack;
+        bool mine = state[7:0] & COALESCE_WAITING != 0 && state[23:8] == serial;
+        coalesce_state.write(cell, mine ? ((bit<32>)now + COALESCE_SAID_US) ++ serial
+            ++ (COALESCE_SAID | (state[7:0] & COALESCE_SACK_MASK)) : state);
+        ack_no = newest_ack[63:32];
+        window = newest_window;
+        ts_val = newest_ts[63:32];
+        ts_ecr = newest_ts[31:0];
+        sack = newest_sack;
         bit<192> own_sack = opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1 ++ opts.sack_right_1
             ++ opts.sack_left_2 ++ opts.sack_right_2;
         rewrite = mine && (ack_no != tcp.ack_no || window != tcp.window

@@ -132,6 +132,14 @@ const bit<32> STAT_ACKS_PASSED = 8;     // passed on by ingress (forwarded, queu
 // Coalescing: a waiting ACK that has not left this long after the departure the queue model
 // booked for it no longer takes ACKs in (it was tail-dropped after all, or its queue stalled).
 const bit<32> COALESCE_SLACK_US = 10000;
+// Coalescing keeps a ring of this many waiting-ACK slots per half-flow (a power of two: a slot is
+// the low COALESCE_SLOT_BITS bits of its ACK's serial). Each closed waiting ACK holds its slot
+// until it leaves; during a recovery with a new hole per ACK, a slot takes about three ACKs in.
+#define COALESCE_SLOT_BITS 3
+const bit<32> COALESCE_SLOTS = 1 << COALESCE_SLOT_BITS;
+// A waiting ACK that has left says its SACK blocks to the sender; for this long after it left,
+// the next waiting ACK may drop a block it said (a bound against a later flow in the same record).
+const bit<32> COALESCE_SAID_US = 1000000;
 
 // Hold-back (ack_holdback.p4): the mirroring session that copies held ACKs to the agent's CPU
 // port, the clone field list that carries the hold time with the copy, and how long the agent may
