@@ -221,6 +221,8 @@ def _run_in_testbed(
         samplers = {
             s: tr.TcpSampler(testbed.host(s), testbed.host(r).IP()).start() for s, r in first_receiver.items()
         }
+        for sampler in samplers.values():
+            stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
         results, extra = _drive_traffic(testbed, scenario.traffic, flows, run.seed, on_progress)
         tcp = {s: sampler.stop() for s, sampler in samplers.items()}
         segments = []
@@ -510,6 +512,7 @@ def _fill_metrics(
                 "flow": f"{s}->{first_receiver_of(flows, s)}",
                 "t_s": [round(x["t"], 2) for x in t["cwnd_samples"]],
                 "cwnd": [x["cwnd"] for x in t["cwnd_samples"]],
+                "congestion_controls": t["congestion_controls"],  # as the kernel named them
             }
             for s, t in tcp.items()
         ],

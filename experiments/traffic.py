@@ -64,7 +64,9 @@ class TransferResult:
 
 class Transfer:
     """Start with ``start()``; ``progress()`` reads the receiver's byte count; ``wait()`` returns
-    the result and raises if the bytes did not arrive exactly."""
+    the result and raises if the bytes did not arrive exactly. As a context manager
+    (``with Transfer(...).start() as t:``) it kills whatever still runs and removes its progress
+    file when the block ends, also when the block failed before ``wait()``."""
 
     def __init__(
         self,
@@ -100,7 +102,20 @@ class Transfer:
         elif done < self.size_bytes and now - self._last_change > self.max_stall_s:
             self.max_stall_s, self.max_stall_at_bytes = now - self._last_change, done
 
+    def __enter__(self) -> Transfer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
     def start(self) -> Transfer:
+        try:
+            return self._start()
+        except BaseException:
+            self.kill()  # a receiver already started, and the progress file
+            raise
+
+    def _start(self) -> Transfer:
         module = "ackwise.experiments.transfer"
         self._progress = Path(tempfile.mkstemp(prefix="ackwise-transfer-progress-")[1])
         self._recv = self.receiver.popen(
@@ -559,7 +574,11 @@ class Capture:
                 self.discard()
 
     def discard(self) -> None:
-        """Remove the pcap, and its directory if this capture made it."""
+        """Remove the pcap, and its directory if this capture made it; a tcpdump still running
+        (stop() never came: the run failed) is killed first."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
         self.path.unlink(missing_ok=True)
         if self._own_directory and self.directory.exists():
             self.directory.rmdir()
@@ -569,12 +588,22 @@ class Capture:
 
 _CWND = re.compile(r"\bcwnd:(\d+)")
 _RTT = re.compile(r"\brtt:([\d.]+)/")
+# ss -i names a connection's congestion control among the bare words of its info line
+# ("\t ts sack cubic wscale:7,7 rto:204 ..."): any word the kernel has an algorithm of.
+_AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+def congestion_controls_in(ss_info: str) -> set[str]:
+    """The congestion controls ``ss -i`` output shows for its connections."""
+    known = set(_AVAILABLE_CC.read_text().split()) if _AVAILABLE_CC.exists() else set()
+    return {word for word in ss_info.split() if word in known}
 
 
 @dataclass
 class TcpSampler:
     """cwnd and RTT of a host's connections to ``dst_ip`` every ``interval_s``, and its
-    retransmission and RTO counters over the same time."""
+    retransmission and RTO counters over the same time, and the congestion controls the kernel ran
+    for them (as ss names them: what a record says ran, not what was asked for)."""
 
     host: Any
     dst_ip: str
@@ -583,6 +612,7 @@ class TcpSampler:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _start_counters: dict[str, int] = field(default_factory=dict)
+    congestion_controls: set[str] = field(default_factory=set)
 
     def counters(self) -> dict[str, int]:
         out = self.host.cmd("nstat -asz TcpRetransSegs TcpExtTCPTimeouts TcpOutSegs 2>/dev/null")
@@ -602,6 +632,7 @@ class TcpSampler:
                 proc = self.host.popen(["ss", "-tin", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
                 out, _ = proc.communicate()
                 cwnd, rtt = _CWND.search(out), _RTT.search(out)
+                self.congestion_controls |= congestion_controls_in(out)
                 if cwnd:
                     self.samples.append(
                         {
@@ -616,10 +647,14 @@ class TcpSampler:
         self._thread.start()
         return self
 
-    def stop(self) -> dict[str, Any]:
+    def close(self) -> None:
+        """Stop sampling (no counters read: the host may be gone). Safe to call twice."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+    def stop(self) -> dict[str, Any]:
+        self.close()
         end = self.counters()
         delta = {k: end.get(k, 0) - self._start_counters.get(k, 0) for k in end}
         return {
@@ -627,4 +662,5 @@ class TcpSampler:
             "rto_timeouts": delta.get("TcpExtTCPTimeouts", 0),
             "segments_sent": delta.get("TcpOutSegs", 0),
             "cwnd_samples": self.samples,
+            "congestion_controls": sorted(self.congestion_controls),
         }

@@ -160,3 +160,29 @@ def test_a_child_to_be_interrupted_gets_sigint_back_when_this_run_ignores_it() -
     finally:
         signal.signal(signal.SIGINT, previous)
     assert (plain, as_job) == ("False", "True")
+
+
+def test_traffic_helpers_clean_up_when_the_test_fails_before_they_end() -> None:
+    """Regression: a test whose wait for a controller decision failed while a Transfer ran left the
+    transfer's progress file behind (/tmp/ackwise-transfer-progress-*: only wait() removed it), and
+    a Capture discarded without stop() (the experiment runner's cleanup on a failed run) left its
+    tcpdump running. Both are stopped and removed when the block ends, passing or failing."""
+    from ackwise.experiments.traffic import Capture, Transfer
+    from ackwise.topologies.testbed import Testbed
+
+    with Testbed.create("dumbbell", n_pairs=1, fwd_delay_ms=2, rev_delay_ms=2) as testbed:
+        sender, receiver = (testbed.host(n) for n in testbed.flows[0])
+        before = leftovers.Snapshot.take()
+        capture = Capture("e1-eth2")
+        with pytest.raises(RuntimeError, match="the test failed here"):
+            with Transfer(sender, receiver, 50_000_000).start() as transfer:
+                progress = transfer._progress
+                processes = [transfer._send, transfer._recv]
+                while transfer.progress() == 0:
+                    time.sleep(0.05)
+                raise RuntimeError("the test failed here")
+        capture.discard()
+        assert progress is not None and not progress.exists()
+        assert all(p is not None and p.poll() is not None for p in processes)
+        assert capture.proc.poll() is not None
+        assert_clean_since(before, "a failed transfer and a discarded capture")

@@ -175,11 +175,13 @@ def test_a_congested_ack_path_gets_fewer_acks(tmp_path: Path) -> None:
         with testbed.switch("s2").client() as client:
             set_default_policy(client, TRACKING)
         with controller(testbed, "s2", managing(receiver.IP()), tmp_path) as ctl:
-            transfer = Transfer(sender, receiver, 2_000_000, seed=4).start()
-            congested = ctl.wait_for("a congested decision", lambda line: line.get("kind") == "congested", 40)
-            with testbed.switch("s2").client() as client:
-                before = ack_side(read_flows(client), receiver.IP())
-            result = transfer.wait()
+            with Transfer(sender, receiver, 2_000_000, seed=4).start() as transfer:
+                congested = ctl.wait_for(
+                    "a congested decision", lambda line: line.get("kind") == "congested", 40
+                )
+                with testbed.switch("s2").client() as client:
+                    before = ack_side(read_flows(client), receiver.IP())
+                result = transfer.wait()
             with testbed.switch("s2").client() as client:
                 after = ack_side(read_flows(client), receiver.IP())
     assert result.byte_exact
@@ -197,12 +199,12 @@ def test_killing_the_controller_mid_transfer_loses_nothing(tmp_path: Path) -> No
             set_default_policy(client, TRACKING)
         sampler = TcpSampler(sender, receiver.IP()).start()
         with controller(testbed, "s1", managing(receiver.IP()), tmp_path) as ctl:
-            transfer = Transfer(sender, receiver, 6_000_000, seed=5).start()
-            written = ctl.wait_for("a rule written", lambda line: line["event"] in ("set", "change"), 30)
-            ctl.stop(signal.SIGKILL)  # no clean exit: nothing removed, nothing flushed
-            with testbed.switch("s1").client() as client:
-                left = list_flow_policies(client)
-            result = transfer.wait()
+            with Transfer(sender, receiver, 6_000_000, seed=5).start() as transfer:
+                written = ctl.wait_for("a rule written", lambda line: line["event"] in ("set", "change"), 30)
+                ctl.stop(signal.SIGKILL)  # no clean exit: nothing removed, nothing flushed
+                with testbed.switch("s1").client() as client:
+                    left = list_flow_policies(client)
+                result = transfer.wait()
         tcp = sampler.stop()
     assert result.byte_exact
     assert tcp["rto_timeouts"] == 0, tcp

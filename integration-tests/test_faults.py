@@ -60,23 +60,23 @@ def test_switch_killed_mid_transfer_comes_back_with_its_file(tmp_path: Path) -> 
         config = load_config(saved_configuration(testbed, tmp_path / "s1.yaml"))
         with s1.client() as client:
             apply_config(client, config)
-        transfer = Transfer(testbed.host("h1"), testbed.host("r1"), SIZE, timeout_s=120).start()
-        wait_for(transfer, SIZE // 4)
+        with Transfer(testbed.host("h1"), testbed.host("r1"), SIZE, timeout_s=120).start() as transfer:
+            wait_for(transfer, SIZE // 4)
 
-        assert s1.running is not None
-        spec, old_pid = s1.running.spec, s1.running.pid
-        os.kill(old_pid, signal.SIGKILL)
-        while s1.running.alive:
-            time.sleep(0.02)
-        s1.running.stop()  # removes what the dead one left (its notification socket)
-        s1.running = start_switch(spec)
-        testbed.pids["s1 simple_switch"] = s1.running.pid
-        with s1.client() as client:
-            assert client.table_entries(L2_EXACT) == []  # a new switch knows nothing
-            apply_config(client, config)
-            result = transfer.wait()
-            flows = read_flows(client)
-            _, default = list_policies(client)
+            assert s1.running is not None
+            spec, old_pid = s1.running.spec, s1.running.pid
+            os.kill(old_pid, signal.SIGKILL)
+            while s1.running.alive:
+                time.sleep(0.02)
+            s1.running.stop()  # removes what the dead one left (its notification socket)
+            s1.running = start_switch(spec)
+            testbed.pids["s1 simple_switch"] = s1.running.pid
+            with s1.client() as client:
+                assert client.table_entries(L2_EXACT) == []  # a new switch knows nothing
+                apply_config(client, config)
+                result = transfer.wait()
+                flows = read_flows(client)
+                _, default = list_policies(client)
     assert result.byte_exact
     assert default.policy.value == "every_d" and default.d == 4
     # The restarted switch tracks the flow afresh, from what it saw after the restart.
@@ -116,11 +116,11 @@ def test_controller_killed_mid_transfer(tmp_path: Path) -> None:
             cwd=REPO,
         )
         try:
-            transfer = Transfer(testbed.host("h1"), testbed.host("r1"), SIZE, timeout_s=120).start()
-            wait_for(transfer, SIZE // 2)
-            controller.kill()
-            controller.wait(timeout=10)
-            result = transfer.wait()
+            with Transfer(testbed.host("h1"), testbed.host("r1"), SIZE, timeout_s=120).start() as transfer:
+                wait_for(transfer, SIZE // 2)
+                controller.kill()
+                controller.wait(timeout=10)
+                result = transfer.wait()
         finally:
             if controller.poll() is None:
                 controller.kill()

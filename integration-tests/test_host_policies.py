@@ -79,11 +79,11 @@ def test_killing_the_agent_does_not_stop_the_transfer() -> None:
     with Testbed.create("dumbbell", fwd_delay_ms=10, rev_delay_ms=10) as testbed:
         sender, receiver = testbed.host("h1"), testbed.host("r1")
         agent = HostAgent(receiver, "every_d", {"d": "4"}).start()
-        transfer = Transfer(sender, receiver, 4_000_000).start()
-        while transfer.progress() < 1_000_000:
-            time.sleep(0.05)
-        agent.kill()
-        result = transfer.wait()
+        with Transfer(sender, receiver, 4_000_000).start() as transfer:
+            while transfer.progress() < 1_000_000:
+                time.sleep(0.05)
+            agent.kill()
+            result = transfer.wait()
         report = agent.stop()
     assert result.byte_exact
     assert report["agent_died"] is True

@@ -60,19 +60,18 @@ def test_watch_shows_the_live_table_and_leaves_on_ctrl_c() -> None:
         s1 = testbed.switch("s1")
         with s1.client() as client:
             set_default_policy(client, PolicyParams.parse("every_d", ["d=2"]))
-        transfer = Transfer(sender, receiver, 8_000_000, seed=6).start()
         # As from a person's shell in a 160-column terminal: rich takes COLUMNS and LINES over the
         # terminal's size, and this test process carries COLUMNS=80 LINES=24 (set by the test bed's
         # libraries), which would squeeze the table to 80 columns.
         ackwise = f"{sys.executable} -m ackwise --thrift-port {s1.thrift_port}"
         command = f"env -u COLUMNS -u LINES {ackwise} watch --interval 0.5"
-        with tmux_running(command) as tmux:
+        with Transfer(sender, receiver, 8_000_000, seed=6).start() as transfer, tmux_running(command) as tmux:
             first = tmux.wait_for(rf"{re.escape(receiver_ip)}", 30)
             time.sleep(1.5)
             second = tmux.screen()
             tmux("send-keys", "-t", "watch", "C-c")
             final = tmux.wait_for(r"EXIT=\d+", 10)
-        transfer.wait()
+            transfer.wait()
     print(first, second, sep="\n")
     header = f"localhost:{s1.thrift_port}: "
     columns = ("seen", "fwd", "thinned", "RTTmin", "rate", "policy", "kept")

@@ -19,7 +19,7 @@ from ackwise.errors import InputError
 from ackwise.policies import MSS_BYTES
 
 from .bmv2 import BMv2Switch
-from .hosts import CONGESTION_CONTROLS, AckwiseHost
+from .hosts import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, AckwiseHost
 from .links import LinkEmulator, LinkParams, WirelessMedium
 from .wireless import PRESETS
 from .wireless import preset as wireless_preset
@@ -242,7 +242,7 @@ class Dumbbell(AckwiseTopo):
         rev_queue_pps: int = 0,
         queue_depth_pkts: int = 64,
         program: str = "ack_switch",
-        cc: str = "cubic",
+        cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
         backend: str = "auto",
         log_dir: str | None = None,
@@ -313,7 +313,7 @@ class ParkingLot(AckwiseTopo):
         buffer_pkts: int = 100,
         loss: float = 0.0,
         program: str = "ack_switch",
-        cc: str = "cubic",
+        cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
         backend: str = "auto",
         log_dir: str | None = None,
@@ -362,7 +362,7 @@ class Wlan(AckwiseTopo):
         proxy: bool = False,
         proxy_budget_bytes: int | None = None,
         agent: bool = True,
-        cc: str = "cubic",
+        cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
         backend: str = "auto",
         log_dir: str | None = None,
@@ -411,7 +411,7 @@ class Chain(AckwiseTopo):
         medium_loss: float = 0.0,
         medium_buffer_pkts: int = 50,
         program: str = "ack_switch",
-        cc: str = "cubic",
+        cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
         log_dir: str | None = None,
     ) -> None:

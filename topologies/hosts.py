@@ -8,6 +8,33 @@ from typing import Any
 from mininet.node import Host
 
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+DEFAULT_CONGESTION_CONTROL = "cubic"
+
+_SYSCTL = Path("/proc/sys/net/ipv4")
+# Only the root namespace may make an algorithm outside this list the default; a host's namespace
+# asking for one gets EPERM (Linux tcp_set_default_congestion_control), and keeps the root's default.
+ALLOWED_CONGESTION_CONTROLS = _SYSCTL / "tcp_allowed_congestion_control"
+
+
+class CongestionControlError(RuntimeError):
+    pass
+
+
+def allow_congestion_controls(names: set[str]) -> str | None:
+    """Let the hosts' namespaces use ``names``: add those missing to the root namespace's
+    net.ipv4.tcp_allowed_congestion_control. Returns the list as it was if it changed (give it to
+    restore_allowed_congestion_controls() at the end), None if nothing was missing. A machine whose
+    default is bbr allows "reno bbr" only, and a host asking for cubic silently kept bbr."""
+    before = ALLOWED_CONGESTION_CONTROLS.read_text().split()
+    missing = sorted(names - set(before))
+    if not missing:
+        return None
+    ALLOWED_CONGESTION_CONTROLS.write_text(" ".join(before + missing))
+    return " ".join(before)
+
+
+def restore_allowed_congestion_controls(before: str) -> None:
+    ALLOWED_CONGESTION_CONTROLS.write_text(before)
 
 
 class AckwiseHost(Host):
@@ -15,19 +42,34 @@ class AckwiseHost(Host):
     segments on the wire are MSS-sized and their checksums are complete (bmv2 and the emulators see
     raw frames, not the kernel's super-packets)."""
 
-    def config(self, cc: str = "cubic", ecn: bool = True, **params: Any) -> dict[str, Any]:
+    def config(self, cc: str = DEFAULT_CONGESTION_CONTROL, ecn: bool = True, **params: Any) -> dict[str, Any]:
         result = Host.config(self, **params)
-        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+        available = (_SYSCTL / "tcp_available_congestion_control").read_text().split()
         if cc not in CONGESTION_CONTROLS or cc not in available:
             raise ValueError(
                 f"{self.name}: congestion control {cc!r} not available here ({', '.join(available)})"
             )
         self.cc, self.ecn = cc, ecn
         self.cmd(
-            f"sysctl -qw net.ipv4.tcp_ecn={1 if ecn else 0} net.ipv4.tcp_congestion_control={cc} "
+            f"sysctl -qw net.ipv4.tcp_ecn={int(ecn)} net.ipv4.tcp_congestion_control={cc} "
             "net.ipv4.tcp_no_metrics_save=1 net.ipv6.conf.all.disable_ipv6=1 "
-            "net.ipv6.conf.default.disable_ipv6=1"
+            "net.ipv6.conf.default.disable_ipv6=1 2>/dev/null"
         )
+        # Read back what the namespace has: a setting the kernel refused must not pass for one made
+        # (every flow's record says which congestion control its sender ran).
+        read = self.cmd("sysctl -n net.ipv4.tcp_congestion_control net.ipv4.tcp_ecn").split()
+        now_cc, now_ecn = [*read, "", ""][:2]
+        if now_ecn != str(int(ecn)):
+            raise CongestionControlError(f"{self.name}: net.ipv4.tcp_ecn is {now_ecn!r}, not {int(ecn)}")
+        if now_cc != cc:
+            allowed = ALLOWED_CONGESTION_CONTROLS.read_text().strip()
+            raise CongestionControlError(
+                f"{self.name}: asked for congestion control {cc}, its namespace has {now_cc or 'none'}: "
+                "only the root namespace may pick an "
+                f"algorithm outside net.ipv4.tcp_allowed_congestion_control ({allowed!r}): add it with "
+                f'`sysctl -w net.ipv4.tcp_allowed_congestion_control="{allowed} {cc}"` (the test bed '
+                "does this itself when it starts)"
+            )
         for intf in self.intfList():
             if intf.name != "lo":
                 self.cmd(f"ethtool -K {intf.name} tso off gso off gro off tx off rx off >/dev/null 2>&1")

@@ -27,7 +27,12 @@ from ackwise.queues import set_queue_depth, set_queue_rate
 
 from .bmv2 import BMv2Switch
 from .catalog import TOPOLOGIES, AckwiseTopo, check_params, describe_params
-from .hosts import AckwiseHost
+from .hosts import (
+    DEFAULT_CONGESTION_CONTROL,
+    AckwiseHost,
+    allow_congestion_controls,
+    restore_allowed_congestion_controls,
+)
 from .links import LinkEmulator, WirelessMedium, release_root_intfs
 from .stale import StaleInterfaceInUse, remove_stale_intfs
 
@@ -41,6 +46,7 @@ class Testbed:
 
     # Test beds of this process that started and have not been stopped (see stop_all()).
     _running: ClassVar[list[Testbed]] = []
+    _said_cc: ClassVar[bool] = False
 
     def __init__(self, topo: AckwiseTopo) -> None:
         self.topo = topo
@@ -52,6 +58,7 @@ class Testbed:
         self.final_agent_report: dict[str, Any] = {}
         self.holdback_agents: dict[str, subprocess.Popen[str]] = {}
         self.holdback_reports: dict[str, dict[str, Any]] = {}
+        self.allowed_cc_before: str | None = None  # the root's allowed list, if this test bed widened it
 
     @classmethod
     def create(cls, name: str, **params: Any) -> Testbed:
@@ -90,6 +97,15 @@ class Testbed:
         )
         Testbed._running.append(self)
         try:
+            ccs = {self.topo.nodeInfo(h).get("cc", DEFAULT_CONGESTION_CONTROL) for h in self.topo.hosts()}
+            self.allowed_cc_before = allow_congestion_controls(ccs)
+            if self.allowed_cc_before is not None and not Testbed._said_cc:
+                Testbed._said_cc = True  # once per process: an experiment starts one test bed per run
+                print(
+                    f"ackwise: hosts may use {', '.join(sorted(ccs))} while the test bed runs: "
+                    f"net.ipv4.tcp_allowed_congestion_control was {self.allowed_cc_before!r}",
+                    file=sys.stderr,
+                )
             self.net.build()
             self._track()
             self.net.start()
@@ -107,6 +123,10 @@ class Testbed:
         """Stop the AP agent, switches and emulators (by pid), then hosts and links. Safe to call twice."""
         if self in Testbed._running:
             Testbed._running.remove(self)
+        if self.allowed_cc_before is not None:
+            # The hosts' namespaces keep the default they were given; only new ones are refused.
+            restore_allowed_congestion_controls(self.allowed_cc_before)
+            self.allowed_cc_before = None
         if self.net is None:
             return
         self._stop_ap_agent()

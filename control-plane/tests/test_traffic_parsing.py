@@ -1,0 +1,34 @@
+"""What the traffic helpers read from the kernel's tools: the congestion control ss names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ackwise.experiments import traffic
+
+SS_CUBIC = (
+    "State Recv-Q Send-Q Local Address:Port  Peer Address:PortProcess\n"
+    "ESTAB 0      91224       10.0.0.2:34238     10.0.0.3:5001\n"
+    "\t ts sack cubic wscale:9,9 rto:264 rtt:61.115/47.452 mss:1448 cwnd:17 bytes_sent:34752\n"
+)
+SS_BBR = (
+    "ESTAB 0 0 10.0.0.2:34238 10.0.0.3:5001\n"
+    "\t bbr wscale:9,9 rto:264 rtt:61.115/47.452 mss:1448 pmtu:1500 cwnd:17 "
+    "bbr:(bw:649720bps,mrtt:24.905,pacing_gain:2.88672,cwnd_gain:2.88672) send 3222253bps\n"
+)
+
+
+@pytest.fixture
+def available(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "tcp_available_congestion_control"
+    path.write_text("reno bbr cubic\n")
+    monkeypatch.setattr(traffic, "_AVAILABLE_CC", path)
+
+
+def test_the_congestion_control_is_the_bare_word_the_kernel_has(available: None) -> None:
+    assert traffic.congestion_controls_in(SS_CUBIC) == {"cubic"}  # not "ts", "sack" or a key:value
+    assert traffic.congestion_controls_in(SS_BBR) == {"bbr"}  # bbr:(...) is BBR's state, not a name
+    assert traffic.congestion_controls_in(SS_CUBIC + SS_BBR) == {"cubic", "bbr"}
+    assert traffic.congestion_controls_in("") == set()
