@@ -591,7 +591,9 @@ def _tools(records: list[RunRecord]) -> list[tuple[str, str]]:
     for r in records:
         for tool, version in r.versions.items():
             by_tool.setdefault(tool, Counter())[version] += 1
-    return [(tool, _counted(by_tool[tool], "run")) for tool in sorted(by_tool)]
+    rows = [(tool, _counted(by_tool[tool], "run")) for tool in sorted(by_tool)]
+    ran = Counter(r.congestion_control() for r in records)
+    return [*rows, ("TCP congestion control (senders, as ss showed it)", _counted(ran, "run"))]
 
 
 def _remove_stale_figures(directory: Path, drawn: Sequence[RenderedFigure]) -> None:

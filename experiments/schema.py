@@ -183,6 +183,13 @@ class RunRecord:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)
 
+    def congestion_control(self) -> str:
+        """The congestion control(s) the senders ran, as ss named them during the run; records
+        made before ackwise recorded it (c802642) say "not recorded": those asked for CUBIC and,
+        on a machine whose default is BBR, ran BBR (docs/testbed.md, "Congestion control")."""
+        seen = {cc for s in self.series.get("cwnd", []) for cc in s.get("congestion_controls", [])}
+        return ", ".join(sorted(seen)) or "not recorded"
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunRecord:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})

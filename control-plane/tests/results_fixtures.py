@@ -83,7 +83,14 @@ def make_record(
     if with_series:
         t_s = [i * 0.1 for i in range(50)]
         series = {
-            "cwnd": [{"flow": "h1->r1", "t_s": t_s, "cwnd": [min(10 + 2 * i, 60) for i in range(50)]}],
+            "cwnd": [
+                {
+                    "flow": "h1->r1",
+                    "t_s": t_s,
+                    "cwnd": [min(10 + 2 * i, 60) for i in range(50)],
+                    "congestion_controls": ["cubic"],
+                }
+            ],
             "ack_rate": [
                 {"flow": "h1->r1", "t_s": t_s, "acks_per_s": [400 * ACKS_PER_SEGMENT[arm.where]] * 50}
             ],

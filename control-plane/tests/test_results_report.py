@@ -324,3 +324,17 @@ def test_a_verdict_cell_says_when_runs_of_its_arm_failed(tmp_path: Path) -> None
     verdict = build_report(store, draw_figures=False).sections[0].verdict
     cell = verdict.rows[0].cells[verdict.categories.index("switch")]
     assert cell.status.endswith("; 1 of 3 runs failed"), cell
+
+
+def test_the_report_says_which_congestion_control_the_senders_ran(html: str) -> None:
+    """As ss showed it during each run; the failed run recorded no series, so it says so."""
+    assert "TCP congestion control (senders, as ss showed it)" in html
+    assert re.search(r"cubic \(2\d runs\), not recorded \(1 run\)", html), html
+
+
+def test_a_record_names_its_senders_congestion_control() -> None:
+    record = make_record(POINTS[0], ARMS[0], 0, with_series=True)
+    assert record.congestion_control() == "cubic"
+    record.series["cwnd"].append({"flow": "h2->r2", "congestion_controls": ["bbr"]})
+    assert record.congestion_control() == "bbr, cubic"
+    assert make_record(POINTS[0], ARMS[0], 0).congestion_control() == "not recorded"
