@@ -9,7 +9,7 @@ flight still unacknowledged beyond it, so the safety contract's end-of-burst rul
 from __future__ import annotations
 
 import pytest
-from conftest import assert_each_byte_once
+from conftest import assert_each_byte_once, loss_free_buffer_pkts
 
 from ackwise.experiments.traffic import Capture, TcpSampler, run_transfers
 from ackwise.policies import PolicyParams
@@ -55,7 +55,12 @@ def transfer_through(
 def test_bulk_transfer_through_each_policy(spec: str) -> None:
     policy = PolicyParams.parse(spec.split()[0], spec.split()[1:])
     with Testbed.create(
-        "dumbbell", fwd_rate_mbps=10, rev_rate_mbps=10, fwd_delay_ms=10, rev_delay_ms=10
+        "dumbbell",
+        fwd_rate_mbps=10,
+        rev_rate_mbps=10,
+        fwd_delay_ms=10,
+        rev_delay_ms=10,
+        fwd_buffer_pkts=loss_free_buffer_pkts(SIZE),
     ) as testbed:
         seen = transfer_through(testbed, "s1", policy, toward="h1", loss_free=True)
     assert seen["rto"] == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import assert_each_byte_once
+from conftest import assert_each_byte_once, loss_free_buffer_pkts
 
 from ackwise import ecn
 from ackwise.experiments.pcapstats import linux_ack_reasons, read_segments
@@ -36,7 +36,9 @@ def receiver_uplink(testbed: Testbed) -> str:
 @pytest.mark.parametrize("case", list(CASES))
 def test_policy_on_the_receiver(case: str) -> None:
     policy = case.split("-")[0]
-    with Testbed.create("dumbbell", fwd_delay_ms=10, rev_delay_ms=10) as testbed:
+    with Testbed.create(
+        "dumbbell", fwd_delay_ms=10, rev_delay_ms=10, fwd_buffer_pkts=loss_free_buffer_pkts(SIZE)
+    ) as testbed:
         sender, receiver = testbed.host("h1"), testbed.host("r1")
         sender_ip, receiver_ip = sender.IP(), receiver.IP()
         agent = HostAgent(receiver, policy, CASES[case]).start()
@@ -90,7 +92,13 @@ def test_killing_the_agent_does_not_stop_the_transfer() -> None:
 
 
 def test_receiver_acc_reacts_to_ce_marks() -> None:
-    """s1's forward queue marks CE above 10 packets: the receiver's d grows and its ACKs thin."""
+    """s1's forward queue marks CE above 10 packets: the receiver's d grows and its ACKs thin.
+
+    The marks must persist, as on a path whose congestion this flow alone does not cause: the
+    sender is BBR (v1 does not back off on ECE), so its queue stays above the threshold. A CUBIC
+    sender halves its window on the first ECE, the queue drains, and d falls back to 1 (measured:
+    4 signals, d = 1 at the end, 92 % pure ACKs per data segment; docs/host-policies.md). This
+    test ran BBR senders before c802642 without saying so; now it says so."""
     with Testbed.create(
         "dumbbell",
         bottleneck="switch",
@@ -98,6 +106,7 @@ def test_receiver_acc_reacts_to_ce_marks() -> None:
         rev_queue_pps=2000,
         fwd_delay_ms=10,
         rev_delay_ms=10,
+        cc="bbr",
     ) as testbed:
         sender, receiver = testbed.host("h1"), testbed.host("r1")
         sender_ip, receiver_ip = sender.IP(), receiver.IP()

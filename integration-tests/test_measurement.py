@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import leftovers
-from conftest import VENV_BIN
+from conftest import VENV_BIN, loss_free_buffer_pkts
 
 from ackwise.experiments.metrics import avoidable_pure_acks
 from ackwise.experiments.pcapstats import read_frames, read_segments
@@ -23,7 +23,9 @@ from ackwise.topologies.testbed import Testbed
 
 def test_capture_counts_every_segment_linkem_delivered() -> None:
     size = 3_000_000
-    with Testbed.create("dumbbell", n_pairs=1, fwd_delay_ms=5, rev_delay_ms=5) as testbed:
+    with Testbed.create(
+        "dumbbell", n_pairs=1, fwd_delay_ms=5, rev_delay_ms=5, fwd_buffer_pkts=loss_free_buffer_pkts(size)
+    ) as testbed:
         sender, receiver = testbed.host("h1"), testbed.host("r1")
         sender_ip, receiver_ip = sender.IP(), receiver.IP()
         # Everything on the interface linkem sends data out of and receives ACKs on: its counters
