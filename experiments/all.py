@@ -59,7 +59,11 @@ def headline(directories: list[Path], command: str) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for directory in directories:
-        report = build_report(ResultStore.load(directory), draw_figures=False)
+        store = ResultStore.load(directory)
+        report = build_report(store, draw_figures=False)
+        # Which congestion control the senders ran, per scenario: a table may mix re-runs with
+        # records from before ackwise recorded it (docs/results.md, erratum).
+        ran = ", ".join(sorted({r.congestion_control() for r in store.all_records()}))
         for section in report.sections:
             v = section.verdict
             for row in v.rows:
@@ -75,8 +79,8 @@ def headline(directories: list[Path], command: str) -> str:
                         else f"{c.arm}: {c.value} ({c.change}{', ' + c.status if c.status else ''})"
                     )
                 lines.append(
-                    f"| [{section.name}](results/{directory.name}/report.md) | {row.point} | "
-                    f"{v.metric.key} | {row.baseline} | {' | '.join(cells)} | {row.best} |"
+                    f"| [{section.name}](results/{directory.name}/report.md) (senders: {ran}) | "
+                    f"{row.point} | {v.metric.key} | {row.baseline} | {' | '.join(cells)} | {row.best} |"
                 )
     return "\n".join(lines)
 

@@ -338,3 +338,14 @@ def test_a_record_names_its_senders_congestion_control() -> None:
     record.series["cwnd"].append({"flow": "h2->r2", "congestion_controls": ["bbr"]})
     assert record.congestion_control() == "bbr, cubic"
     assert make_record(POINTS[0], ARMS[0], 0).congestion_control() == "not recorded"
+
+
+def test_the_headline_table_says_per_scenario_which_congestion_control_ran(tmp_path: Path) -> None:
+    from ackwise.experiments.all import headline
+
+    directory = tmp_path / "asym"
+    build_store(directory)
+    table = headline([directory], "ackwise experiment run asym")
+    rows = [line for line in table.splitlines() if line.startswith("| [")]
+    assert rows and all("(senders: cubic, not recorded)" in row for row in rows), table
+    assert "senders' congestion control cubic, not recorded" in table
