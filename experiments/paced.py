@@ -54,6 +54,7 @@ def send(
             next_write += interval
             time.sleep(max(0.0, next_write - time.monotonic()))
         paced_s = time.monotonic() - start
+        paced_until = time.time()  # wall clock, which the test bed's namespaces share
         if bulk_bytes:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
             conn.settimeout(None)
@@ -62,6 +63,7 @@ def send(
         "writes": writes,
         "bytes": writes * write_bytes + bulk_bytes,
         "paced_s": paced_s,
+        "paced_until": paced_until,
         "duration_s": time.monotonic() - start,
     }
 

@@ -142,10 +142,10 @@ def test_an_underused_bottleneck_keeps_every_segment_acked_until_the_flow_satura
         with controller(testbed, "s1", managing(receiver.IP()), tmp_path) as ctl:
             stream = PacedStream(sender, receiver, 2_000_000, 1448, 6.0, bulk_bytes=6_000_000).start()
             try:
-                time.sleep(5.5)  # well into the paced part
-                paced_decisions = ctl.decisions()
+                time.sleep(3.0)  # well into the paced part: reading the records can take 2 s under load
                 with testbed.switch("s1").client() as client:
                     paced = ack_side(read_flows(client), receiver.IP())
+                paced_read_at = time.time()
                 saturated = ctl.wait_for(
                     "a saturated decision", lambda line: line.get("kind") == "saturated", 30
                 )
@@ -154,11 +154,17 @@ def test_an_underused_bottleneck_keeps_every_segment_acked_until_the_flow_satura
                 stream.stop()
             with testbed.switch("s1").client() as client:
                 after = ack_side(read_flows(client), receiver.IP())
+    # The decisions made before the records were read, by the controller's own clock, from its
+    # whole log: it prints a line after writing the rule, so a list taken when the records were
+    # read could miss the rule whose effect they show.
+    paced_decisions = [line for line in ctl.decisions() if line["t"] <= paced_read_at]
     print(
-        f"paced 2 Mbit/s: {paced.acks_seen} ACKs seen, {paced.acks_thinned} thinned; then "
+        f"paced 2 Mbit/s: {paced.acks_seen} ACKs seen, {paced.acks_thinned} thinned (read "
+        f"{result['paced_until'] - paced_read_at:.2f} s before the paced part ended); then "
         f"{saturated['reason']}; in all {after.acks_thinned} of {after.acks_seen} thinned"
     )
     assert result["bytes"] == result["writes"] * 1448 + 6_000_000
+    assert paced_read_at < result["paced_until"], "the records were read after the paced part ended"
     assert paced_decisions == [], paced_decisions
     assert paced.acks_seen > 300 and paced.acks_thinned == 0
     assert saturated["new"].startswith("tack"), saturated
