@@ -53,10 +53,12 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                                queue, from_agent,
                                meta.ack_policy, meta.ack, meta.thinning);
             if (meta.ack.pure_ack) {
-                if (meta.ack.hold) {
-                    // The agent gets a copy of the ACK as it arrived; the hold time travels with it.
-                    meta.hold_ms = meta.ack_policy.hold_ms;
-                    meta.hold_base_ack = meta.ack.hold_base_ack;
+                if (meta.ack.hold || meta.ack.share_kind != 0) {
+                    // The agent gets a copy of the ACK as it arrived; what it is to do with it
+                    // travels with it (hold-back: the hold time; the queue share: how long to wait).
+                    meta.hold_ms = meta.ack.hold ? meta.ack_policy.hold_ms : 16w0;
+                    meta.agent_kind = meta.ack.hold ? AGENT_KIND_HOLD : meta.ack.share_kind;
+                    meta.agent_arg = meta.ack.hold ? meta.ack.hold_base_ack : meta.ack.share_wait_us;
                     clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
                 }
                 if (meta.ack_policy.policy == POLICY_FILTER) {
@@ -84,11 +86,11 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
 
     apply {
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
-            // A held ACK's copy for the hold-back agent: the hold time in front, the rest untouched.
+            // A copy for the agent: what it is in front, the rest untouched.
             hdr.holdback.setValid();
             hdr.holdback.hold_ms = meta.hold_ms;
-            hdr.holdback.reserved = 0;
-            hdr.holdback.base_ack = meta.hold_base_ack;
+            hdr.holdback.kind = meta.agent_kind;
+            hdr.holdback.arg = meta.agent_arg;
             exit;
         }
         // Only ECT packets can be marked, and only acc flows' ACKs need the queue signal: others

@@ -252,7 +252,8 @@ class Dumbbell(AckwiseTopo):
     ) -> None:
         """``access_delay_ms``: extra one-way delay between each sender and s1, comma-separated per
         pair ("0,30": pair 2's round trip is 60 ms longer), through an emulator node a<i>.
-        ``holdback``: switches (``s1``, ``s2``, ``s1,s2``) that get a hold-back agent on a CPU port.
+        ``holdback``: switches (``s1``, ``s2``, ``s1,s2``) that get a hold-back agent on a CPU port
+        (hold-back for every_d, dynamic_d, tack, acc; the queue share for coalesce).
         ``rev_shape_pps``: with the link as bottleneck, also serve s2's queue towards it at this
         rate (packets/s), a little below the link's, so the reverse queue forms in the switch where
         a P4 program can act on it (coalescing), not in the emulator (docs/ack-thinning.md)."""

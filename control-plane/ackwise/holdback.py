@@ -1,8 +1,9 @@
 """Hold-back: the switch hands an ACK it would thin, but that may end a burst, to an agent on its
-CPU port, which sends it back after the policy's hold time (p4src/include/ack_holdback.p4).
+CPU port, which sends it back after the policy's hold time (p4src/include/ack_holdback.p4). The
+same agent is the queue share's second queue (ackwise/queue_share.py).
 
 This module sets the switch up for it (``setup``), says what state it is in (``status``), and
-holds the decision logic of the agent (``HoldTable``: pure, unit-tested); the agent's socket loop
+holds the decision logic of hold-back (``HoldTable``: pure, unit-tested); the agent's socket loop
 is ackwise/holdback_agent.py.
 """
 
@@ -22,7 +23,18 @@ AGENT_TIMEOUT_MS = 500  # HOLDBACK_AGENT_TIMEOUT_US in constants.p4
 PORTS_TABLE = "holdback.ports"
 AGENT_PORT_ACTION = "holdback.agent_port"
 ALIVE_REGISTER = "holdback.agent_alive_at_us"
-HEADER = struct.Struct("!HHI")  # holdback_h: hold_ms, reserved, base_ack, in front of a held ACK's copy
+# holdback_h, in front of each copy the switch sends the agent: hold_ms, kind, arg (hold-back: the
+# base ACK; the queue share: microseconds to wait).
+HEADER = struct.Struct("!HHI")
+
+
+class AgentKind:
+    """What a copy to the agent is (AGENT_KIND_* in constants.p4)."""
+
+    HOLD = 0  # hold-back: a held ACK
+    SHARE_KEEP = 1  # the queue share: an ACK to keep in its flow's order
+    SHARE_BOUNCED = 2  # ...one the agent sent back came too early: wait, then send it again
+    SHARE_TAKEN = 3  # ...one the agent sent back was taken: the flow's next may follow after the wait
 
 
 def setup(client: SwitchClient, cpu_port: int) -> None:

@@ -1,16 +1,23 @@
-"""The hold-back agent, on an ack_switch's CPU port: the in-network delayed-ACK timer.
+"""The hold-back agent, on an ack_switch's CPU port: the in-network delayed-ACK timer, and the
+queue share's second queue.
 
     python -m ackwise.holdback_agent --iface s2-cpua --thrift-port 9091 [--stats FILE]
 
-The switch sends it a copy of each ACK it holds back, preceded by the policy's hold time
+Hold-back: the switch sends it a copy of each ACK it holds back, preceded by the policy's hold time
 (p4src/include/ack_holdback.p4). The agent keeps the newest copy per flow and sends it back to the
 switch (a packet-out on the CPU port) once the hold time since the first copy has passed; the
 switch forwards it unless an ACK of the flow acknowledging at least as much has passed meanwhile.
-It sends the switch a heartbeat every 100 ms; without one for 500 ms the switch holds nothing.
 
+The queue share (p4src/include/ack_share.p4): the switch hands it the ACKs of a coalescing flow
+that already has two in a slow queue, in order; the agent sends each flow's oldest back when the
+switch said the flow has room, and the switch answers whether it took it.
+
+It sends the switch a heartbeat every 100 ms; without one for 500 ms the switch hands it nothing.
 On startup it sets the switch up (CPU port, mirroring session); on SIGTERM or SIGINT it sends back
-everything it holds at once (nothing the receiver said is lost when it stops), writes its counters,
-and exits. Killed outright, what it held is lost: the sender's retransmission timer recovers.
+every held-back ACK at once, stops its heartbeat, and once the switch has stopped waiting for it,
+sends back the queue share's ACKs in order (nothing the receiver said is lost when it stops);
+then it writes its counters and exits. Killed outright, what it held is lost: the sender's
+retransmission timer recovers.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import holdback
+from . import holdback, queue_share
 from .bmv2.client import SwitchClient, SwitchError
 from .p4names import ETHERTYPE_AGENT_HEARTBEAT
 from .packets import parse_ipv4_tcp
@@ -51,6 +58,7 @@ class HoldbackAgent:
         self.sock.bind((iface, 0))
         self.sock.setblocking(False)
         self.table = holdback.HoldTable()
+        self.share = queue_share.ShareQueues()
         self.counters = {"frames_in": 0, "not_held_acks": 0, "socket_drops": 0, "handling_us_total": 0}
         self.stop_requested = False
         mac = Path(f"/sys/class/net/{iface}/address").read_text().strip()
@@ -64,20 +72,31 @@ class HoldbackAgent:
         if len(frame) < holdback.HEADER.size + ETHERNET_HEADER:
             self.counters["not_held_acks"] += 1
             return
-        hold_ms, _, base_ack = holdback.HEADER.unpack_from(frame)
+        hold_ms, kind, arg = holdback.HEADER.unpack_from(frame)
         ack_frame = frame[holdback.HEADER.size :]
         seg = None
         if ack_frame[12:14] == b"\x08\x00":
             seg = parse_ipv4_tcp(ack_frame[ETHERNET_HEADER:], now)
-        if seg is None or not seg.is_pure_ack:
+        # Hold-back holds only ACKs the policy would thin; the queue share hands over every
+        # segment without payload the switch counts as a pure ACK, FIN and RST included (one that
+        # was dropped here never reached the sender: its FIN was lost until the share's stall bound).
+        held_back = kind == holdback.AgentKind.HOLD
+        if seg is None or not (seg.is_pure_ack if held_back else seg.payload_len == 0):
             self.counters["not_held_acks"] += 1
             return
         flow = (seg.src, seg.dst, seg.sport, seg.dport)
-        self.table.offer(flow, seg.ack, base_ack, ack_frame, hold_ms / 1000, now)
+        if held_back:
+            self.table.offer(flow, seg.ack, arg, ack_frame, hold_ms / 1000, now)
+        elif kind == holdback.AgentKind.SHARE_KEEP:
+            self.share.keep(flow, ack_frame, seg, arg / 1e6, now)
+        else:
+            self.share.answer(flow, kind, arg / 1e6, now)
         self.counters["handling_us_total"] += (time.perf_counter_ns() - started) // 1000
 
     def release(self, now: float) -> None:
         for frame in self.table.due(now):
+            self.sock.send(frame)
+        for frame in self.share.ready(now):
             self.sock.send(frame)
 
     def run(self) -> None:
@@ -92,7 +111,7 @@ class HoldbackAgent:
                 self.write_stats()
                 next_report = now + REPORT_INTERVAL_S
             self.release(now)
-            wake = min(next_beat, self.table.next_due() or next_beat)
+            wake = min(next_beat, self.table.next_due() or next_beat, self.share.next_due() or next_beat)
             try:
                 readable, _, _ = select.select([self.sock], [], [], max(0.0, wake - time.monotonic()))
             except InterruptedError:
@@ -106,17 +125,26 @@ class HoldbackAgent:
                     if addr[2] == socket.PACKET_OUTGOING:
                         continue  # our own heartbeats and releases
                     self.handle(frame, time.monotonic())
-        self.release(float("inf"))  # stopping: nothing held is kept back
+        for frame in self.table.due(float("inf")):  # stopping: nothing held is kept back
+            self.sock.send(frame)
+        if self.share.holding():
+            # The switch sends back what the agent returns while it hears the heartbeat and the
+            # flow has no room; once it stops waiting for the agent it takes everything as it comes.
+            time.sleep(holdback.AGENT_TIMEOUT_MS / 1000 + 0.1)
+            for frame in self.share.drain():
+                self.sock.send(frame)
         self.write_stats()
 
     def report(self) -> dict[str, Any]:
-        held = self.table.counters["held"]
+        handled = self.counters["frames_in"] - self.counters["not_held_acks"]
+        per_ack = round(self.counters["handling_us_total"] / handled, 2) if handled else None
         return {
             "pid": os.getpid(),
             "iface": self.iface,
-            "counters": self.counters | self.table.counters,
+            "counters": self.counters | self.table.counters | self.share.counters,
             "holding": len(self.table.held),
-            "handling_us_per_ack": round(self.counters["handling_us_total"] / held, 2) if held else None,
+            "share_holding": self.share.holding(),
+            "handling_us_per_ack": per_ack,
         }
 
     def write_stats(self) -> None:

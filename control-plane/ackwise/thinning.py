@@ -28,6 +28,8 @@ class ThinningStat:
     ACKS_ABSORBED = 6
     ACKS_HELD = 7
     ACKS_PASSED = 8
+    ACKS_SHARED = 9  # handed to the agent by the queue share
+    SHARE_BOUNCED = 10  # came back from the agent too early: handed to it again
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,8 @@ HALF_FIELDS: dict[str, tuple[str, int, int]] = {
     "acc_signals": ("acc.signals", 31, 0),
     "acks_absorbed": ("coalesce.counts", 61, 31),
     "acks_rewritten": ("coalesce.counts", 30, 0),
+    "acks_shared": ("share.counts", 61, 31),
+    "share_bounced": ("share.counts", 30, 0),
     "acks_held": ("holdback.held", 31, 0),
     "acks_released": ("holdback.released", 31, 0),
 }
@@ -209,6 +213,9 @@ class HalfFlow:
     acc_signals: int = 0  # congestion signals that doubled d
     acks_absorbed: int = 0  # coalesce: folded into a waiting ACK (also counted in acks_thinned)
     acks_rewritten: int = 0  # coalesce: waiting ACKs that left carrying absorbed ACKs' state
+    # the queue share: handed to the agent (seen when they come back), and sent back to it again
+    acks_shared: int = 0
+    share_bounced: int = 0
     # hold-back: handed to the agent (counted thinned until released), and released (then counted
     # forwarded instead): acks_seen = acks_forwarded + acks_thinned at any time.
     acks_held: int = 0
@@ -273,6 +280,8 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     acc_signals=halves["acc_signals"][h],
                     acks_absorbed=halves["acks_absorbed"][h],
                     acks_rewritten=halves["acks_rewritten"][h],
+                    acks_shared=halves["acks_shared"][h],
+                    share_bounced=halves["share_bounced"][h],
                     acks_held=halves["acks_held"][h],
                     acks_released=halves["acks_released"][h],
                     data_end=halves["data_end"][h],

@@ -30,6 +30,7 @@
 #include "acc.p4"
 #include "ack_coalesce.p4"
 #include "ack_holdback.p4"
+#include "ack_share.p4"
 
 // Bits of a half-flow's state (the low byte of its flags).
 const bit<8> HALF_DATA_VALID = 0x01;    // data_end holds something
@@ -62,6 +63,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     AccDelayFactor() acc_delay_factor;
     AckCoalesce() coalesce;
     HoldbackAgentAlive() holdback_agent_alive;
+    HoldbackAgentAlive() share_agent_alive;
+    AckShare() ack_share;
+    AckShareQueued() ack_share_queued;
 
     @name(".ack_thinning.stats") counter(THINNING_STATS, CounterType.packets) stats;
     @name(".ack_thinning.config") register<bit<48>>(1) config;   // [0]: reclaim idle (us), 0 = default
@@ -353,6 +357,14 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         holdback_held.write(w.half, ack.hold ? held + 1 : held);
     }
 
+    // A pure ACK the queue share hands to the agent (to keep, or back to it again): nothing of the
+    // flow's record changes until it comes back and is taken.
+    action to_agent() {
+        ack.pure_ack = true;
+        ack.drop = true;
+        stats.count(ack.share_kind == AGENT_KIND_SHARE_KEEP ? STAT_ACKS_SHARED : STAT_SHARE_BOUNCED);
+    }
+
     // A SYN fixes the window scale of this sender's windows from then on.
     action window_scale() {
         bit<8> ws_shift = opts.ws_present ? opts.ws_shift : 8w0;
@@ -434,8 +446,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                 if (w.fresh) {
                     reset_records();
                 }
-                if (from_agent) {
-                    released();
+                if (from_agent && params.policy != POLICY_COALESCE) {
+                    released();   // hold-back (the queue share's ACKs come back as pure ACKs, below)
                 } else if (tcp.flags & TCP_FLAG_ACK == 0) {
                     no_ack();
                     if (has_data && ipv4.ecn == 3 && params.policy == POLICY_ACC) {
@@ -448,64 +460,83 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     }
                 } else {
                     // ---- a pure ACK (SYN, FIN, RST, URG, PSH: kept by the contract) ----
-                    pure_ack();
-                    safety.apply(w.fact_bits, w.reason);
-                    if (params.policy == POLICY_ACC) {
-                        bit<8> signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0)
-                            | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
-                        acc_signal_ack.apply(w.half, signal, params.acc_signals);
-                        bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
-                        // The flight: data the switch saw sent beyond the highest ACK.
-                        bit<32> highest_ack = w.ack_valid && SEQ_GT(w.ack_last, tcp.ack_no) ? w.ack_last : tcp.ack_no;
-                        bit<32> flight = w.flags_other[7:0] & HALF_DATA_VALID != 0
-                            && SEQ_GT(w.data_end_other, highest_ack) ? w.data_end_other - highest_ack : 32w0;
-                        acc_delay_factor.apply(w.half, now, rtt_min, flight, w.mss, params, w.acc_d);
-                        policy_rule();
+                    // The queue share first: a fresh ACK of a flow that has its share of the queue,
+                    // or whose earlier ACKs the agent holds, goes to the agent untouched (it is
+                    // looked at when it comes back, in its flow's order); one coming back too early
+                    // goes back to it.
+                    bool share = params.policy == POLICY_COALESCE && queue.modelled;
+                    if (share) {
+                        bool agent_alive;
+                        share_agent_alive.apply(now, agent_alive);
+                        ack_share.apply(w.half, now, from_agent, agent_alive, ack.share_kind, ack.share_wait_us);
                     }
-                    // (The policy's own rule is evaluated also for an ACK only the end-of-burst
-                    // rule keeps, which hold-back may then hold instead; ack_outcome turns reason
-                    // NONE into POLICY when the rule keeps the ACK.)
+                    if (ack.share_kind == AGENT_KIND_SHARE_KEEP || ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
+                        to_agent();
+                    } else {
+                        pure_ack();
+                        safety.apply(w.fact_bits, w.reason);
+                        if (params.policy == POLICY_ACC) {
+                            bit<8> signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0)
+                                | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
+                            acc_signal_ack.apply(w.half, signal, params.acc_signals);
+                            bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
+                            // The flight: data the switch saw sent beyond the highest ACK.
+                            bit<32> highest_ack = w.ack_valid && SEQ_GT(w.ack_last, tcp.ack_no) ? w.ack_last : tcp.ack_no;
+                            bit<32> flight = w.flags_other[7:0] & HALF_DATA_VALID != 0
+                                && SEQ_GT(w.data_end_other, highest_ack) ? w.data_end_other - highest_ack : 32w0;
+                            acc_delay_factor.apply(w.half, now, rtt_min, flight, w.mss, params, w.acc_d);
+                            policy_rule();
+                        }
+                        // (The policy's own rule is evaluated also for an ACK only the end-of-burst
+                        // rule keeps, which hold-back may then hold instead; ack_outcome turns reason
+                        // NONE into POLICY when the rule keeps the ACK.)
 
-                    // Coalescing: fold the ACK into its flow's waiting ACK, or queue it (as the new
-                    // waiting ACK if it may be rewritten later). acc thins by its d rule first
-                    // (reason NONE and no policy keep: dropped) and coalesces what that rule keeps.
-                    if (params.policy == POLICY_COALESCE || (params.policy == POLICY_ACC && queue.modelled
-                            && (w.reason != KEEP_NONE || w.policy_keep))) {
-                        // Never rewritten or folded: options the switch does not interpret, and
-                        // SACK blocks it cannot rewrite (any layout but Linux's one-step one).
-                        bool rewritable = !opts.unknown_present && (opts.sack_blocks == 0 || opts.sack_one_step);
-                        // An ACK with SACK blocks whose only news is in them (a duplicate ACK, SACK
-                        // news) is folded: the waiting ACK leaves with its blocks, and
-                        // AckCoalesce folds it only if they say all the waiting ACK's blocks said.
-                        // A SACK sender learns losses from the blocks, not from the number of
-                        // duplicate ACKs (RFC 6675; Linux counts SACKed segments): without this,
-                        // every ACK of a recovery took a slot of the slow queue (docs/ack-thinning.md).
-                        // A window update (same ACK number, another window; not a duplicate ACK for
-                        // the sender, RFC 5681) is folded too: the waiting ACK leaves with the newest
-                        // window, and AckCoalesce folds only one whose right edge moves forward. A
-                        // receiver's window grows with nearly every ACK while it autotunes.
-                        bool window_update = w.fact_bits & FACT_WINDOW_UPDATE != 0;
-                        bit<13> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
-                            | (window_update || opts.sack_blocks != 0 ? FACT_DUP_ACK : 0)
-                            | (opts.sack_blocks != 0 ? FACT_SACK_NEWS : 0);
-                        bool foldable = w.fact_bits & ~foldable_news == 0;
-                        bool eligible = rewritable && (foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
-                            || w.reason == KEEP_ECE_CWR_CHANGE || w.reason == KEEP_WINDOW_REOPEN);
-                        coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, rewritable && foldable,
-                                       eligible, queue, w.absorbed, ack.coalesce_serial);
-                        if (w.reason == KEEP_NONE && !w.absorbed) {
-                            w.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
+                        // Coalescing: fold the ACK into its flow's waiting ACK, or queue it (as the new
+                        // waiting ACK if it may be rewritten later). acc thins by its d rule first
+                        // (reason NONE and no policy keep: dropped) and coalesces what that rule keeps.
+                        if (params.policy == POLICY_COALESCE || (params.policy == POLICY_ACC && queue.modelled
+                                && (w.reason != KEEP_NONE || w.policy_keep))) {
+                            // Never rewritten or folded: options the switch does not interpret, and
+                            // SACK blocks it cannot rewrite (any layout but Linux's one-step one).
+                            bool rewritable = !opts.unknown_present && (opts.sack_blocks == 0 || opts.sack_one_step);
+                            // An ACK with SACK blocks whose only news is in them (a duplicate ACK, SACK
+                            // news) is folded: the waiting ACK leaves with its blocks, and
+                            // AckCoalesce folds it only if they say all the waiting ACK's blocks said.
+                            // A SACK sender learns losses from the blocks, not from the number of
+                            // duplicate ACKs (RFC 6675; Linux counts SACKed segments): without this,
+                            // every ACK of a recovery took a slot of the slow queue (docs/ack-thinning.md).
+                            // A window update (same ACK number, another window; not a duplicate ACK for
+                            // the sender, RFC 5681) is folded too: the waiting ACK leaves with the newest
+                            // window, and AckCoalesce folds only one whose right edge moves forward. A
+                            // receiver's window grows with nearly every ACK while it autotunes.
+                            bool window_update = w.fact_bits & FACT_WINDOW_UPDATE != 0;
+                            bit<13> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
+                                | (window_update || opts.sack_blocks != 0 ? FACT_DUP_ACK : 0)
+                                | (opts.sack_blocks != 0 ? FACT_SACK_NEWS : 0);
+                            bool foldable = w.fact_bits & ~foldable_news == 0;
+                            bool eligible = rewritable && (foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
+                                || w.reason == KEEP_ECE_CWR_CHANGE || w.reason == KEEP_WINDOW_REOPEN);
+                            coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, rewritable && foldable,
+                                           eligible, queue, w.absorbed, ack.coalesce_serial);
+                            if (w.reason == KEEP_NONE && !w.absorbed) {
+                                w.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
+                            }
+                        }
+
+                        // Hold-back: an ACK the policy would thin and only the end-of-burst rule keeps
+                        // goes to the agent, which sends it back after hold_ms unless superseded.
+                        if (!w.absorbed && w.reason == KEEP_ACKS_ALL_DATA && !w.policy_keep && params.hold_ms != 0
+                                && (params.policy == POLICY_EVERY_D || params.policy == POLICY_DYNAMIC_D
+                                    || params.policy == POLICY_TACK || params.policy == POLICY_ACC)) {
+                            holdback_agent_alive.apply(now, ack.hold);
+                        }
+                        pure_ack_outcome();
+                        if (share && !ack.drop && !queue.full) {
+                            // Queued: the flow's newest; an ACK the agent sent back is answered with
+                            // the time until the flow has room for its next.
+                            ack_share_queued.apply(w.half, now, queue.departure_us, ack.share_wait_us);
                         }
                     }
-
-                    // Hold-back: an ACK the policy would thin and only the end-of-burst rule keeps
-                    // goes to the agent, which sends it back after hold_ms unless superseded.
-                    if (!w.absorbed && w.reason == KEEP_ACKS_ALL_DATA && !w.policy_keep && params.hold_ms != 0
-                            && (params.policy == POLICY_EVERY_D || params.policy == POLICY_DYNAMIC_D
-                                || params.policy == POLICY_TACK || params.policy == POLICY_ACC)) {
-                        holdback_agent_alive.apply(now, ack.hold);
-                    }
-                    pure_ack_outcome();
                 }
             }
         }

@@ -15,7 +15,7 @@
 // Flow records: one per slot, two half-flow records (one per direction) per slot.
 #define FLOW_SLOTS 4096
 #define HALF_FLOWS 8192
-#define THINNING_STATS 9
+#define THINNING_STATS 11
 #define KEEP_REASONS 16
 #define ACK_POLICY_TABLE_SIZE 256
 #define FLOW_POLICY_TABLE_SIZE 8192   // per-flow rules (the controller's): two per flow slot
@@ -128,6 +128,8 @@ const bit<32> STAT_ACKS_FILTERED = 5;   // dropped at egress by the filter polic
 const bit<32> STAT_ACKS_ABSORBED = 6;   // folded into the flow's waiting ACK (coalescing)
 const bit<32> STAT_ACKS_HELD = 7;       // handed to the hold-back agent instead of forwarded
 const bit<32> STAT_ACKS_PASSED = 8;     // passed on by ingress (forwarded, queued, or left to the filter)
+const bit<32> STAT_ACKS_SHARED = 9;     // handed to the agent by the queue share (ack_share.p4), to come back later
+const bit<32> STAT_SHARE_BOUNCED = 10;  // came back from the agent too early: sent back to it again
 
 // Coalescing: a waiting ACK that has not left this long after the departure the queue model
 // booked for it no longer takes ACKs in (it was tail-dropped after all, or its queue stalled).
@@ -149,6 +151,20 @@ const bit<32> HOLDBACK_SESSION = 1;
 const bit<8> HOLDBACK_FIELD_LIST_ID = HOLDBACK_FIELD_LIST;
 const bit<48> HOLDBACK_AGENT_TIMEOUT_US = 500000;
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;    // standard_metadata.instance_type
+// What a copy to the agent is (holdback_h.kind): a held ACK (hold-back), or one of the queue
+// share's (ack_share.p4): an ACK to keep in its flow's order, or the switch's answer about an ACK
+// the agent sent back (it was too early: try again; it was taken: the next may follow).
+const bit<16> AGENT_KIND_HOLD = 0;
+const bit<16> AGENT_KIND_SHARE_KEEP = 1;
+const bit<16> AGENT_KIND_SHARE_BOUNCED = 2;
+const bit<16> AGENT_KIND_SHARE_TAKEN = 3;
+// The queue share: a flow's pure ACKs beyond its two newest in a modelled queue wait in the agent,
+// so another flow's ACK waits behind at most two of its ACKs. The switch keeps the departures of a
+// flow's two newest queued ACKs (SHARE_PKTS is that ring's size, not a parameter). A flow whose
+// ACKs the agent holds and of which nothing came back or went to the agent for SHARE_STALL_US is
+// treated as holding nothing (a copy lost on the way to the agent; a bound, not a timer).
+#define SHARE_PKTS 2
+const bit<48> SHARE_STALL_US = 1000000;
 
 // Records idle this long may be taken over by another flow (ack_thinning.config[0] overrides).
 const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;

@@ -193,14 +193,16 @@ header tcp_nn_sack_3_h {
     bit<32> right_2;
 }
 
-// What the switch puts before a held ACK's copy for the hold-back agent (ack_holdback.p4): how
-// long to hold it, and the last ACK number the switch forwarded for the flow (a copy with a newer
-// one starts a new hold: the ACK held before it was superseded). The agent strips it and sends the
-// frame back unchanged.
+// What the switch puts before a copy of an ACK for the agent on its CPU port (AGENT_KIND_* in
+// constants.p4). A held ACK (hold-back, ack_holdback.p4): how long to hold it, and in `arg` the
+// last ACK number the switch forwarded for the flow (a copy with a newer one starts a new hold:
+// the ACK held before it was superseded). The queue share (ack_share.p4): hold_ms is 0 and `arg`
+// the microseconds until the flow's queue has room for the next of its ACKs. The agent strips it
+// and sends the frame back unchanged.
 header holdback_h {
     bit<16> hold_ms;
-    bit<16> reserved;
-    bit<32> base_ack;
+    bit<16> kind;
+    bit<32> arg;
 }
 
 struct headers_t {
@@ -280,7 +282,9 @@ struct ack_meta_t {
     bit<16> coalesce_serial;    // non-zero: queued as its half-flow's waiting ACK (ack_coalesce.p4)
     bool hold;                  // held back: a copy goes to the hold-back agent (ack_holdback.p4)
     bit<32> hold_base_ack;      // ...with the last ACK number forwarded for its half-flow
-    bool drop;                  // thinned, absorbed, held, or a released copy that was superseded
+    bit<16> share_kind;         // non-zero: a copy goes to the agent for the queue share (ack_share.p4)
+    bit<32> share_wait_us;      // ...with the time until the flow's queue has room for its next ACK
+    bool drop;                  // thinned, absorbed, held, handed to the agent, or a released copy superseded
 }
 
 // What an egress queue would do with a packet sent to it now (queue_model.p4).
@@ -370,11 +374,13 @@ struct local_metadata_t {
     // after, and the frame is cut at the IPv4 total length. bmv2's payload would include an
     // Ethernet trailer (bytes after the IPv4 packet), which the checksum must not cover.
     bool tcp_rewritten_header_only;
-    // Travels with a held ACK's copy to egress (the clone keeps only the fields of this list).
+    // Travel with a copy for the agent to egress (the clone keeps only the fields of this list).
     @field_list(HOLDBACK_FIELD_LIST)
     bit<16> hold_ms;
     @field_list(HOLDBACK_FIELD_LIST)
-    bit<32> hold_base_ack;
+    bit<16> agent_kind;
+    @field_list(HOLDBACK_FIELD_LIST)
+    bit<32> agent_arg;
 }
 
 #endif

@@ -50,6 +50,11 @@ def cmd_status(args: argparse.Namespace, client_for: Any) -> int:
             f"superseded {c.get('superseded', 0)}, holding {agent.get('holding', 0)} now, "
             f"{agent.get('handling_us_per_ack')} us per ACK"
         )
+        lines.append(
+            f"queue share: kept {c.get('share_kept', 0)}, taken back {c.get('share_taken', 0)}, "
+            f"bounced {c.get('share_bounced', 0)}, sent again {c.get('share_resent', 0)}, "
+            f"holding {agent.get('share_holding', 0)} now"
+        )
     emit(args, data, lines)
     return 0
 

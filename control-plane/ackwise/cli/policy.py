@@ -119,6 +119,7 @@ FLOW_COLUMNS = (
     "thinned_pct",
     "absorbed",
     "rewritten",
+    "shared",
     "rtt_min_us",
     "last_keep_reason",
 )
@@ -147,6 +148,7 @@ def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
                     "thinned_pct": round(pct, 1),
                     "absorbed": half.acks_absorbed,
                     "rewritten": half.acks_rewritten,
+                    "shared": half.acks_shared,
                     "rtt_min_us": half.rtt_min_us,
                     "last_keep_reason": half.last_keep_reason,
                     "acc_d": half.acc_d,

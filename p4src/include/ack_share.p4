@@ -1,0 +1,94 @@
+// The queue share: a flow's share of a slow ACK queue, with the agent on the CPU port as a second
+// queue (policy `coalesce` on a modelled port, with the hold-back agent running). See
+// docs/ack-thinning.md, "Two flows: the queue share".
+//
+// bmv2 serves a port from one FIFO. When one flow's receiver sends ACKs the contract keeps (a loss
+// recovery: each ACK has SACK blocks no other ACK says), they fill the slow queue, and another
+// flow's ACKs wait behind all of them, longer than that flow's retransmission timeout. The share
+// bounds it: a flow has at most SHARE_PKTS (2) pure ACKs in the queue. A fresh ACK of a flow that
+// has them goes to the agent instead (a copy, with the time until the older of the two leaves),
+// and so does every later ACK of the flow while the agent holds any (their order is kept). The
+// agent sends the flow's oldest back when that time has passed; the switch takes it (it is then
+// coalesced or queued as if it had just arrived) and answers with the time until the flow has room
+// again, or, if the flow has no room yet, sends it back to the agent with the time to wait. Another
+// flow's ACK then waits behind at most two of this flow's, whatever its receiver sends.
+//
+// Fail-open: without the agent's heartbeat (HOLDBACK_AGENT_TIMEOUT_US) nothing goes to the agent,
+// and what it sends back is taken as it comes. A flow from whose ACKs nothing came back or went to
+// the agent for SHARE_STALL_US is treated as holding none (a copy lost on the way to the agent).
+// Only ingress reads and writes these registers (one thread, in packet order).
+#ifndef ACKWISE_ACK_SHARE_P4
+#define ACKWISE_ACK_SHARE_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+#if SHARE_PKTS != 2
+#error "share.queued_us keeps two departures: update AckShare with SHARE_PKTS"
+#endif
+
+// Per half-flow. queued_us: the departures booked for its two newest queued pure ACKs (the 48-bit
+// us clock, which does not wrap in practice), older | newer. held: ACKs handed to the agent (16-bit
+// count, wraps) | ACKs taken back (16) | when either last changed (us). counts: ACKs handed to the
+// agent (31 bits) | ACKs sent back to it again, too early (31 bits), read by the control plane.
+@name(".share.queued_us") register<bit<96>>(HALF_FLOWS) share_queued;
+@name(".share.held") register<bit<80>>(HALF_FLOWS) share_held;
+@name(".share.counts") register<bit<62>>(HALF_FLOWS) share_counts;
+
+// Ingress, for a pure ACK of a sharing flow, before anything else looks at it. `kind`:
+// AGENT_KIND_SHARE_KEEP (a fresh ACK goes to the agent), AGENT_KIND_SHARE_BOUNCED (one the agent
+// sent back goes back to it), AGENT_KIND_SHARE_TAKEN (one the agent sent back is taken: the
+// caller sets the wait with AckShareQueued), or 0 (a fresh ACK that stays, or the agent is gone).
+control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool agent_alive,
+                 out bit<16> kind, out bit<32> wait_us) {
+    action check() {
+        bit<96> queued;
+        bit<80> held;
+        bit<62> counts;
+        share_queued.read(queued, half);
+        share_held.read(held, half);
+        share_counts.read(counts, half);
+        bit<48> older = queued[95:48];
+        // The older of the flow's two newest queued ACKs has not left: the flow has its share.
+        bool full = older > now;
+        bit<16> handed = held[79:64];
+        bit<16> taken = held[63:48];
+        bit<48> changed = held[47:0];
+        bool holding = agent_alive && handed != taken && now - changed < SHARE_STALL_US;
+        bool keep = !from_agent && agent_alive && (holding || full);
+        bool bounce = from_agent && agent_alive && full;
+        bool take = from_agent && !bounce;
+        kind = keep ? AGENT_KIND_SHARE_KEEP
+            : (bounce ? AGENT_KIND_SHARE_BOUNCED : (take && agent_alive ? AGENT_KIND_SHARE_TAKEN : 16w0));
+        wait_us = full ? (bit<32>)(older - now) : 32w0;
+        // Not holding (the agent gone, or stalled): what was handed over counts as taken back.
+        bit<16> base = holding ? taken : handed;
+        bit<16> new_taken = take && holding ? base + 1 : base;
+        share_held.write(half, (keep ? handed + 1 : handed) ++ new_taken ++ (keep || take ? now : changed));
+        share_counts.write(half, counts + (keep ? 62w1 << 31 : 62w0) + (bounce ? 62w1 : 62w0));
+    }
+
+    apply {
+        check();
+    }
+}
+
+// Ingress, for a pure ACK of a sharing flow that goes into the queue (not absorbed, not dropped):
+// its departure becomes the flow's newest. `wait_us`: until the flow has room again (the older of
+// its two newest, the one queued before this, leaves).
+control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure_us, out bit<32> wait_us) {
+    action queued() {
+        bit<96> queued;
+        share_queued.read(queued, half);
+        bit<48> newer = queued[47:0];
+        share_queued.write(half, newer ++ departure_us);
+        wait_us = newer > now ? (bit<32>)(newer - now) : 32w0;
+    }
+
+    apply {
+        queued();
+    }
+}
+
+#endif
