@@ -58,14 +58,22 @@ class HoldbackTest(ThinningTest):
         time.sleep(0.15)  # its first heartbeat reached the switch
 
     def tearDown(self) -> None:
-        if self.agent is not None:
-            if self.agent.poll() is None:
-                self.agent.terminate()
-            self.agent.communicate(timeout=10)
-            self.agent = None
-        self.stats.unlink(missing_ok=True)
-        Path(f"{self.stats.with_suffix('.tmp')}").unlink(missing_ok=True)
-        super().tearDown()
+        try:
+            if self.agent is not None:
+                if self.agent.poll() is None:
+                    self.agent.terminate()
+                try:
+                    self.agent.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.agent.kill()  # stuck: it must not outlive the test either way
+                    self.agent.communicate()
+                    raise
+                finally:
+                    self.agent = None
+        finally:
+            self.stats.unlink(missing_ok=True)
+            Path(f"{self.stats.with_suffix('.tmp')}").unlink(missing_ok=True)
+            super().tearDown()
 
     def interleave(self, flow: TcpFlow, n: int) -> tuple[list[bytes], dict[int, float]]:
         """data(k), then ack(k + 1) right behind it, for k < n: each ACK acknowledges everything
