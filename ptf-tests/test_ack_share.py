@@ -22,9 +22,10 @@ from pathlib import Path
 from ackwise import holdback
 from ackwise.holdback import AgentKind
 from ackwise.p4names import ETHERTYPE_AGENT_HEARTBEAT
+from ackwise.queues import set_queue_rate
 from ackwise.thinning import ThinningStat
 from base_test import TcpFlow, param, routed
-from test_ack_coalesce import CoalesceTest, rewritten
+from test_ack_coalesce import QUEUE_PPS, CoalesceTest, rewritten
 from test_ack_holdback import CPU_PORT, HoldbackTest
 
 HEADER = holdback.HEADER
@@ -254,10 +255,8 @@ class ShareRealAgentTest(HoldbackTest):
 
     def install_entries(self) -> None:
         super().install_entries()
-        from ackwise.queues import set_queue_rate
-
         assert self.client is not None
-        set_queue_rate(self.client, 1, 5)
+        set_queue_rate(self.client, 1, QUEUE_PPS)
 
     def runTest(self) -> None:
         a = TcpFlow()
