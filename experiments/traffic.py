@@ -390,6 +390,17 @@ def iperf3_goodput_bps(report: dict[str, Any]) -> float:
     return float(end["sum"]["bits_per_second"]) * (1 - float(end["sum"].get("lost_percent", 0)) / 100)
 
 
+def udp_receive_buffer_drops(host: Any) -> int:
+    """Datagrams the kernel of ``host``'s network namespace dropped because a socket's receive
+    buffer was full (``Udp: RcvbufErrors`` of /proc/net/snmp): what a receiver that runs late, as
+    on a loaded machine, loses after the link delivered it."""
+    lines = [line.split() for line in host.cmd("cat /proc/net/snmp").splitlines() if line.startswith("Udp:")]
+    if len(lines) != 2:
+        raise TrafficError(f"{host.name}: no Udp counters in /proc/net/snmp")
+    names, values = lines
+    return int(dict(zip(names[1:], values[1:], strict=True))["RcvbufErrors"])
+
+
 # ---- on-off UDP ----
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ackwise.experiments.traffic import iperf3_bulk, iperf3_goodput_bps
+from ackwise.experiments.traffic import iperf3_bulk, iperf3_goodput_bps, udp_receive_buffer_drops
 from ackwise.topologies.testbed import Testbed
 from ackwise.topologies.wireless import preset, saturated_throughput_bps
 
@@ -91,15 +91,24 @@ def test_airtime_model_udp_throughput(with_reverse: bool) -> None:
             )
             time.sleep(1)
         try:
+            host_drops = udp_receive_buffer_drops(sta)
             report = iperf3_bulk(srv, sta, seconds=6, udp_rate_bps=offered, length=udp_payload)
+            host_drops = udp_receive_buffer_drops(sta) - host_drops
         finally:
             for proc in reverse:
                 proc.kill()
                 proc.wait()
         stats = testbed.link_stats()["air"]
+    # What the medium delivered to the station: what iperf3 received, and what the station's kernel
+    # dropped from the server's full socket buffer. iperf3 counts the latter as lost, but they
+    # crossed the medium: on a loaded machine the server runs late and its buffer overflows (seen:
+    # 134 datagrams in one 6 s run, with three other busy processes on two cores).
+    seconds = float(report["end"]["sum"]["seconds"])
     received_frames = iperf3_goodput_bps(report) / (udp_payload * 8)
+    delivered_frames = received_frames + host_drops / seconds
     print(
-        f"802.11g x{scale}: {received_frames:.0f} frames/s received, model {expected_frames:.0f} frames/s; "
-        f"medium {stats}"
+        f"802.11g x{scale}: {delivered_frames:.0f} frames/s delivered to the station ({received_frames:.0f} "
+        f"received by iperf3, {host_drops} dropped by its full socket buffer), model {expected_frames:.0f} "
+        f"frames/s; medium {stats}"
     )
-    assert received_frames == pytest.approx(expected_frames, rel=0.10)
+    assert delivered_frames == pytest.approx(expected_frames, rel=0.10)

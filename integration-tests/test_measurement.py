@@ -50,10 +50,6 @@ def test_capture_counts_every_segment_linkem_delivered() -> None:
         (d for d in directions if d.startswith(f"{sender_ip}:")), key=lambda d: directions[d].data_bytes
     )
     forward = directions[forward_name]
-    reverse_name = " > ".join(reversed(forward_name.split(" > ")))
-    assert reverse_name.startswith(f"{receiver_ip}:")
-    reverse = directions[reverse_name]
-    assert reverse.pure_acks >= forward.data_segments // 2 - 10  # delayed ACK: one per two segments at most
     assert result.byte_exact
     # TSO/GSO are off, so no segment on the wire exceeds the MSS. Linux may still send a short
     # segment mid-stream (a window edge that is not a multiple of the MSS, or the application's
@@ -72,6 +68,17 @@ def test_capture_counts_every_segment_linkem_delivered() -> None:
     assert len(frames) == delivered + received
     non_tcp = len(frames) - sum(s.data_segments + s.pure_acks + s.other for s in directions.values())
     assert non_tcp <= 2, f"{non_tcp} frames besides the flow's (expected at most interface start-up chatter)"
+    # Every frame linkem took in from the receiver's side is in the capture, so its pure ACKs are
+    # counted to within that chatter. (How many there are is the receiver's business: Linux ACKs
+    # every second full-sized segment only while its window can advance, and a receiver that runs
+    # late on a loaded machine ACKs up to 20 segments at once; seen from 1146 to 1212 ACKs for 2072
+    # segments with three busy processes on two cores, and 989 in one make test run.)
+    from_receiver = sum(
+        s.data_segments + s.pure_acks + s.other
+        for name, s in directions.items()
+        if name.startswith(f"{receiver_ip}:")
+    )
+    assert received - non_tcp <= from_receiver <= received
     assert len(tcp["cwnd_samples"]) >= 5 and all(s["cwnd"] > 0 for s in tcp["cwnd_samples"])
 
 
