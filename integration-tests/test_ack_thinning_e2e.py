@@ -8,6 +8,9 @@ flight still unacknowledged beyond it, so the safety contract's end-of-burst rul
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from conftest import assert_each_byte_once, loss_free_buffer_pkts
 
@@ -20,11 +23,18 @@ SIZE = 2_000_000
 
 
 def transfer_through(
-    testbed: Testbed, switch: str, policy: PolicyParams, toward: str, *, loss_free: bool
+    testbed: Testbed,
+    switch: str,
+    policy: PolicyParams,
+    toward: str,
+    *,
+    loss_free: bool,
+    evidence_dir: Path | None = None,
 ) -> dict[str, float]:
     """Run SIZE bytes h1 -> r1 with ``policy`` on ``switch``; count data and pure ACKs on the
     switch's port towards ``toward``. ``loss_free``: no queue on the path can overflow, so the
-    capture must see every byte exactly once."""
+    capture must see every byte exactly once. ``evidence_dir``: where the capture is kept if the
+    sender had an RTO, so that a rare one can be read afterwards (its path is in the result)."""
     sender, receiver = testbed.host("h1"), testbed.host("r1")
     sw = testbed.switch(switch)
     with sw.client() as client:
@@ -33,7 +43,14 @@ def transfer_through(
     sampler = TcpSampler(sender, receiver.IP()).start()
     (result,) = run_transfers([(sender, receiver)], SIZE)
     tcp = sampler.stop()
-    directions = capture.stop()
+    try:
+        directions = capture.stop(keep_pcap=True)
+        if evidence_dir is not None and tcp["rto_timeouts"]:
+            kept = evidence_dir / f"{switch}-{policy.policy.value}-rto.pcap"
+            shutil.copyfile(capture.path, kept)
+            print(f"the sender had an RTO: capture at {switch} towards {toward} kept in {kept}")
+    finally:
+        capture.discard()
     if loss_free:
         assert_each_byte_once(directions, sender.IP(), SIZE)
     data = sum(s.data_segments for d, s in directions.items() if d.startswith(f"{sender.IP()}:"))
@@ -70,7 +87,7 @@ def test_bulk_transfer_through_each_policy(spec: str) -> None:
         assert seen["thinned"] == 0
 
 
-def test_filter_thins_a_standing_ack_queue() -> None:
+def test_filter_thins_a_standing_ack_queue(tmp_path: Path) -> None:
     """With s2's egress towards s1 served at 250 packets/s, ACKs queue there; the filter drops
     those superseded inside the queue, and the transfer still completes byte-exact."""
     with Testbed.create(
@@ -84,6 +101,13 @@ def test_filter_thins_a_standing_ack_queue() -> None:
     ) as testbed:
         # 64 packets of queue at 800 packets/s: the sender's slow start overflows it, so a
         # retransmission here is the queue's doing, not the filter's.
-        seen = transfer_through(testbed, "s2", PolicyParams.parse("filter", []), toward="e1", loss_free=False)
+        seen = transfer_through(
+            testbed,
+            "s2",
+            PolicyParams.parse("filter", []),
+            toward="e1",
+            loss_free=False,
+            evidence_dir=tmp_path,
+        )
     assert seen["filtered"] > 0
     assert seen["rto"] == 0
