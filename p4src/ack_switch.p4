@@ -64,6 +64,13 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                 if (meta.ack_policy.policy == POLICY_FILTER) {
                     ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
                 }
+            } else if (meta.ack.share_kind != 0) {
+                // A queue-share ACK the agent sent back after the policy stopped being coalesce:
+                // the agent hears that it was taken, with no wait.
+                meta.hold_ms = 16w0;
+                meta.agent_kind = meta.ack.share_kind;
+                meta.agent_arg = meta.ack.share_wait_us;
+                clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
             }
         }
         if (drop_malformed || drop_forwarding || meta.ack.drop) {

@@ -22,8 +22,9 @@ from pathlib import Path
 from ackwise import holdback
 from ackwise.holdback import AgentKind
 from ackwise.p4names import ETHERTYPE_AGENT_HEARTBEAT
+from ackwise.policies import PolicyParams
 from ackwise.queues import set_queue_rate
-from ackwise.thinning import ThinningStat
+from ackwise.thinning import ThinningStat, set_default_policy
 from base_test import TcpFlow, param, routed
 from test_ack_coalesce import QUEUE_PPS, CoalesceTest, rewritten
 from test_ack_holdback import CPU_PORT, HoldbackTest
@@ -241,6 +242,48 @@ class ShareAgentGoneTakesWhatComesBackTest(ShareTest):
         self.agent.send_back(ack4)
         self.assertEqual(self.agent.copies(0.1), [])
         self.check_out(a, [waiting, dsack, *dsacks, ack4], quiet_s=1.2)
+
+
+class SharePolicyChangedTest(ShareTest):
+    """The policy stops being coalesce while the agent holds three of the flow's ACKs: ack(4), a
+    duplicate of it with a SACK block, and its FIN. Each the agent sends back is forwarded
+    unchanged, though none acknowledges more than ack(4) (not dropped as a superseded hold-back
+    ACK), and answered as taken with no wait (else the agent would resend its oldest forever and
+    never the rest). What leaves: ack(2), the DSACK, then the three in order."""
+
+    new_policy = PolicyParams.parse("every_d", [])
+
+    def runTest(self) -> None:
+        assert self.agent is not None and self.client is not None
+        self.agent.start_beating()
+        a = TcpFlow()
+        waiting, dsack = self.fill_share(a)
+        held = [a.ack(4), a.ack(4, sack=[(5, 6)]), a.ack(4, flags="FA")]
+        for pkt in held:
+            self.send(a.ack_port, pkt)
+        copies = self.agent.copies(0.1)
+        self.assertEqual([(k, f) for _, k, _, f in copies], [(AgentKind.SHARE_KEEP, p) for p in held])
+
+        set_default_policy(self.client, self.new_policy)
+        for pkt in held:
+            self.agent.send_back(pkt)
+            answer = self.agent.next_copy()
+            self.assertEqual(
+                (answer[1], answer[2], answer[3]),
+                (AgentKind.SHARE_TAKEN, 0, pkt),
+                f"under {self.new_policy.describe()}, an ACK the agent sends back is answered as taken",
+            )
+        self.assertEqual(self.agent.copies(0.1), [], "one answer per ACK sent back")
+        self.check_out(a, [waiting, dsack, *held], quiet_s=0.8)
+        self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.ACKS_SHARED), 3)
+        side = self.flow_record(a)["ack_side"]
+        self.assertEqual(side.acks_seen, 6, "each ACK the agent held is seen when it comes back")
+
+
+class SharePolicyChangedToOffTest(SharePolicyChangedTest):
+    """The same with the policy switched off: what the agent sends back is still answered."""
+
+    new_policy = PolicyParams.parse("off", [])
 
 
 class ShareRealAgentTest(HoldbackTest):

@@ -186,30 +186,44 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         rtt_reg.write(w.other, w.rtt_other);
     }
 
-    // A held ACK the hold-back agent sent back: forwarded unless an ACK of the flow that
-    // acknowledges at least as much has been forwarded since (it was superseded). Its state was
-    // recorded when it first arrived; only the forwarding counts change.
+    // An ACK the agent sent back while the flow's policy is not coalesce. Usually a held ACK of
+    // hold-back: forwarded unless an ACK of the flow that acknowledges at least as much has been
+    // forwarded since (it was superseded). Its state was recorded when it first arrived; only the
+    // forwarding counts change. But while the agent holds the flow's queue-share ACKs (the policy
+    // was coalesce when they were handed over), it is one of those: any pure ACK, a duplicate with
+    // SACK blocks or a FIN among them. It is forwarded whatever it acknowledges, counted as seen,
+    // and answered as taken with no wait, so the agent sends the flow's next at once and hands
+    // back everything it holds, in order (no answer would leave it resending the oldest forever).
     action released() {
         bit<RECORD_BITS> record;
         bit<62> counts;
         bit<62> thinned;
         bit<39> outcome;
         bit<32> held_released;
+        bit<80> share;
         record_reg.read(record, w.half);
         acks_reg.read(counts, w.half);
         thinned_reg.read(thinned, w.half);
         outcome_reg.read(outcome, w.half);
         holdback_released.read(held_released, w.half);
+        share_held.read(share, w.half);
+        bit<16> handed = share[79:64];
+        bit<16> taken = share[63:48];
+        bool shared = handed != taken && now - share[47:0] < SHARE_STALL_US;
         bit<64> forwarded = record[REC_FWD];
         bool pure = payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0;
         bool newer = pure && SEQ_GT(tcp.ack_no, forwarded[63:32]);
-        ack.drop = pure && !newer;
+        bool held_back = newer && !shared;
+        ack.drop = pure && !newer && !shared;
+        ack.share_kind = shared ? AGENT_KIND_SHARE_TAKEN : 16w0;
+        ack.share_wait_us = 0;
+        share_held.write(w.half, shared ? handed ++ (taken + 1) ++ now : share);
         record_reg.write(w.half, newer ? record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ record[REC_BELOW_FWD]
                                        : record);
-        acks_reg.write(w.half, newer ? counts + 1 : counts);
-        thinned_reg.write(w.half, newer ? thinned - (1 << 31) : thinned);
-        outcome_reg.write(w.half, newer ? outcome[38:8] ++ KEEP_RELEASED : outcome);
-        holdback_released.write(w.half, newer ? held_released + 1 : held_released);
+        acks_reg.write(w.half, shared ? counts + (1 << 31) + 1 : (newer ? counts + 1 : counts));
+        thinned_reg.write(w.half, held_back ? thinned - (1 << 31) : thinned);
+        outcome_reg.write(w.half, held_back ? outcome[38:8] ++ KEEP_RELEASED : outcome);
+        holdback_released.write(w.half, held_back ? held_released + 1 : held_released);
     }
 
     // ---- data this side sends: data_end, the segment count, retransmissions, the RTT probe ----
@@ -437,7 +451,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         // The policy tables see the flow from its ACKs' side: data looks them up reversed.
         bool has_data;
         policy_select.apply(ipv4, tcp, payload_len, has_data, params);
-        if (params.policy != POLICY_OFF) {
+        // What the agent sends back is looked at under any policy: `off` too may find the agent
+        // holding a flow's queue-share ACKs (the policy was coalesce when they were handed over).
+        if (params.policy != POLICY_OFF || from_agent) {
             flow_key.apply(ipv4, tcp, w.key_a, w.key_b, w.key_ports, w.slot, w.direction);
             claim();
             if (w.collision) {
