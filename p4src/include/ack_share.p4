@@ -36,6 +36,11 @@
 @name(".share.held") register<bit<80>>(HALF_FLOWS) share_held;
 @name(".share.counts") register<bit<62>>(HALF_FLOWS) share_counts;
 
+// Whether the agent holds ACKs of the flow whose share.held is `held`: more handed over than taken
+// back, within SHARE_STALL_US of the last change (above). Asked by AckShare and by released() in
+// ack_thinning.p4.
+#define SHARE_HOLDING(held, now) ((held)[79:64] != (held)[63:48] && (now) - (held)[47:0] < SHARE_STALL_US)
+
 // Ingress, for a pure ACK of a sharing flow, before anything else looks at it. `kind`:
 // AGENT_KIND_SHARE_KEEP (a fresh ACK goes to the agent), AGENT_KIND_SHARE_BOUNCED (one the agent
 // sent back goes back to it), AGENT_KIND_SHARE_TAKEN (one the agent sent back is taken: the
@@ -55,7 +60,7 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
         bit<16> handed = held[79:64];
         bit<16> taken = held[63:48];
         bit<48> changed = held[47:0];
-        bool holding = agent_alive && handed != taken && now - changed < SHARE_STALL_US;
+        bool holding = agent_alive && SHARE_HOLDING(held, now);
         bool keep = !from_agent && agent_alive && (holding || full);
         bool bounce = from_agent && agent_alive && full;
         bool take = from_agent && !bounce;

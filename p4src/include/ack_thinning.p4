@@ -209,7 +209,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         share_held.read(share, w.half);
         bit<16> handed = share[79:64];
         bit<16> taken = share[63:48];
-        bool shared = handed != taken && now - share[47:0] < SHARE_STALL_US;
+        bool shared = SHARE_HOLDING(share, now);
         bit<64> forwarded = record[REC_FWD];
         bool pure = payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0;
         bool newer = pure && SEQ_GT(tcp.ack_no, forwarded[63:32]);
