@@ -52,25 +52,18 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                                standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
                                queue, from_agent,
                                meta.ack_policy, meta.ack, meta.thinning);
-            if (meta.ack.pure_ack) {
-                if (meta.ack.hold || meta.ack.share_kind != 0) {
-                    // The agent gets a copy of the ACK as it arrived; what it is to do with it
-                    // travels with it (hold-back: the hold time; the queue share: how long to wait).
-                    meta.hold_ms = meta.ack.hold ? meta.ack_policy.hold_ms : 16w0;
-                    meta.agent_kind = meta.ack.hold ? AGENT_KIND_HOLD : meta.ack.share_kind;
-                    meta.agent_arg = meta.ack.hold ? meta.ack.hold_base_ack : meta.ack.share_wait_us;
-                    clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
-                }
-                if (meta.ack_policy.policy == POLICY_FILTER) {
-                    ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
-                }
-            } else if (meta.ack.share_kind != 0) {
-                // A queue-share ACK the agent sent back after the policy stopped being coalesce:
-                // the agent hears that it was taken, with no wait.
-                meta.hold_ms = 16w0;
-                meta.agent_kind = meta.ack.share_kind;
-                meta.agent_arg = meta.ack.share_wait_us;
+            if (meta.ack.hold || meta.ack.share_kind != 0) {
+                // The agent gets a copy of the ACK as it arrived; what it is to do with it travels
+                // with it (hold-back: the hold time; the queue share: how long to wait, 0 for one
+                // it sent back after the policy stopped being coalesce, which is not a pure ACK
+                // here).
+                meta.hold_ms = meta.ack.hold ? meta.ack_policy.hold_ms : 16w0;
+                meta.agent_kind = meta.ack.hold ? AGENT_KIND_HOLD : meta.ack.share_kind;
+                meta.agent_arg = meta.ack.hold ? meta.ack.hold_base_ack : meta.ack.share_wait_us;
                 clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
+            }
+            if (meta.ack.pure_ack && meta.ack_policy.policy == POLICY_FILTER) {
+                ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
             }
         }
         if (drop_malformed || drop_forwarding || meta.ack.drop) {
