@@ -89,18 +89,18 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     // What look() found, for decide(). Two actions, not one: within one action p4c substitutes
     // every local's expression into each use (LocalCopyPropagation), and the SACK and forward
     // checks went into every later decision and write: one action of 73 590 operators, which
-    // bmv2 evaluates one by one (docs/performance.md). Across actions these are fields.
+    // bmv2 evaluated one by one (docs/performance.md). Across actions these are fields.
+    // look() reads only what ingress alone writes (the serial, the slots' newest state) and the
+    // slot ahead, whose departure does not change what it says; decide() reads the slots' state,
+    // which egress changes when a waiting ACK leaves, and writes, in one action (see `Ingress and
+    // egress` in docs/ack-thinning.md).
     bit<16> last_serial;
     bit<32> open;
     bit<32> next;
-    bit<56> state;
     bit<64> newest_ack;
     bit<64> newest_ts;
     bit<16> newest_window;
     bit<192> newest_sack;
-    bit<56> next_state;
-    bool pending;
-    bool folded;
     bool supersedes;
 
     action look() {
@@ -109,6 +109,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         open = ring | COALESCE_SLOT_OF(last_serial);
         bit<32> prev = ring | COALESCE_SLOT_OF(last_serial - 1);
         next = ring | COALESCE_SLOT_OF(last_serial + 1);
+        bit<56> state;
         bit<56> ahead_state;
         bit<64> ahead_ack;
         bit<192> ahead_sack;
@@ -120,16 +121,15 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         coalesce_state.read(ahead_state, prev);
         coalesce_newest_ack.read(ahead_ack, prev);
         coalesce_newest_sack.read(ahead_sack, prev);
-        coalesce_state.read(next_state, next);
 
-        bit<32> now32 = (bit<32>)now;
+        // The open slot's timestamp and SACK flags: set by ingress when its ACK is queued, and what
+        // matters only while it waits (decide() checks that it still does).
         bit<8> flags = state[7:0];
-        pending = flags & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, state[55:24]);
-        folded = flags & COALESCE_FOLDED != 0;
         bool ts_matches = (flags & COALESCE_HAS_TS != 0) == opts.ts_present;
         bit<8> sack_count = (flags & COALESCE_SACK_MASK) >> 4;
         // The previous slot's ACK is queued ahead (its newest state is final: only the open slot
         // takes ACKs in) or has just left, and it is of this flow (not older than this ACK).
+        bit<32> now32 = (bit<32>)now;
         bool ahead = ahead_state[7:0] & (COALESCE_WAITING | COALESCE_SAID) != 0
             && !SEQ_GEQ(now32, ahead_state[55:24]) && SEQ_LEQ(ahead_ack[63:32], tcp.ack_no);
         bit<8> ahead_count = ahead ? (ahead_state[7:0] & COALESCE_SACK_MASK) >> 4 : 8w0;
@@ -143,17 +143,33 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
                                      && SEQ_GEQ(opts.ts_ecr, newest_ts[31:0])));
         // With the ACK ahead, it says everything the waiting ACK will say, and more.
         supersedes = ts_matches && sack_kept && forward;
-        absorb = absorbable && pending && flags & COALESCE_CLOSED == 0 && sack_count == opts.sack_blocks
-            && supersedes;
     }
 
     action decide() {
         bit<62> counts;
+        bit<56> state;
+        bit<56> next_state;
         coalesce_counts.read(counts, half);
+        coalesce_state.read(state, open);
+        coalesce_state.read(next_state, next);
         bit<32> now32 = (bit<32>)now;
         bit<32> deadline = state[55:24];
         bit<16> waiting_serial = state[23:8];
         bit<8> flags = state[7:0];
+        bool pending = flags & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, deadline);
+        bool folded = flags & COALESCE_FOLDED != 0;
+        bit<8> sack_count = (flags & COALESCE_SACK_MASK) >> 4;
+        absorb = absorbable && pending && flags & COALESCE_CLOSED == 0 && sack_count == opts.sack_blocks
+            && supersedes;
+        // Queued: it becomes a waiting ACK if it may be rewritten and the queue will keep it. It
+        // takes the next slot if that one is free, and the open slot's ACK, no longer open, leaves
+        // with the state it took in. Else it takes the open slot over, if that slot's ACK has taken
+        // nothing in that this ACK (with the ACK ahead) does not say (that ACK then leaves as it
+        // came, and the state it took in follows in this one). Else (the ring is full of closed
+        // waiting ACKs) it is queued as it is, and the open slot's ACK takes nothing more in: a
+        // rewritten ACK never overtakes anything of its flow. With one slot, a flow whose closed
+        // waiting ACK sat deep in a slow queue had every ACK queued one by one until it left
+        // (seconds; docs/ack-thinning.md).
         bool next_free = next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, next_state[55:24]);
         bool conflict = pending && folded && !supersedes;
         bool start = !absorb && eligible && !queue.full && (next_free || !conflict);
