@@ -42,7 +42,7 @@ class SwitchSpec:
     ports: dict[int, str]  # port number -> interface
     thrift_port: int = 9090
     device_id: int = 0
-    log_file: str | None = None  # bmv2 event log; off when None (it slows the switch down)
+    log_file: str | None = None  # bmv2 event log; off when None (logging slows the switch down)
     log_level: str = "debug"
     pcap_dir: str | None = None
     cpu_port: int | None = None
@@ -63,6 +63,12 @@ class SwitchSpec:
         cmd += ["--notifications-addr", f"ipc://{self.notifications_path}"]
         if self.log_file:
             cmd += ["--log-file", self.log_file, "--log-level", self.log_level, "--log-flush"]
+        else:
+            # bmv2's default level is trace, and with no log file it logs to a null sink: every
+            # table, condition, primitive and register line is still formatted (time stamp, thread
+            # id: a gettid system call each) and thrown away. That was most of the switch's CPU
+            # time per packet (docs/performance.md, "The log level").
+            cmd += ["--log-level", "off"]
         if self.pcap_dir:
             cmd.append(f"--pcap={self.pcap_dir}")  # boost implicit value: must be joined
         cmd += self.extra_args

@@ -1,0 +1,48 @@
+"""The simple_switch command line the launcher builds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ackwise.bmv2.launcher import SwitchSpec
+from ackwise.bmv2.toolchain import SIMPLE_SWITCH_ENV
+
+
+@pytest.fixture(autouse=True)
+def simple_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    binary = tmp_path / "simple_switch"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv(SIMPLE_SWITCH_ENV, str(binary))
+    return binary
+
+
+def _option(cmd: list[str], name: str) -> str | None:
+    """The value given to option name before the program, None if it is not given."""
+    options = cmd[: cmd.index("prog.json")]
+    return options[options.index(name) + 1] if name in options else None
+
+
+def test_without_a_log_file_nothing_is_logged() -> None:
+    # bmv2's own default is trace, formatted into a null sink: the switch's largest cost per packet.
+    cmd = SwitchSpec(program_json="prog.json", ports={1: "veth1"}).command()
+    assert _option(cmd, "--log-level") == "off"
+    assert _option(cmd, "--log-file") is None
+
+
+def test_a_log_file_gets_the_level_asked_for() -> None:
+    cmd = SwitchSpec(
+        program_json="prog.json", ports={1: "veth1"}, log_file="/tmp/s.log", log_level="trace"
+    ).command()
+    assert _option(cmd, "--log-file") == "/tmp/s.log"
+    assert _option(cmd, "--log-level") == "trace"
+    assert cmd.count("--log-level") == 1
+
+
+def test_target_options_follow_the_program(simple_switch: Path) -> None:
+    cmd = SwitchSpec(program_json="prog.json", ports={2: "b", 1: "a"}, cpu_port=64).command()
+    assert cmd[0] == str(simple_switch)
+    assert cmd[cmd.index("prog.json") :] == ["prog.json", "--", "--enable-swap", "--cpu-port", "64"]
+    assert cmd[1:5] == ["-i", "1@a", "-i", "2@b"]
