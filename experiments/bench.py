@@ -19,6 +19,7 @@ Steps are counted from bmv2's trace, which such a build does not write: that tab
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -227,6 +228,43 @@ STEP_KINDS = {
     "register writes": re.compile(r"Wrote register '"),
 }
 TYPICAL = {"data segment": 24, "pure ACK": 25}  # packet ids in the trace (see count_steps)
+OPERATORS = "expression operators"  # the column count_steps adds from the compiled program
+_TRACE_ACTION = re.compile(r"\] Action (\S+)$")
+_TRACE_CONDITION = re.compile(r"Condition \".*\" \((\w+)\) is ")
+
+
+def _operators_in(node: object) -> int:
+    """The operators of a compiled expression tree: its nodes with an "op" (a primitive's own "op"
+    sits beside its "parameters" and is not one)."""
+    if isinstance(node, dict):
+        own = 1 if "op" in node and "parameters" not in node else 0
+        return own + sum(_operators_in(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(_operators_in(v) for v in node)
+    return 0
+
+
+def expression_operators(program: dict, trace_lines: list[str]) -> int:
+    """How many expression operators bmv2 evaluates for the packet whose trace lines these are:
+    those of every action it ran (all its primitives' arguments) and of every condition it tested.
+    The trace counts steps, not what is inside them; a primitive list whose expressions grew a
+    thousandfold (docs/performance.md, the coalesce regression) shows here. Where p4c gave two
+    actions one name (the policy actions of two tables) they are the same code: the larger counts.
+    A `?:` inside an action counts both branches, though bmv2 evaluates one."""
+    per_action: dict[str, int] = {}
+    for action in program["actions"]:
+        n = sum(_operators_in(p.get("parameters", [])) for p in action["primitives"])
+        per_action[action["name"]] = max(n, per_action.get(action["name"], 0))
+    per_condition = {
+        c["name"]: _operators_in(c["expression"]) for p in program["pipelines"] for c in p["conditionals"]
+    }
+    total = 0
+    for line in trace_lines:
+        if m := _TRACE_ACTION.search(line):
+            total += per_action[m.group(1)]
+        elif m := _TRACE_CONDITION.search(line):
+            total += per_condition[m.group(1)]
+    return total
 
 
 @dataclass
@@ -284,10 +322,12 @@ def count_steps(
         finally:
             running.stop()
         text = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("trace.log*")))
+    compiled = json.loads(Path(program_json(program)).read_text())
     results = []
     for packet, pid in TYPICAL.items():
         lines = [line for line in text.splitlines() if f"] [{pid}.0] " in line]
         counts = {kind: sum(1 for line in lines if rx.search(line)) for kind, rx in STEP_KINDS.items()}
+        counts[OPERATORS] = expression_operators(compiled, lines)
         results.append(Steps(program, policy or "-", packet, counts))
         if keep_trace is not None:
             keep_trace.mkdir(parents=True, exist_ok=True)
@@ -310,7 +350,7 @@ def _routes_and_policy(thrift_port: int, policy: str | None) -> None:
 
 
 def render_steps(steps: list[Steps]) -> str:
-    kinds = list(STEP_KINDS)
+    kinds = [*STEP_KINDS, OPERATORS]
     lines = [
         "| program | policy | packet | " + " | ".join(kinds) + " | steps (tables + conditions) |",
         "| --- | --- | --- | " + " | ".join("---" for _ in kinds) + " | --- |",
