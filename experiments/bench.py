@@ -8,7 +8,7 @@ Timestamps on every segment. Two mixes: pure-ACK-heavy (1 data segment per 8 ACK
 and data-heavy (2 data segments of 1514 bytes per ACK). The sender offers more than the switch
 can take; the rate is what the switch handled: packets out of it plus ACKs it thinned on purpose.
 
-    python -m ackwise.experiments.bench [--seconds 3] [--offered-pps 30000] [--write-docs]
+    python -m ackwise.experiments.bench [--seconds 3] [--rounds 3] [--offered-pps 30000] [--write-docs]
         [--steps-only] [--keep-trace DIR] [--simple-switch PATH --label NAME]
 
 With --simple-switch, every switch of the run is that binary (for instance a bmv2 built with
@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -145,6 +146,38 @@ class Result:
     forwarded: int
     thinned: int
     cpu_us_per_packet: float  # the switch's CPU time (all threads) per packet it handled
+    round_no: int = 0
+
+
+@dataclass
+class Row:
+    """One configuration over every round: the round with the median rate, and the ratio to
+    forward_only taken within each round (both measured back to back), as median and range."""
+
+    median: Result
+    ratio_median: float
+    ratio_low: float
+    ratio_high: float
+    rounds: int
+
+
+def summarize(results: list[Result]) -> list[Row]:
+    """Per (mix, flows, program, policy), in the order first measured. A configuration's ratio in
+    a round is to forward_only's rate in the same round, so a slow round (another process on the
+    machine) moves both; the median over rounds is what the table reports, and the range how
+    much the rounds disagreed."""
+    keys = list(dict.fromkeys((r.mix, r.flows, r.program, r.policy) for r in results))
+    base = {(r.mix, r.flows, r.round_no): r.handled_pps for r in results if r.program == "forward_only"}
+    rows = []
+    for key in keys:
+        runs = sorted(
+            (r for r in results if (r.mix, r.flows, r.program, r.policy) == key), key=lambda r: r.handled_pps
+        )
+        ratios = sorted(r.handled_pps / base[(r.mix, r.flows, r.round_no)] for r in runs)
+        rows.append(
+            Row(runs[(len(runs) - 1) // 2], statistics.median(ratios), ratios[0], ratios[-1], len(runs))
+        )
+    return rows
 
 
 def measure(
@@ -157,6 +190,7 @@ def measure(
     ifaces: dict[int, tuple[str, str]],
     thrift_port: int,
     n_flows: int = N_FLOWS,
+    round_no: int = 0,
 ) -> Result:
     spec = SwitchSpec(
         program_json=program_json(program),
@@ -211,6 +245,7 @@ def measure(
             forwarded,
             thinned,
             cpu / max(1, forwarded + thinned) * 1e6,
+            round_no,
         )
     finally:
         running.stop()
@@ -369,6 +404,12 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="measure every configuration this many times, round by round; the table gives medians",
+    )
     parser.add_argument("--offered-pps", type=float, default=30000)
     parser.add_argument("--no-sweep", action="store_true", help="skip the 1 000 and 4 000 flow runs")
     parser.add_argument("--no-holdback", action="store_true", help="skip the hold-back agent's part")
@@ -419,24 +460,37 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for sw, test in ifaces.values():
             veth(sw, test)
-        for mix in MIXES if not args.steps_only else ():
-            frames = build_traffic(mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1)
-            for program, policy in configs:
-                r = measure(program, policy, mix, frames, args.seconds, args.offered_pps, ifaces, 9590)
+        runs: list[tuple[str, int, str, str | None]] = []  # (mix, flows, program, policy)
+        if not args.steps_only:
+            runs += [(mix, N_FLOWS, program, policy) for mix in MIXES for program, policy in configs]
+            if not args.no_sweep:
+                sweep = (("forward_only", None), ("ack_switch", SWEEP_POLICY))
+                runs += [
+                    ("ack-heavy", n, program, policy) for n in FLOW_SWEEP[1:] for program, policy in sweep
+                ]
+        traffic = {
+            (mix, flows): build_traffic(
+                mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1, flows
+            )
+            for mix, flows, _, _ in runs
+        }
+        for round_no in range(args.rounds if runs else 0):
+            print(f"round {round_no + 1} of {args.rounds}", flush=True)
+            for mix, flows, program, policy in runs:
+                r = measure(
+                    program,
+                    policy,
+                    mix,
+                    traffic[(mix, flows)],
+                    args.seconds,
+                    args.offered_pps,
+                    ifaces,
+                    9590,
+                    flows,
+                    round_no,
+                )
                 results.append(r)
                 _print(r)
-        if not args.no_sweep and not args.steps_only:
-            mix = "ack-heavy"
-            for n_flows in FLOW_SWEEP[1:]:
-                frames = build_traffic(
-                    mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1, n_flows
-                )
-                for program, policy in (("forward_only", None), ("ack_switch", SWEEP_POLICY)):
-                    r = measure(
-                        program, policy, mix, frames, args.seconds, args.offered_pps, ifaces, 9590, n_flows
-                    )
-                    results.append(r)
-                    _print(r)
         if not args.simple_switch:
             for program, policy in configs:
                 steps += count_steps(program, policy, ifaces, 9591, args.keep_trace)
@@ -473,25 +527,26 @@ def _print(r: Result) -> None:
 
 def render(results: list[Result], args: argparse.Namespace) -> str:
     lines = [
-        "| mix | flows | program | policy | handled pps | ratio to forward_only | out | thinned "
-        "| switch CPU us per packet |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| mix | flows | program | policy | handled pps | ratio to forward_only | ratio range "
+        "| out | thinned | switch CPU us per packet |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    groups = list(dict.fromkeys((r.mix, r.flows) for r in results))
-    for mix, flows in groups:
-        group = [r for r in results if (r.mix, r.flows) == (mix, flows)]
-        base = next(r.handled_pps for r in group if r.program == "forward_only")
-        for r in group:
-            lines.append(
-                f"| {mix} | {flows} | {r.program} | {r.policy} | {r.handled_pps:.0f} | "
-                f"{r.handled_pps / base:.2f} | {r.forwarded} | {r.thinned} | {r.cpu_us_per_packet:.0f} |"
-            )
+    rows = summarize(results)
+    for row in rows:
+        r = row.median
+        lines.append(
+            f"| {r.mix} | {r.flows} | {r.program} | {r.policy} | {r.handled_pps:.0f} | "
+            f"{row.ratio_median:.2f} | {row.ratio_low:.2f}-{row.ratio_high:.2f} | {r.forwarded} | "
+            f"{r.thinned} | {r.cpu_us_per_packet:.0f} |"
+        )
     offered = {mix: next(r.offered_pps for r in results if r.mix == mix) for mix in MIXES}
     v = tool_versions()
     lines += [
         "",
         f"Offered: {', '.join(f'{m} {o:.0f} pps' for m, o in offered.items())} for {args.seconds:g} s "
-        f"per configuration; simple_switch {v['simple_switch']}, p4c {v['p4c']}, "
+        f"per configuration, {rows[0].rounds} rounds (every configuration once per round, in the "
+        f"order above; handled pps, out, thinned and CPU are of the median round, the ratio is the "
+        f"median of the rounds' ratios); simple_switch {v['simple_switch']}, p4c {v['p4c']}, "
         f"kernel {v['kernel']}, {os.cpu_count()} cores, ackwise {v['ackwise']}.",
     ]
     return "\n".join(lines)

@@ -1,10 +1,10 @@
-"""make bench's operator count: the expression operators a traced packet went through."""
+"""make bench's pure parts: the operator count of a traced packet, the rounds summarized."""
 
 from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments.bench import expression_operators
+from ackwise.experiments.bench import Result, expression_operators, summarize
 
 
 def _field(name: str) -> dict[str, object]:
@@ -57,3 +57,24 @@ def test_two_actions_of_one_name_count_as_the_larger() -> None:
 def test_an_unknown_step_is_an_error_not_a_zero() -> None:
     with pytest.raises(KeyError):
         expression_operators(PROGRAM, [PREFIX + "Action gone"])
+
+
+def _result(program: str, pps: float, round_no: int, policy: str = "-") -> Result:
+    return Result(program, policy, "ack-heavy", 64, 30000.0, pps, int(pps), 0, 100.0, round_no)
+
+
+def test_ratios_are_taken_within_a_round_and_the_median_reported() -> None:
+    # Round 1 is slow for everything (another process): its ratio is still 0.5.
+    results = [
+        _result("forward_only", 10000, 0),
+        _result("ack_switch", 5000, 0, "every_d"),
+        _result("forward_only", 4000, 1),
+        _result("ack_switch", 2000, 1, "every_d"),
+        _result("forward_only", 10000, 2),
+        _result("ack_switch", 7000, 2, "every_d"),
+    ]
+    base, policy = summarize(results)
+    assert (base.ratio_median, base.ratio_low, base.ratio_high, base.rounds) == (1.0, 1.0, 1.0, 3)
+    assert policy.ratio_median == 0.5
+    assert (policy.ratio_low, policy.ratio_high) == (0.5, 0.7)
+    assert policy.median.handled_pps == 5000  # the round with the median rate
