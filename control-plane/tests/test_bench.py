@@ -50,6 +50,11 @@ def test_actions_run_and_conditions_tested_are_counted() -> None:
     assert expression_operators(PROGRAM, trace) == 2 + 1 + 2
 
 
+def test_a_parser_method_call_is_not_an_action() -> None:
+    trace = [PREFIX + "Executing method add_header", PREFIX + "Action add_header", PREFIX + "Action work"]
+    assert expression_operators(PROGRAM, trace) == 2
+
+
 def test_two_actions_of_one_name_count_as_the_larger() -> None:
     assert expression_operators(PROGRAM, [PREFIX + "Action twin"]) == 1
 
