@@ -37,6 +37,7 @@ from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import REPO_ROOT, SIMPLE_SWITCH_ENV, compiled_program
 from ackwise.policies import MSS_BYTES, PolicyParams
+from ackwise.processes import stop_on_signals
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 
 from .record import tool_versions
@@ -408,6 +409,16 @@ def render_steps(steps: list[Steps]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM (or a closed terminal) cleans up like Ctrl-C: no veth pair or switch left behind.
+    with stop_on_signals():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as exc:
+            print(f"bench: stopped ({exc or 'Ctrl-C'})", file=sys.stderr)
+            return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

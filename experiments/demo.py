@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from ackwise.topologies.testbed import stop_on_signals
+from ackwise.processes import stop_on_signals
 
 from .runner import execute, plan
 from .scenario import load

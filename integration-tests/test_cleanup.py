@@ -186,3 +186,38 @@ def test_traffic_helpers_clean_up_when_the_test_fails_before_they_end() -> None:
         assert all(p is not None and p.poll() is not None for p in processes)
         assert capture.proc.poll() is not None
         assert_clean_since(before, "a failed transfer and a discarded capture")
+
+
+def test_bench_stopped_with_sigterm_leaves_nothing() -> None:
+    """Regression: `make bench` stopped with SIGTERM left its veth pairs behind (found 2026-11-26)."""
+    before = leftovers.Snapshot.take()
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "ackwise.experiments.bench", "--steps-only"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    veths = {f"bn{bench.pid % 10000}{end}{port}" for end in "st" for port in (1, 2)}
+    try:
+        # Stopped while one of its switches runs on its veths: counting a program's steps.
+        deadline = time.monotonic() + 60
+        while not any("simple_switch" in cmd for cmd in leftovers.processes().values()):
+            if bench.poll() is not None:
+                pytest.fail(f"bench ended before it was stopped: {bench.communicate()[0][-2000:]}")
+            assert time.monotonic() < deadline, "bench started no switch within 60 s"
+            time.sleep(0.1)
+        assert veths <= {p.name for p in Path("/sys/class/net").iterdir()}, "the bench's veths are not up"
+        bench.send_signal(signal.SIGTERM)
+        out, _ = bench.communicate(timeout=30)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.communicate()
+    assert bench.returncode == 130, out[-2000:]
+    assert "bench: stopped (signal 15)" in out
+    left = veths & {p.name for p in Path("/sys/class/net").iterdir()}
+    for name in left:
+        subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
+    assert not left, f"the bench left its veths: {sorted(left)}"
+    assert_clean_since(before, "bench stopped by SIGTERM")

@@ -1,8 +1,12 @@
-"""Stopping the helper processes ackwise starts (agents, emulators) the same way everywhere."""
+"""Stopping the helper processes ackwise starts (agents, emulators) the same way everywhere, and
+stopping ackwise's own long runs on SIGTERM and SIGHUP the way Ctrl-C does."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -17,3 +21,19 @@ def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into KeyboardInterrupt for the duration, so that the same cleanup
+    path as Ctrl-C runs."""
+
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -19,6 +19,7 @@ from typing import Any
 from ackwise.bmv2.toolchain import REPO_ROOT
 from ackwise.cli.args import I32_MAX, int_in
 from ackwise.errors import InputError
+from ackwise.processes import stop_on_signals
 
 
 class ExperimentCliError(InputError, RuntimeError):
@@ -79,7 +80,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ackwise.experiments.runner import code_version, execute, plan
     from ackwise.experiments.scenario import load
     from ackwise.experiments.store import ResultStore
-    from ackwise.topologies.testbed import stop_on_signals
 
     scenario = load(args.scenario)
     where = _split(args.where)

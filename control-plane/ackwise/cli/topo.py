@@ -19,6 +19,7 @@ from typing import Any
 
 from ackwise.bmv2.launcher import release_state_dir, state_dir
 from ackwise.errors import InputError, shown
+from ackwise.processes import stop_on_signals
 
 
 class TopoError(RuntimeError):
@@ -87,7 +88,7 @@ def _summary(testbed: Any) -> dict[str, Any]:
 
 
 def cmd_topo_up(args: argparse.Namespace) -> int:
-    from ackwise.topologies.testbed import Testbed, stop_on_signals
+    from ackwise.topologies.testbed import Testbed
 
     params = parse_params(args.name, args.params)
     existing = _load_state()
