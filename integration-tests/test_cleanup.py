@@ -214,10 +214,10 @@ def test_bench_stopped_with_sigterm_leaves_nothing() -> None:
         if bench.poll() is None:
             bench.kill()
             bench.communicate()
+        left = veths & {p.name for p in Path("/sys/class/net").iterdir()}
+        for name in left:
+            subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
+    assert not left, f"the bench left its veths: {sorted(left)}"
     assert bench.returncode == 130, out[-2000:]
     assert "bench: stopped (signal 15)" in out
-    left = veths & {p.name for p in Path("/sys/class/net").iterdir()}
-    for name in left:
-        subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
-    assert not left, f"the bench left its veths: {sorted(left)}"
     assert_clean_since(before, "bench stopped by SIGTERM")
