@@ -37,7 +37,7 @@ from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import REPO_ROOT, SIMPLE_SWITCH_ENV, compiled_program
 from ackwise.policies import MSS_BYTES, PolicyParams
-from ackwise.processes import stop_on_signals
+from ackwise.processes import run_until_stopped
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 
 from .record import tool_versions
@@ -409,13 +409,7 @@ def render_steps(steps: list[Steps]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # SIGTERM (or a closed terminal) cleans up like Ctrl-C: no veth pair or switch left behind.
-    with stop_on_signals():
-        try:
-            return _main(argv)
-        except KeyboardInterrupt as exc:
-            print(f"bench: stopped ({exc or 'Ctrl-C'})", file=sys.stderr)
-            return 130
+    return run_until_stopped("bench", lambda: _main(argv))
 
 
 def _main(argv: list[str] | None) -> int:

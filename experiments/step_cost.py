@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import P4C_BMV2, find_tool
-from ackwise.processes import stop_on_signals
+from ackwise.processes import run_until_stopped
 
 from .bench import cpu_s, veth
 
@@ -203,13 +203,7 @@ def render(rows: list[tuple[Variant, float, float]], packets: int, rate: float, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    # SIGTERM (or a closed terminal) cleans up like Ctrl-C: no veth pair or switch left behind.
-    with stop_on_signals():
-        try:
-            return _main(argv)
-        except KeyboardInterrupt as exc:
-            print(f"step_cost: stopped ({exc or 'Ctrl-C'})", file=sys.stderr)
-            return 130
+    return run_until_stopped("step_cost", lambda: _main(argv))
 
 
 def _main(argv: list[str] | None) -> int:

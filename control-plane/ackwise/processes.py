@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,3 +38,14 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def run_until_stopped(name: str, main: Callable[[], int]) -> int:
+    """Run a command's main with SIGTERM and SIGHUP turned into Ctrl-C: its own cleanup runs (no
+    veth, switch or file left behind), and it ends with status 130 and one line naming the signal."""
+    with stop_on_signals():
+        try:
+            return main()
+        except KeyboardInterrupt as exc:
+            print(f"{name}: stopped ({str(exc) or 'Ctrl-C'})", file=sys.stderr)
+            return 130
