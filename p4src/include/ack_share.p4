@@ -36,10 +36,16 @@
 @name(".share.held") register<bit<80>>(HALF_FLOWS) share_held;
 @name(".share.counts") register<bit<62>>(HALF_FLOWS) share_counts;
 
+// share.held's layout, read and written here and by released() in ack_thinning.p4.
+#define SHARE_HANDED(held) ((held)[79:64])
+#define SHARE_TAKEN(held) ((held)[63:48])
+#define SHARE_CHANGED(held) ((held)[47:0])
+#define SHARE_HELD(handed, taken, changed) ((handed) ++ (taken) ++ (changed))
+
 // Whether the agent holds ACKs of the flow whose share.held is `held`: more handed over than taken
-// back, within SHARE_STALL_US of the last change (above). Asked by AckShare and by released() in
-// ack_thinning.p4.
-#define SHARE_HOLDING(held, now) ((held)[79:64] != (held)[63:48] && (now) - (held)[47:0] < SHARE_STALL_US)
+// back, within SHARE_STALL_US of the last change (above). Asked by AckShare and by released().
+#define SHARE_HOLDING(held, now) \
+    (SHARE_HANDED(held) != SHARE_TAKEN(held) && (now) - SHARE_CHANGED(held) < SHARE_STALL_US)
 
 // Ingress, for a pure ACK of a sharing flow, before anything else looks at it. `kind`:
 // AGENT_KIND_SHARE_KEEP (a fresh ACK goes to the agent), AGENT_KIND_SHARE_BOUNCED (one the agent
@@ -57,9 +63,9 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
         bit<48> older = queued[95:48];
         // The older of the flow's two newest queued ACKs has not left: the flow has its share.
         bool full = older > now;
-        bit<16> handed = held[79:64];
-        bit<16> taken = held[63:48];
-        bit<48> changed = held[47:0];
+        bit<16> handed = SHARE_HANDED(held);
+        bit<16> taken = SHARE_TAKEN(held);
+        bit<48> changed = SHARE_CHANGED(held);
         bool holding = agent_alive && SHARE_HOLDING(held, now);
         bool keep = !from_agent && agent_alive && (holding || full);
         bool bounce = from_agent && agent_alive && full;
@@ -70,7 +76,7 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
         // Not holding (the agent gone, or stalled): what was handed over counts as taken back.
         bit<16> base = holding ? taken : handed;
         bit<16> new_taken = take && holding ? base + 1 : base;
-        share_held.write(half, (keep ? handed + 1 : handed) ++ new_taken ++ (keep || take ? now : changed));
+        share_held.write(half, SHARE_HELD(keep ? handed + 1 : handed, new_taken, keep || take ? now : changed));
         share_counts.write(half, counts + (keep ? 62w1 << 31 : 62w0) + (bounce ? 62w1 : 62w0));
     }
 

@@ -207,8 +207,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         outcome_reg.read(outcome, w.half);
         holdback_released.read(held_released, w.half);
         share_held.read(share, w.half);
-        bit<16> handed = share[79:64];
-        bit<16> taken = share[63:48];
+        bit<16> handed = SHARE_HANDED(share);
+        bit<16> taken = SHARE_TAKEN(share);
         bool shared = SHARE_HOLDING(share, now);
         bit<64> forwarded = record[REC_FWD];
         bool pure = payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0;
@@ -217,7 +217,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         ack.drop = pure && !newer && !shared;
         ack.share_kind = shared ? AGENT_KIND_SHARE_TAKEN : 16w0;
         ack.share_wait_us = 0;
-        share_held.write(w.half, shared ? handed ++ (taken + 1) ++ now : share);
+        share_held.write(w.half, shared ? SHARE_HELD(handed, taken + 1, now) : share);
         record_reg.write(w.half, newer ? record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ record[REC_BELOW_FWD]
                                        : record);
         acks_reg.write(w.half, shared ? counts + (1 << 31) + 1 : (newer ? counts + 1 : counts));
