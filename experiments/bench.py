@@ -265,7 +265,7 @@ STEP_KINDS = {
 }
 TYPICAL = {"data segment": 24, "pure ACK": 25}  # packet ids in the trace (see count_steps)
 OPERATORS = "expression operators"  # the column count_steps adds from the compiled program
-_TRACE_ACTION = re.compile(r"\] Action (\S+)$")
+_TRACE_ACTION = re.compile(r"\] (?:\S+\(\d+\) )?Action (\S+)$")  # with the source, if the action has one
 _TRACE_METHOD = re.compile(r"\] Executing method (\S+)$")
 _TRACE_CONDITION = re.compile(r"Condition \".*\" \((\w+)\) is ")
 

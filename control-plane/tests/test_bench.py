@@ -50,6 +50,10 @@ def test_actions_run_and_conditions_tested_are_counted() -> None:
     assert expression_operators(PROGRAM, trace) == 2 + 1 + 2
 
 
+def test_an_action_traced_with_its_source_is_counted() -> None:
+    assert expression_operators(PROGRAM, [PREFIX + "p4src/x.p4(12) Action work"]) == 2
+
+
 def test_a_parser_method_call_is_not_an_action() -> None:
     trace = [PREFIX + "Executing method add_header", PREFIX + "Action add_header", PREFIX + "Action work"]
     assert expression_operators(PROGRAM, trace) == 2
