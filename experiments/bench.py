@@ -117,6 +117,12 @@ def build_traffic(mix: str, rounds: int, n_flows: int = N_FLOWS) -> list[tuple[i
     return frames
 
 
+def bench_interfaces(pid: int) -> dict[int, tuple[str, str]]:
+    """The veth pairs a bench run of process `pid` makes: port -> (switch side, test side)."""
+    tag = f"bn{pid % 10000}"
+    return {port: (f"{tag}s{port}", f"{tag}t{port}") for port in (1, 2)}
+
+
 def veth(name: str, peer: str) -> None:
     subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", peer], check=True)
     for iface in (name, peer):
@@ -466,8 +472,7 @@ def _main(argv: list[str] | None) -> int:
     if os.geteuid() != 0:
         print("bench creates veth interfaces: run it as root", file=sys.stderr)
         return 2
-    tag = f"bn{os.getpid() % 10000}"
-    ifaces = {1: (f"{tag}s1", f"{tag}t1"), 2: (f"{tag}s2", f"{tag}t2")}
+    ifaces = bench_interfaces(os.getpid())
     results: list[Result] = []
     steps: list[Steps] = []
     try:

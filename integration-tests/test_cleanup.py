@@ -24,6 +24,8 @@ import leftovers
 import pytest
 from conftest import REPO
 
+from ackwise.experiments.bench import bench_interfaces
+
 SELFTEST = Path(__file__).resolve().parent / "selftest"
 
 
@@ -198,7 +200,7 @@ def test_bench_stopped_with_sigterm_leaves_nothing() -> None:
         stderr=subprocess.STDOUT,
         text=True,
     )
-    veths = {f"bn{bench.pid % 10000}{end}{port}" for end in "st" for port in (1, 2)}
+    veths = {name for pair in bench_interfaces(bench.pid).values() for name in pair}
     try:
         # Stopped while one of its switches runs on its veths: counting a program's steps.
         deadline = time.monotonic() + 60
