@@ -271,6 +271,7 @@ STEP_KINDS = {
 }
 TYPICAL = {"data segment": 24, "pure ACK": 25}  # packet ids in the trace (see count_steps)
 OPERATORS = "expression operators"  # the column count_steps adds from the compiled program
+METADATA_FIELDS = "metadata fields"  # the program's, reset for every packet (see metadata_fields)
 _TRACE_ACTION = re.compile(r"\] (?:\S+\(\d+\) )?Action (\S+)$")  # with the source, if the action has one
 _TRACE_METHOD = re.compile(r"\] Executing method (\S+)$")
 _TRACE_CONDITION = re.compile(r"Condition \".*\" \((\w+)\) is ")
@@ -315,6 +316,16 @@ def expression_operators(program: dict, trace_lines: list[str]) -> int:
         elif m := _TRACE_CONDITION.search(line):
             total += per_condition[m.group(1)]
     return total
+
+
+def metadata_fields(program: dict) -> int:
+    """How many metadata fields the compiled program has: simple_switch sets every one of them to
+    zero for every packet it receives, before the parser (PHV::reset_metadata, a Field::set each),
+    whatever path the packet then takes. p4c makes a field of every local variable and temporary of
+    every action and control instance (the "scalars" header), so this grows with the program's code,
+    not only with its declared metadata (docs/performance.md, "What every packet pays first")."""
+    types = {t["name"]: t for t in program["header_types"]}
+    return sum(len(types[h["header_type"]]["fields"]) for h in program["headers"] if h["metadata"])
 
 
 @dataclass
@@ -378,6 +389,7 @@ def count_steps(
         lines = [line for line in text.splitlines() if f"] [{pid}.0] " in line]
         counts = {kind: sum(1 for line in lines if rx.search(line)) for kind, rx in STEP_KINDS.items()}
         counts[OPERATORS] = expression_operators(compiled, lines)
+        counts[METADATA_FIELDS] = metadata_fields(compiled)
         results.append(Steps(program, policy or "-", packet, counts))
         if keep_trace is not None:
             keep_trace.mkdir(parents=True, exist_ok=True)
@@ -400,7 +412,7 @@ def _routes_and_policy(thrift_port: int, policy: str | None) -> None:
 
 
 def render_steps(steps: list[Steps]) -> str:
-    kinds = [*STEP_KINDS, OPERATORS]
+    kinds = [*STEP_KINDS, OPERATORS, METADATA_FIELDS]
     lines = [
         "| program | policy | packet | " + " | ".join(kinds) + " | steps (tables + conditions) |",
         "| --- | --- | --- | " + " | ".join("---" for _ in kinds) + " | --- |",

@@ -1,10 +1,11 @@
-"""make bench's pure parts: the operator count of a traced packet, the rounds summarized."""
+"""make bench's pure parts: the operator count of a traced packet, the metadata fields of a program,
+the rounds summarized."""
 
 from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments.bench import Result, expression_operators, summarize
+from ackwise.experiments.bench import Result, expression_operators, metadata_fields, summarize
 
 
 def _field(name: str) -> dict[str, object]:
@@ -87,3 +88,24 @@ def test_ratios_are_taken_within_a_round_and_the_median_reported() -> None:
     assert policy.ratio_median == 0.5
     assert (policy.ratio_low, policy.ratio_high) == (0.5, 0.7)
     assert policy.median.handled_pps == 5000  # the round with the median rate
+
+
+def test_metadata_fields_are_those_of_every_metadata_header_and_no_packet_header() -> None:
+    program = {
+        "header_types": [
+            {
+                "name": "scalars_0",
+                "fields": [["tmp", 32, False], ["w.flags", 40, False], ["_padding_0", 0, False]],
+            },
+            {"name": "standard_metadata", "fields": [["ingress_port", 9, False], ["egress_spec", 9, False]]},
+            {"name": "ipv4_h", "fields": [["version", 4, False], ["ihl", 4, False]]},
+        ],
+        "headers": [
+            {"name": "scalars", "header_type": "scalars_0", "metadata": True},
+            {"name": "standard_metadata", "header_type": "standard_metadata", "metadata": True},
+            {"name": "ipv4", "header_type": "ipv4_h", "metadata": False},
+            {"name": "inner_ipv4", "header_type": "ipv4_h", "metadata": False},
+        ],
+    }
+    # bmv2 resets the padding field too: it is a field of the header like any other
+    assert metadata_fields(program) == 5
