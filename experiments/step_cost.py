@@ -1,7 +1,8 @@
 """What one bmv2 step costs: CPU time per packet of simple_switch running small generated P4
 programs that differ from a base program in one kind of work only (50 tables, 50 conditions, 50
-primitives, 50 register reads, ...). The difference to the base, divided by 50, is the cost of one
-unit of that kind on this machine and this bmv2 build. docs/performance.md explains the thinning
+primitives, 50 register reads, 50 metadata fields nobody uses, the same on 392-bit values, ...). The
+difference to the base, divided by 50, is the cost of one unit of that kind on this machine and
+this bmv2 build. docs/performance.md explains the thinning
 stage's cost with these figures.
 
 The switch's CPU time is read from /proc/PID/task/*/schedstat (all its threads, in nanoseconds)
@@ -76,6 +77,34 @@ def _variants(n: int = UNITS) -> list[Variant]:
             "action work() { m.a = " + " + ".join(f"(m.b ^ {i})" for i in r) + "; } apply { fwd(); work(); }",
         ),
         Variant(
+            "expression_wide",
+            "operator inside one expression, on 392-bit values (the thinning record's width)",
+            "action work() { m.c = " + " + ".join(f"(m.y ^ {i})" for i in r) + "; } apply { fwd(); work(); }",
+            "bit<392> c; bit<392> y;",
+        ),
+        Variant(
+            "slices_64",
+            "primitive: a 32-bit field cut out of a 64-bit one",
+            "action work() { "
+            + " ".join(f"m.s{i} = m.x[{i % 32 + 31}:{i % 32}];" for i in r)
+            + " } apply { fwd(); work(); }",
+            "bit<64> x; " + " ".join(f"bit<32> s{i};" for i in r),
+        ),
+        Variant(
+            "slices_wide",
+            "primitive: a 32-bit field cut out of a 392-bit one",
+            "action work() { "
+            + " ".join(f"m.s{i} = m.y[{i * 7 + 31}:{i * 7}];" for i in r)
+            + " } apply { fwd(); work(); }",
+            "bit<392> y; " + " ".join(f"bit<32> s{i};" for i in r),
+        ),
+        Variant(
+            "metadata_fields",
+            "metadata field (32 bits, unused: bmv2 resets every metadata field of every packet)",
+            "apply { fwd(); }",
+            " ".join(f"bit<32> u{i};" for i in r),
+        ),
+        Variant(
             "actions",
             "step: an action outside a table (p4c's keyless table), one primitive",
             " ".join(f"action a{i}() {{ m.a = m.a + {i}; }}" for i in r)
@@ -99,6 +128,16 @@ def _variants(n: int = UNITS) -> list[Variant]:
             + " ^ ".join(f"m.w{i}" for i in r)
             + "); } apply { fwd(); work(); }",
             regs,
+        ),
+        Variant(
+            "register_reads_wide",
+            "register read (392-bit cell)",
+            "register<bit<392>>(1024) r; action work() { "
+            + " ".join(f"r.read(m.v{i}, {i});" for i in r)
+            + " r.write(1000, "
+            + " ^ ".join(f"m.v{i}" for i in r)
+            + "); } apply { fwd(); work(); }",
+            " ".join(f"bit<392> v{i};" for i in r),
         ),
         Variant(
             "register_writes",
