@@ -21,7 +21,8 @@ control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to) {
         if (signal & reacts_to != 0) {
             bit<8> pending;
             acc_pending.read(pending, ack_half);
-            acc_pending.write(ack_half, pending | (signal & reacts_to));
+            pending = pending | (signal & reacts_to);   // into the field read: see ack_thinning.p4, released()
+            acc_pending.write(ack_half, pending);
         }
     }
 }
@@ -53,12 +54,14 @@ control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us,
                 changed_at_reg.write(half, now);
                 bit<32> signals;
                 signals_reg.read(signals, half);
-                signals_reg.write(half, signals + 1);
+                signals = signals + 1;
+                signals_reg.write(half, signals);
             }
         } else if (rtt_passed && delay > 1) {
             delay = delay - 1;
             // One RTT at a time, so that ACKs after a long quiet spell keep stepping d down.
-            changed_at_reg.write(half, changed_at + rtt);
+            changed_at = changed_at + rtt;
+            changed_at_reg.write(half, changed_at);
         }
 
         // d_max = min(cap, max(1, flight / 2 segments)): the largest x <= cap with 2 x MSS <= flight.

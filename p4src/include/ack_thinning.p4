@@ -126,7 +126,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.idle = ours && params.idle_us != 0 && (bit<48>)silent_ticks > (bit<48>)(params.idle_us >> 10);
         bool closing = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
         bit<1> closed_now = (bit<1>)(w.owned && (closing || (ours && closed)));
-        slot_reg.write(w.slot, w.owned ? w.key_ports ++ now_ticks ++ closed_now : stored);
+        stored = w.owned ? w.key_ports ++ now_ticks ++ closed_now : stored;
+        slot_reg.write(w.slot, stored);
     }
 
     // A record taken over starts empty on both sides, before anything reads it: the internal
@@ -140,8 +141,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         bit<63> data_other;
         data_reg.read(data, w.half);
         data_reg.read(data_other, w.other);
-        data_reg.write(w.half, data[62:31] ++ 31w0);
-        data_reg.write(w.other, data_other[62:31] ++ 31w0);
+        data = data[62:31] ++ 31w0;
+        data_other = data_other[62:31] ++ 31w0;
+        data_reg.write(w.half, data);
+        data_reg.write(w.other, data_other);
         record_reg.write(w.half, 0);
         record_reg.write(w.other, 0);
         acks_reg.write(w.half, 0);
@@ -158,15 +161,14 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     action load_record() {
         ack.half = w.half;
         ack.tracked = true;
-        bit<RECORD_BITS> record;
-        record_reg.read(record, w.half);
-        w.flags = record[REC_FLAGS];
-        w.seq = record[REC_SEQ];
-        w.fwd = record[REC_FWD];
-        w.ts = record[REC_TS];
-        w.probe = record[REC_PROBE];
-        w.sack = record[REC_SACK];
-        w.high = record[REC_HIGH];
+        record_reg.read(w.record, w.half);
+        w.flags = w.record[REC_FLAGS];
+        w.seq = w.record[REC_SEQ];
+        w.fwd = w.record[REC_FWD];
+        w.ts = w.record[REC_TS];
+        w.probe = w.record[REC_PROBE];
+        w.sack = w.record[REC_SACK];
+        w.high = w.record[REC_HIGH];
     }
 
     action load_other() {
@@ -177,12 +179,14 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     }
 
     action store_record() {
-        record_reg.write(w.half, w.flags ++ w.seq ++ w.fwd ++ w.ts ++ w.probe ++ w.sack ++ w.high);
+        w.record = w.flags ++ w.seq ++ w.fwd ++ w.ts ++ w.probe ++ w.sack ++ w.high;
+        record_reg.write(w.half, w.record);
     }
 
     // The other side's record changes only in its flags (the probe answered) and its RTTmin.
     action store_other() {
-        record_reg.write(w.other, w.flags_other ++ w.record_other[REC_BELOW_FLAGS]);
+        w.record_other = w.flags_other ++ w.record_other[REC_BELOW_FLAGS];
+        record_reg.write(w.other, w.record_other);
         rtt_reg.write(w.other, w.rtt_other);
     }
 
@@ -195,35 +199,40 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // and answered as taken with no wait, so the agent sends the flow's next at once and hands
     // back everything it holds, in order (no answer would leave it resending the oldest forever).
     action released() {
-        bit<RECORD_BITS> record;
-        bit<62> counts;
-        bit<62> thinned;
-        bit<39> outcome;
         bit<32> held_released;
         bit<80> share;
-        record_reg.read(record, w.half);
-        acks_reg.read(counts, w.half);
-        thinned_reg.read(thinned, w.half);
-        outcome_reg.read(outcome, w.half);
+        record_reg.read(w.record, w.half);
+        acks_reg.read(w.acks, w.half);
+        thinned_reg.read(w.thinned, w.half);
+        outcome_reg.read(w.outcome, w.half);
         holdback_released.read(held_released, w.half);
         share_held.read(share, w.half);
         bit<16> handed = SHARE_HANDED(share);
         bit<16> taken = SHARE_TAKEN(share);
         bool shared = SHARE_HOLDING(share, now);
-        bit<64> forwarded = record[REC_FWD];
+        bit<64> forwarded = w.record[REC_FWD];
         bool pure = payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0;
         bool newer = pure && SEQ_GT(tcp.ack_no, forwarded[63:32]);
         bool held_back = newer && !shared;
         ack.drop = pure && !newer && !shared;
         ack.share_kind = shared ? AGENT_KIND_SHARE_TAKEN : 16w0;
         ack.share_wait_us = 0;
-        share_held.write(w.half, shared ? SHARE_HELD(handed, taken + 1, now) : share);
-        record_reg.write(w.half, newer ? record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ record[REC_BELOW_FWD]
-                                       : record);
-        acks_reg.write(w.half, shared ? counts + (1 << 31) + 1 : (newer ? counts + 1 : counts));
-        thinned_reg.write(w.half, held_back ? thinned - (1 << 31) : thinned);
-        outcome_reg.write(w.half, held_back ? outcome[38:8] ++ KEEP_RELEASED : outcome);
-        holdback_released.write(w.half, held_back ? held_released + 1 : held_released);
+        // Each new value goes into the field it was read into, then is written: p4c gives most
+        // register writes of an expression a temporary of their own, a metadata field bmv2 resets
+        // for every packet (docs/performance.md, "What every packet pays first").
+        share = shared ? SHARE_HELD(handed, taken + 1, now) : share;
+        w.record = newer ? w.record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ w.record[REC_BELOW_FWD]
+                         : w.record;
+        w.acks = shared ? w.acks + (1 << 31) + 1 : (newer ? w.acks + 1 : w.acks);
+        w.thinned = held_back ? w.thinned - (1 << 31) : w.thinned;
+        w.outcome = held_back ? w.outcome[38:8] ++ KEEP_RELEASED : w.outcome;
+        held_released = held_back ? held_released + 1 : held_released;
+        share_held.write(w.half, share);
+        record_reg.write(w.half, w.record);
+        acks_reg.write(w.half, w.acks);
+        thinned_reg.write(w.half, w.thinned);
+        outcome_reg.write(w.half, w.outcome);
+        holdback_released.write(w.half, held_released);
     }
 
     // ---- data this side sends: data_end, the segment count, retransmissions, the RTT probe ----
@@ -368,7 +377,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             : (thinned ? STAT_ACKS_THINNED : (ack.hold ? STAT_ACKS_HELD : STAT_ACKS_PASSED)));
         bit<32> held;
         holdback_held.read(held, w.half);
-        holdback_held.write(w.half, ack.hold ? held + 1 : held);
+        held = ack.hold ? held + 1 : held;
+        holdback_held.write(w.half, held);
     }
 
     // A pure ACK the queue share hands to the agent (to keep, or back to it again): nothing of the

@@ -341,6 +341,7 @@ struct thinning_work_t {
     bit<32> high;
     bit<64> probe;
     bit<64> probe_other;
+    bit<392> record;            // this half's internal record as read, and as written back (RECORD_BITS)
     bit<392> record_other;      // the other half's internal record as read (RECORD_BITS in ack_thinning.p4)
     bool ack_valid;
     bit<32> ack_last;
