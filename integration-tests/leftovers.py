@@ -32,7 +32,7 @@ from ackwise.topologies.links import firewall_rules
 # argv[0] names, or words anywhere on the command line, of the processes a test bed starts.
 PROGRAMS = {"simple_switch", "linkem", "tcpdump", "iperf3", "mnexec", "ptf"}
 MODULES = re.compile(
-    r"ackwise\.(hosts\.agent|ap_agent|experiments\.(transfer|onoff))|^mininet:|run_ptf\.py$|(^|/)ptf$"
+    r"ackwise\.(hosts\.agent|ap_agent|holdback_agent|experiments\.(transfer|onoff))|^mininet:|run_ptf\.py$|(^|/)ptf$"
 )
 TMP_PREFIX = "ackwise"
 # Set in this test run's environment (conftest.py), and so in every process it starts: tells a

@@ -223,3 +223,37 @@ def test_bench_stopped_with_sigterm_leaves_nothing() -> None:
     assert bench.returncode == 130, out[-2000:]
     assert "bench: stopped (signal 15)" in out
     assert_clean_since(before, "bench stopped by SIGTERM")
+
+
+def test_ptf_stopped_during_a_holdback_test_leaves_nothing() -> None:
+    """A real PTF test that starts a process and writes a file of its own (the hold-back agent and
+    its stats), stopped by SIGTERM to make while the agent runs: ptf is killed, so the test's
+    tearDown never runs, and what the test made must go all the same."""
+    before = leftovers.Snapshot.take()
+    make = subprocess.Popen(
+        ["make", "--no-print-directory", "ptf", "TESTS=test_ack_holdback.HoldbackOneInFourTest"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=leftovers.terminal_job_signals,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        agent = ["pgrep", "-f", "-s", str(make.pid), "ackwise.holdback_agent"]
+        while subprocess.run(agent, stdout=subprocess.DEVNULL).returncode != 0:
+            if make.poll() is not None:
+                out, _ = make.communicate()
+                pytest.fail(f"make ptf ended before the agent was up: {out[-3000:]}")
+            assert time.monotonic() < deadline, "the hold-back agent not up within 120 s"
+            time.sleep(0.1)
+        make.send_signal(signal.SIGTERM)
+        make.communicate(timeout=90)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+            make.communicate()
+    assert make.returncode != 0, "make ptf ended with 0 after SIGTERM"
+    time.sleep(1)  # let whatever make left exit on its own before looking
+    assert_clean_since(before, "make ptf stopped by SIGTERM during a hold-back test")

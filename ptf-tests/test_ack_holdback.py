@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ackwise.bmv2.launcher import state_dir
 from ackwise.flowkey import FlowKey
 from ackwise.policies import PolicyParams
 from ackwise.thinning import read_half_field
@@ -33,7 +34,11 @@ class HoldbackTest(ThinningTest):
 
     def setUp(self) -> None:
         self.agent: subprocess.Popen[str] | None = None
-        self.stats = Path(tempfile.mkstemp(prefix="ackwise-ptf-holdback-", suffix=".json")[1])
+        # In the run's state directory, which run_ptf.py removes however the run ends: a run stopped
+        # by SIGTERM kills ptf, and this test's tearDown never runs (a file in /tmp stayed behind).
+        state = state_dir()
+        state.mkdir(parents=True, exist_ok=True)
+        self.stats = Path(tempfile.mkstemp(prefix="holdback-stats-", suffix=".json", dir=state)[1])
         super().setUp()
 
     def switch_ports(self) -> dict[int, str]:
