@@ -1,6 +1,8 @@
 """``make bench``: packets per second through one simple_switch (no event log) running ack_switch
 with each ACK policy, against the same switch running forward_only (the same parser and
-forwarding, no thinning stage), all measured in one run.
+forwarding, no thinning stage), all measured in one run. Beside them, a yardstick:
+thinning_floor (p4src/thinning_floor.p4), the least a switch does to thin with every_d, so that
+the table says what ack_switch's contract and features cost beyond that core.
 
 Traffic is crafted per flow so that the thinning stage does real work: data segments with
 advancing sequence numbers one way, pure ACKs with advancing ACK numbers the other way, NOP NOP
@@ -36,7 +38,7 @@ from pathlib import Path
 from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import REPO_ROOT, SIMPLE_SWITCH_ENV, compiled_program
-from ackwise.policies import MSS_BYTES, PolicyParams
+from ackwise.policies import MSS_BYTES, Policy, PolicyParams
 from ackwise.processes import run_until_stopped
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 
@@ -55,7 +57,11 @@ CONFIGS = [
     ("ack_switch", "filter"),
     ("ack_switch", "acc"),
     ("ack_switch", "coalesce"),
+    ("thinning_floor", "every_d d=8"),
 ]
+# The yardstick (p4src/thinning_floor.p4): the least a switch does to thin with every_d. Not an
+# ackwise program: it measures what ack_switch's contract and features cost beyond that core.
+FLOOR = "thinning_floor"
 MAC = {1: bytes.fromhex("0000000001fe"), 2: bytes.fromhex("0000000002fe")}
 # Programs by name whose JSON is not build/NAME.json (--baseline).
 PROGRAM_JSONS: dict[str, Path] = {}
@@ -207,7 +213,7 @@ def measure(
     )
     running = start_switch(spec)
     try:
-        _routes_and_policy(thrift_port, policy)
+        _routes_and_policy(thrift_port, policy, program)
         socks = {}
         for port, (_, test_side) in ifaces.items():
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -235,11 +241,12 @@ def measure(
         thinned = 0
         if program != "forward_only":
             with SwitchClient("localhost", thrift_port) as client:
-                thinned = (
-                    client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets
-                    + client.counter_read(THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
-                    + client.counter_read(FILTER_STATS, 1).packets
-                )
+                thinned = client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets
+                if program != FLOOR:  # which has no coalescing or filter
+                    thinned += (
+                        client.counter_read(THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
+                        + client.counter_read(FILTER_STATS, 1).packets
+                    )
         for s in socks.values():
             s.close()
         return Result(
@@ -359,7 +366,7 @@ def count_steps(
         )
         running = start_switch(spec)
         try:
-            _routes_and_policy(thrift_port, policy)
+            _routes_and_policy(thrift_port, policy, program)
             host1, host2 = 0x0A000101, 0x0A000201
             frames = [
                 (1, segment(1, host1, host2, 20000, 5001, 1000 + k * MSS_BYTES, 1, MSS_BYTES))
@@ -398,7 +405,7 @@ def count_steps(
     return results
 
 
-def _routes_and_policy(thrift_port: int, policy: str | None) -> None:
+def _routes_and_policy(thrift_port: int, policy: str | None, program: str) -> None:
     with SwitchClient("localhost", thrift_port) as client:
         for port in (1, 2):
             client.table_add(
@@ -407,8 +414,22 @@ def _routes_and_policy(thrift_port: int, policy: str | None) -> None:
                 {"dst_addr": f"10.0.{port}.0/24"},
                 {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
             )
-        if policy is not None:
-            set_default_policy(client, PolicyParams.parse(policy.split()[0], policy.split()[1:]))
+        if policy is None:
+            return
+        params = PolicyParams.parse(policy.split()[0], policy.split()[1:])
+        if program == FLOOR:
+            # the floor has every_d only, for every flow
+            if params.policy != Policy.EVERY_D:
+                raise ValueError(f"{FLOOR} has every_d only, not {policy!r}")
+            client.table_add(
+                "floor.policy",
+                "floor.every_d",
+                {"dst_addr": "0&&&0"},
+                {"d_segments": params.d, "mss_bytes": params.mss},
+                priority=1,
+            )
+        else:
+            set_default_policy(client, params)
 
 
 def render_steps(steps: list[Steps]) -> str:
