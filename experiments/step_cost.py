@@ -60,9 +60,37 @@ class Variant:
     fields: str = ""
 
 
+def _slices(name: str, source_bits: int, step: int, n: int) -> Variant:
+    """n primitives, each a 32-bit field cut out of one source_bits-wide field, at offsets step apart
+    (wrapping inside the field)."""
+    low = [i * step % (source_bits - 31) for i in range(n)]
+    return Variant(
+        name,
+        f"primitive: a 32-bit field cut out of a {source_bits}-bit one",
+        "action work() { "
+        + " ".join(f"m.s{i} = m.x[{lo + 31}:{lo}];" for i, lo in enumerate(low))
+        + " } apply { fwd(); work(); }",
+        f"bit<{source_bits}> x; " + " ".join(f"bit<32> s{i};" for i in range(n)),
+    )
+
+
+def _register_reads(name: str, cell_bits: int, n: int) -> Variant:
+    """n register reads of cell_bits-wide cells into n fields, which one write then uses (so that
+    p4c keeps the reads)."""
+    return Variant(
+        name,
+        f"register read ({cell_bits}-bit cell)",
+        f"register<bit<{cell_bits}>>(1024) r; action work() {{ "
+        + " ".join(f"r.read(m.v{i}, {i});" for i in range(n))
+        + " r.write(1000, "
+        + " ^ ".join(f"m.v{i}" for i in range(n))
+        + "); } apply { fwd(); work(); }",
+        " ".join(f"bit<{cell_bits}> v{i};" for i in range(n)),
+    )
+
+
 def _variants(n: int = UNITS) -> list[Variant]:
     r = range(n)
-    regs = " ".join(f"bit<64> w{i};" for i in r)
     keys = "m.k1: exact; m.k2: exact; m.k3: exact; m.k4: exact;"
     return [
         Variant("base", "-", "apply { fwd(); }"),
@@ -82,22 +110,8 @@ def _variants(n: int = UNITS) -> list[Variant]:
             "action work() { m.c = " + " + ".join(f"(m.y ^ {i})" for i in r) + "; } apply { fwd(); work(); }",
             "bit<392> c; bit<392> y;",
         ),
-        Variant(
-            "slices_64",
-            "primitive: a 32-bit field cut out of a 64-bit one",
-            "action work() { "
-            + " ".join(f"m.s{i} = m.x[{i % 32 + 31}:{i % 32}];" for i in r)
-            + " } apply { fwd(); work(); }",
-            "bit<64> x; " + " ".join(f"bit<32> s{i};" for i in r),
-        ),
-        Variant(
-            "slices_wide",
-            "primitive: a 32-bit field cut out of a 392-bit one",
-            "action work() { "
-            + " ".join(f"m.s{i} = m.y[{i * 7 + 31}:{i * 7}];" for i in r)
-            + " } apply { fwd(); work(); }",
-            "bit<392> y; " + " ".join(f"bit<32> s{i};" for i in r),
-        ),
+        _slices("slices_64", 64, 1, n),
+        _slices("slices_wide", 392, 7, n),
         Variant(
             "metadata_fields",
             "metadata field (32 bits, unused: bmv2 resets every metadata field of every packet)",
@@ -119,26 +133,8 @@ def _variants(n: int = UNITS) -> list[Variant]:
             + " ".join(f"if (m.a == {i + 1}) {{ z(); }}" for i in r)
             + " }",
         ),
-        Variant(
-            "register_reads",
-            "register read (64-bit cell)",
-            "register<bit<64>>(1024) r; action work() { "
-            + " ".join(f"r.read(m.w{i}, {i});" for i in r)
-            + " r.write(1000, "
-            + " ^ ".join(f"m.w{i}" for i in r)
-            + "); } apply { fwd(); work(); }",
-            regs,
-        ),
-        Variant(
-            "register_reads_wide",
-            "register read (392-bit cell)",
-            "register<bit<392>>(1024) r; action work() { "
-            + " ".join(f"r.read(m.v{i}, {i});" for i in r)
-            + " r.write(1000, "
-            + " ^ ".join(f"m.v{i}" for i in r)
-            + "); } apply { fwd(); work(); }",
-            " ".join(f"bit<392> v{i};" for i in r),
-        ),
+        _register_reads("register_reads", 64, n),
+        _register_reads("register_reads_wide", 392, n),
         Variant(
             "register_writes",
             "register write (64-bit cell)",

@@ -92,6 +92,21 @@ def test_orphans_are_reaped_between_tests() -> None:
     assert "2 passed" in out.stdout, (out.stdout + out.stderr)[-3000:]
 
 
+def start_make(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """make with these arguments in a session of its own, as a terminal's job: Ctrl-C reaches its
+    whole process group."""
+    return subprocess.Popen(
+        ["make", "--no-print-directory", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=leftovers.terminal_job_signals,
+    )
+
+
 def wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -114,17 +129,7 @@ def test_make_stopped_from_outside_leaves_nothing(tmp_path: Path, target: str, h
     # A stop that hangs says where: pytest dumps every thread's stack after 60 s in one test (the
     # held test is stopped within seconds of the marker).
     env = dict(os.environ, ACKWISE_SELFTEST_MARKER=str(marker), PYTEST_ADDOPTS="-o faulthandler_timeout=60")
-    # A session of its own, as a terminal's job: Ctrl-C reaches its whole process group.
-    make = subprocess.Popen(
-        ["make", "--no-print-directory", target, *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=leftovers.terminal_job_signals,
-    )
+    make = start_make([target, *args], env)
     try:
         wait_for(marker, make, timeout_s=120)
         if how == "Ctrl-C":
@@ -230,15 +235,7 @@ def test_ptf_stopped_during_a_holdback_test_leaves_nothing() -> None:
     its stats), stopped by SIGTERM to make while the agent runs: ptf is killed, so the test's
     tearDown never runs, and what the test made must go all the same."""
     before = leftovers.Snapshot.take()
-    make = subprocess.Popen(
-        ["make", "--no-print-directory", "ptf", "TESTS=test_ack_holdback.HoldbackOneInFourTest"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=leftovers.terminal_job_signals,
-    )
+    make = start_make(["ptf", "TESTS=test_ack_holdback.HoldbackOneInFourTest"])
     try:
         deadline = time.monotonic() + 120
         agent = ["pgrep", "-f", "-s", str(make.pid), "ackwise.holdback_agent"]
