@@ -405,6 +405,19 @@ def count_steps(
     return results
 
 
+def set_floor_policy(client: SwitchClient, params: PolicyParams) -> None:
+    """thinning_floor's policy for every flow: it has every_d only."""
+    if params.policy != Policy.EVERY_D:
+        raise ValueError(f"{FLOOR} has every_d only, not {params.policy}")
+    client.table_add(
+        "floor.policy",
+        "floor.every_d",
+        {"dst_addr": "0&&&0"},
+        {"d_segments": params.d, "mss_bytes": params.mss},
+        priority=1,
+    )
+
+
 def _routes_and_policy(thrift_port: int, policy: str | None, program: str) -> None:
     with SwitchClient("localhost", thrift_port) as client:
         for port in (1, 2):
@@ -418,16 +431,7 @@ def _routes_and_policy(thrift_port: int, policy: str | None, program: str) -> No
             return
         params = PolicyParams.parse(policy.split()[0], policy.split()[1:])
         if program == FLOOR:
-            # the floor has every_d only, for every flow
-            if params.policy != Policy.EVERY_D:
-                raise ValueError(f"{FLOOR} has every_d only, not {policy!r}")
-            client.table_add(
-                "floor.policy",
-                "floor.every_d",
-                {"dst_addr": "0&&&0"},
-                {"d_segments": params.d, "mss_bytes": params.mss},
-                priority=1,
-            )
+            set_floor_policy(client, params)
         else:
             set_default_policy(client, params)
 

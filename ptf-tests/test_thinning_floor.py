@@ -3,6 +3,8 @@ it thins, byte for byte, so that the bench measures a program that does what it 
 
 from __future__ import annotations
 
+from ackwise.experiments.bench import set_floor_policy
+from ackwise.policies import PolicyParams
 from ackwise.thinning import THINNING_STATS, ThinningStat
 from base_test import TcpFlow
 from test_ack_thinning import ThinningTest
@@ -15,13 +17,7 @@ class FloorTest(ThinningTest):
     def install_entries(self) -> None:
         self.install_routes()
         assert self.client is not None
-        self.client.table_add(
-            "floor.policy",
-            "floor.every_d",
-            {"dst_addr": "0&&&0"},
-            {"d_segments": self.d, "mss_bytes": TcpFlow().mss},
-            priority=1,
-        )
+        set_floor_policy(self.client, PolicyParams.parse("every_d", [f"d={self.d}", f"mss={TcpFlow().mss}"]))
 
     def counts(self) -> tuple[int, int]:
         """(passed, thinned) from the stats counter."""
