@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -107,9 +108,10 @@ def start_make(args: list[str], env: dict[str, str] | None = None) -> subprocess
     )
 
 
-def wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
+def wait_for(up: Callable[[], bool], proc: subprocess.Popen[str], timeout_s: float) -> None:
+    """Until up() holds; a failure if proc ends first or timeout_s passes."""
     deadline = time.monotonic() + timeout_s
-    while not path.exists():
+    while not up():
         if proc.poll() is not None:
             out, _ = proc.communicate()
             pytest.fail(f"{proc.args} ended before it was up: {out[-3000:]}")
@@ -131,7 +133,7 @@ def test_make_stopped_from_outside_leaves_nothing(tmp_path: Path, target: str, h
     env = dict(os.environ, ACKWISE_SELFTEST_MARKER=str(marker), PYTEST_ADDOPTS="-o faulthandler_timeout=60")
     make = start_make([target, *args], env)
     try:
-        wait_for(marker, make, timeout_s=120)
+        wait_for(marker.exists, make, timeout_s=120)
         if how == "Ctrl-C":
             os.killpg(make.pid, signal.SIGINT)
         else:
@@ -237,14 +239,12 @@ def test_ptf_stopped_during_a_holdback_test_leaves_nothing() -> None:
     before = leftovers.Snapshot.take()
     make = start_make(["ptf", "TESTS=test_ack_holdback.HoldbackOneInFourTest"])
     try:
-        deadline = time.monotonic() + 120
         agent = ["pgrep", "-f", "-s", str(make.pid), "ackwise.holdback_agent"]
-        while subprocess.run(agent, stdout=subprocess.DEVNULL).returncode != 0:
-            if make.poll() is not None:
-                out, _ = make.communicate()
-                pytest.fail(f"make ptf ended before the agent was up: {out[-3000:]}")
-            assert time.monotonic() < deadline, "the hold-back agent not up within 120 s"
-            time.sleep(0.1)
+
+        def agent_up() -> bool:
+            return subprocess.run(agent, stdout=subprocess.DEVNULL).returncode == 0
+
+        wait_for(agent_up, make, timeout_s=120)
         make.send_signal(signal.SIGTERM)
         make.communicate(timeout=90)
     finally:
