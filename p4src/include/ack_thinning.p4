@@ -395,17 +395,22 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.flags = tcp.flags & TCP_FLAG_SYN != 0 ? w.flags[39:16] ++ ws_shift ++ w.flags[7:0] : w.flags;
     }
 
-    // The steps of each kind of segment, each one bmv2 step (p4c inlines the called actions),
-    // reading and writing only the registers that kind uses.
-    action data_segment() {
+    // The steps of each kind of segment. A step is an action: bmv2 runs each as one step, and p4c
+    // inlines the actions it calls. The data segment and the pure ACK are cut into several steps,
+    // each reading what the one before left in metadata (thinning_work_t): within one action p4c's
+    // copy propagation substitutes every field's expression into each later use, so the record
+    // written back at the end of one action for the whole segment was one expression of 414
+    // operators, and the action 1 335 (docs/performance.md, "Steps against operators").
+    // Each kind reads and writes only the registers it uses.
+    action data_segment_load() {
         load_record();
         load_other();
         data_reg.read(w.data, w.half);
         thinned_reg.read(w.thinned, w.half);
         window_scale();
-        track_data();
-        ack_sample();
-        ack_remember();
+    }
+
+    action data_segment_store() {
         store_record();
         store_other();
         data_reg.write(w.half, w.data);
@@ -426,9 +431,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         port_reg.write(w.half, egress_port);
     }
 
-    // A pure ACK up to the contract: its record, its facts, and the policy's own rule (acc's is
-    // evaluated again once its d is known).
-    action pure_ack() {
+    // A pure ACK up to its facts: its record, the other side's, and the counters.
+    action pure_ack_load() {
         stats.count(STAT_ACKS_SEEN);
         ack.pure_ack = true;
         load_record();
@@ -438,15 +442,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         thinned_reg.read(w.thinned, w.half);
         outcome_reg.read(w.outcome, w.half);
         window_scale();
-        ack_sample();
-        ack_facts();
-        policy_rule();
     }
 
-    // ...and after it: the outcome, and the record written back.
-    action pure_ack_outcome() {
-        ack_outcome();
-        ack_remember();
+    // ...and after the contract and the policy's rule (acc's is evaluated again once its d is
+    // known): the record and counters written back.
+    action pure_ack_store() {
         store_record();
         store_other();
         acks_reg.write(w.half, w.acks);
@@ -480,7 +480,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
                     }
                 } else if (has_data) {
-                    data_segment();
+                    data_segment_load();
+                    track_data();
+                    ack_sample();
+                    ack_remember();
+                    data_segment_store();
                     if (ipv4.ecn == 3 && params.policy == POLICY_ACC) {
                         acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
                     }
@@ -499,7 +503,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     if (ack.share_kind == AGENT_KIND_SHARE_KEEP || ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
                         to_agent();
                     } else {
-                        pure_ack();
+                        pure_ack_load();
+                        ack_sample();
+                        ack_facts();
+                        policy_rule();
                         safety.apply(w.fact_bits, w.reason);
                         if (params.policy == POLICY_ACC) {
                             bit<8> signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0)
@@ -556,7 +563,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                     || params.policy == POLICY_TACK || params.policy == POLICY_ACC)) {
                             holdback_agent_alive.apply(now, ack.hold);
                         }
-                        pure_ack_outcome();
+                        ack_outcome();
+                        ack_remember();
+                        pure_ack_store();
                         if (share && !ack.drop && !queue.full) {
                             // Queued: the flow's newest; an ACK the agent sent back is answered with
                             // the time until the flow has room for its next.
