@@ -11,7 +11,12 @@ and data-heavy (2 data segments of 1514 bytes per ACK). The sender offers more t
 can take; the rate is what the switch handled: packets out of it plus ACKs it thinned on purpose.
 
     python -m ackwise.experiments.bench [--seconds 3] [--rounds 3] [--offered-pps 30000] [--write-docs]
-        [--steps-only] [--keep-trace DIR] [--simple-switch PATH --label NAME]
+        [--steps-only] [--instructions-only | --no-instructions] [--keep-trace DIR]
+        [--simple-switch PATH --label NAME]
+
+Besides the rates it counts, for every configuration and mix, the instructions the switch executes
+per packet under callgrind (experiments/instructions.py): deterministic within about 2 %, where the
+rates and CPU times move by 10-30 % between rounds and up to 2x between invocations here.
 
 With --simple-switch, every switch of the run is that binary (for instance a bmv2 built with
 --disable-logging-macros); --write-docs then writes the table into its own block, named by --label.
@@ -42,6 +47,7 @@ from ackwise.policies import MSS_BYTES, Policy, PolicyParams
 from ackwise.processes import run_until_stopped
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 
+from . import instructions
 from .record import tool_versions
 
 N_FLOWS = 64  # the main table's; the flow sweep also runs FLOW_SWEEP flows
@@ -473,6 +479,14 @@ def _main(argv: list[str] | None) -> int:
         "--steps-only", action="store_true", help="only count the steps of a typical packet per policy"
     )
     parser.add_argument(
+        "--no-instructions", action="store_true", help="skip the instruction counts (callgrind)"
+    )
+    parser.add_argument(
+        "--instructions-only",
+        action="store_true",
+        help="only count the instructions per packet of every configuration (callgrind, a few minutes)",
+    )
+    parser.add_argument(
         "--keep-trace", type=Path, metavar="DIR", help="write the counted packets' trace lines into DIR"
     )
     parser.add_argument(
@@ -504,22 +518,30 @@ def _main(argv: list[str] | None) -> int:
         if not args.label:
             parser.error("--simple-switch needs --label (say which build it is)")
         os.environ[SIMPLE_SWITCH_ENV] = os.path.abspath(args.simple_switch)
-    if args.steps_only and args.write_docs:
-        parser.error("--write-docs needs the full run: drop --steps-only")
+    if (args.steps_only or args.instructions_only) and args.write_docs:
+        parser.error("--write-docs needs the full run: drop --steps-only / --instructions-only")
+    if args.instructions_only and args.no_instructions:
+        parser.error("--instructions-only and --no-instructions contradict each other")
+    count_instructions = not (args.steps_only or args.no_instructions)
+    if count_instructions and (missing := instructions.available()):
+        parser.error(missing)
     if os.geteuid() != 0:
         print("bench creates veth interfaces: run it as root", file=sys.stderr)
         return 2
     ifaces = bench_interfaces(os.getpid())
     results: list[Result] = []
     steps: list[Steps] = []
+    counted: list[instructions.Instructions] = []
     try:
         for sw, test in ifaces.values():
             veth(sw, test)
-        if not args.simple_switch:  # first: a few seconds, and a failure here costs no long run
+        if not args.simple_switch and not args.instructions_only:  # first: a failure here costs no long run
             for program, policy in configs:
                 steps += count_steps(program, policy, ifaces, 9591, args.keep_trace)
+        if count_instructions:
+            counted = count_instructions_of(configs, ifaces, 9592)
         runs: list[tuple[str, int, str, str | None]] = []  # (mix, flows, program, policy)
-        if not args.steps_only:
+        if not args.steps_only and not args.instructions_only:
             runs += [(mix, N_FLOWS, program, policy) for mix in MIXES for program, policy in configs]
             if not args.no_sweep:
                 sweep = (("forward_only", None), ("ack_switch", SWEEP_POLICY))
@@ -553,13 +575,15 @@ def _main(argv: list[str] | None) -> int:
         for sw, _ in ifaces.values():
             subprocess.run(["ip", "link", "del", sw], stderr=subprocess.DEVNULL)
     holdback_table = ""
-    if not args.no_holdback and not args.steps_only:
+    if not args.no_holdback and not args.steps_only and not args.instructions_only:
         from . import holdback_bench
 
         holdback_table = holdback_bench.render(holdback_bench.run(args.seconds, [1000.0, 2000.0, 4000.0]))
     table = render(results, args) if results else ""
     if steps:
         table = (table + "\n\n" if table else "") + render_steps(steps)
+    if counted:
+        table = (table + "\n\n" if table else "") + instructions.render(counted, N_FLOWS)
     if holdback_table:
         table += (
             "\n\nHold-back agent (every_d d=4, hold_ms=200, each ACK right behind its data):\n\n"
@@ -569,6 +593,33 @@ def _main(argv: list[str] | None) -> int:
     if args.write_docs:
         write_docs(table, args.label, sys.argv[1:] if argv is None else argv)
     return 0
+
+
+def count_instructions_of(
+    configs: list[tuple[str, str | None]], ifaces: dict[int, tuple[str, str]], thrift_port: int
+) -> list[instructions.Instructions]:
+    """Every configuration's instructions per packet on each mix (experiments/instructions.py)."""
+    counted = []
+    for mix, (n_data, n_acks) in MIXES.items():
+        per_round = n_data + n_acks
+        warmup = instructions.WARMUP_ROUNDS_PER_FLOW * N_FLOWS * per_round
+        frames = build_traffic(mix, (warmup + instructions.N_PACKETS) // per_round + 1)
+        for program, policy in configs:
+            per_packet, phv = instructions.count(
+                program_json(program),
+                lambda port, program=program, policy=policy: _routes_and_policy(port, policy, program),
+                frames,
+                warmup,
+                ifaces,
+                thrift_port,
+            )
+            counted.append(instructions.Instructions(program, policy or "-", mix, per_packet, phv))
+            print(
+                f"{mix:<10} {program:<14} {policy or '-':<12} {per_packet / 1000:7.1f} thousand instructions "
+                f"per packet (callgrind)",
+                flush=True,
+            )
+    return counted
 
 
 def _print(r: Result) -> None:

@@ -11,6 +11,7 @@ DEBIAN_PACKAGES=(
   iproute2 iptables ethtool procps psmisc
   mininet bridge-utils iputils-ping iperf3 tcpdump
   libnetfilter-queue-dev
+  valgrind   # make bench: instructions per packet (callgrind)
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -1,10 +1,11 @@
 """make bench's pure parts: the operator count of a traced packet, the metadata fields of a program,
-the rounds summarized."""
+the rounds summarized, the instruction counts read from callgrind."""
 
 from __future__ import annotations
 
 import pytest
 
+from ackwise.experiments import instructions
 from ackwise.experiments.bench import Result, expression_operators, metadata_fields, summarize
 
 
@@ -109,3 +110,40 @@ def test_metadata_fields_are_those_of_every_metadata_header_and_no_packet_header
     }
     # bmv2 resets the padding field too: it is a field of the header like any other
     assert metadata_fields(program) == 5
+
+
+ANNOTATED = """\
+--------------------------------------------------------------------------------
+Ir                     file:function
+--------------------------------------------------------------------------------
+1,085,892,887 (100.0%)  PROGRAM TOTALS
+  981,006,003 (90.34%)  ???:bm::Packet::Packet(unsigned int) [/usr/local/bin/simple_switch]
+  980,557,595 (90.30%)  ???:bm::PHVFactory::create() const [/usr/local/bin/simple_switch]
+   43,875,328 ( 4.04%)  ???:bm::PHV::reset_metadata() [/usr/local/bin/simple_switch]
+"""
+
+
+def test_the_instructions_of_a_function_are_read_from_its_own_line() -> None:
+    assert instructions.inclusive_instructions(ANNOTATED, "bm::PHVFactory::create") == 980_557_595
+    assert instructions.inclusive_instructions(ANNOTATED, "bm::PHV::reset_metadata") == 43_875_328
+    # PHV::reset is a prefix of PHV::reset_metadata: not the same function, and never called here.
+    assert instructions.inclusive_instructions(ANNOTATED, "bm::PHV::reset") == 0
+
+
+def test_the_total_is_the_dumps_totals_line() -> None:
+    assert instructions.total_instructions("events: Ir\nsummary: 1234\ntotals: 1234\n") == 1234
+    with pytest.raises(ValueError, match="no totals"):
+        instructions.total_instructions("events: Ir\n")
+
+
+def test_instruction_ratios_are_to_forward_only_of_the_same_mix() -> None:
+    rows = [
+        instructions.Instructions("forward_only", "-", "ack-heavy", 400_000, 0),
+        instructions.Instructions("ack_switch", "off", "ack-heavy", 600_000, 0),
+        instructions.Instructions("forward_only", "-", "data-heavy", 500_000, 0),
+        instructions.Instructions("ack_switch", "off", "data-heavy", 600_000, 1_500),
+    ]
+    table = instructions.render(rows, n_flows=64)
+    assert "| ack-heavy | ack_switch | off | 600 | 1.50 |" in table
+    assert "| data-heavy | ack_switch | off | 600 | 1.20 |" in table
+    assert "at most 1.5 thousand per packet" in table

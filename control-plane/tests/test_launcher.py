@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ackwise.bmv2.launcher import SwitchSpec
+from ackwise.bmv2.launcher import SwitchSpec, _is_simple_switch
 from ackwise.bmv2.toolchain import SIMPLE_SWITCH_ENV
 
 
@@ -46,3 +48,25 @@ def test_target_options_follow_the_program(simple_switch: Path) -> None:
     assert cmd[0] == str(simple_switch)
     assert cmd[cmd.index("prog.json") :] == ["prog.json", "--", "--enable-swap", "--cpu-port", "64"]
     assert cmd[1:5] == ["-i", "1@a", "-i", "2@b"]
+
+
+def test_a_wrapper_runs_the_switch_as_its_argument(simple_switch: Path) -> None:
+    cmd = SwitchSpec(
+        program_json="prog.json", ports={1: "a"}, wrapper=["valgrind", "--tool=callgrind"]
+    ).command()
+    assert cmd[:3] == ["valgrind", "--tool=callgrind", str(simple_switch)]
+
+
+def test_a_wrapped_switch_is_recognised_by_its_argument_and_only_when_wrapped(tmp_path: Path) -> None:
+    # A process whose first argument is not simple_switch but which has it among its arguments:
+    # how valgrind's process looks (/usr/bin/valgrind.bin --tool=callgrind .../simple_switch ...).
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", str(tmp_path / "simple_switch")]
+    )
+    try:
+        assert _is_simple_switch(proc.pid, wrapped=True)
+        assert not _is_simple_switch(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not _is_simple_switch(proc.pid, wrapped=True)

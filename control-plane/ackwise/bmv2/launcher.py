@@ -48,13 +48,16 @@ class SwitchSpec:
     cpu_port: int | None = None
     enable_swap: bool = True  # lets 'ackwise load' replace the running program
     extra_args: list[str] = field(default_factory=list)
+    # A command the switch runs under, its program last (valgrind for the bench's instruction
+    # counts); the process is then the wrapper's, with simple_switch among its arguments.
+    wrapper: list[str] = field(default_factory=list)
 
     @property
     def notifications_path(self) -> str:
         return f"/tmp/ackwise-bmv2-{self.thrift_port}-notifications.ipc"
 
     def command(self) -> list[str]:
-        cmd = [find_tool(SIMPLE_SWITCH)]
+        cmd = [*self.wrapper, find_tool(SIMPLE_SWITCH)]
         for port, iface in sorted(self.ports.items()):
             cmd += ["-i", f"{port}@{iface}"]
         cmd += ["--thrift-port", str(self.thrift_port), "--device-id", str(self.device_id)]
@@ -90,7 +93,7 @@ class RunningSwitch:
 
     @property
     def alive(self) -> bool:
-        return _is_simple_switch(self.pid)
+        return _is_simple_switch(self.pid, bool(self.spec.wrapper))
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop this switch (SIGTERM, then SIGKILL); a no-op if it already exited. Its
@@ -248,15 +251,17 @@ def listener(port: int) -> str:
     return "".join(f" by {name} (pid {pid})" for name, pid in users[:1])
 
 
-def _is_simple_switch(pid: int) -> bool:
-    """Whether pid is a simple_switch that still has a live thread. A multi-threaded process whose
-    main thread exited shows as a zombie while its other threads (and sockets) live on."""
+def _is_simple_switch(pid: int, wrapped: bool = False) -> bool:
+    """Whether pid is a simple_switch (or, wrapped, a process with simple_switch among its
+    arguments) that still has a live thread. A multi-threaded process whose main thread exited
+    shows as a zombie while its other threads (and sockets) live on."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return False
-    if cmdline and os.path.basename(cmdline.split(b"\0", 1)[0].decode(errors="replace")) != SIMPLE_SWITCH:
+    names = [os.path.basename(arg.decode(errors="replace")) for arg in cmdline.split(b"\0")]
+    if cmdline and SIMPLE_SWITCH not in (names if wrapped else names[:1]):
         return False
     for task in tasks:
         try:
