@@ -27,6 +27,22 @@ control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to) {
     }
 }
 
+// AccDelayFactor's working fields: a header made valid where it starts, not locals, so that only
+// acc's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
+header acc_work_h {
+    bit<8> stored;          // d as stored
+    bit<48> changed_at;     // when d last changed (us)
+    bit<8> pending;         // signals since
+    bit<8> delay;           // the new d
+    bit<48> rtt;            // RTTmin, or ACC_RTT_DEFAULT_US
+    bit<32> signals;
+    bit<8> cap;
+    bit<8> d_max;
+    bit<32> two_mss;
+    bit<1> rtt_passed;      // an RTT since the last change
+    bit<7> unused;
+}
+
 control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us, in bit<32> flight_bytes,
                        in bit<32> mss, in ack_policy_params_t params, out bit<32> d) {
     @name(".acc.d") register<bit<8>>(HALF_FLOWS) d_reg;
@@ -34,56 +50,55 @@ control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us,
     @name(".acc.changed_at_us") register<bit<48>>(HALF_FLOWS) changed_at_reg;
     @name(".acc.signals") register<bit<32>>(HALF_FLOWS) signals_reg;
 
-    apply {
-        bit<8> stored;
-        bit<48> changed_at;
-        bit<8> pending;
-        d_reg.read(stored, half);
-        changed_at_reg.read(changed_at, half);
-        acc_pending.read(pending, half);
-        bit<8> delay = stored == 0 ? 8w1 : stored;
-        bit<48> rtt = (bit<48>)(rtt_min_us == 0 ? ACC_RTT_DEFAULT_US : rtt_min_us);
-        // changed_at 0: d never changed (the switch's clock starts at 0 when it starts).
-        bool rtt_passed = changed_at == 0 || now - changed_at >= rtt;
+    acc_work_h w;
 
-        if (pending != 0) {
+    apply {
+        w.setValid();
+        d_reg.read(w.stored, half);
+        changed_at_reg.read(w.changed_at, half);
+        acc_pending.read(w.pending, half);
+        w.delay = w.stored == 0 ? 8w1 : w.stored;
+        w.rtt = (bit<48>)(rtt_min_us == 0 ? ACC_RTT_DEFAULT_US : rtt_min_us);
+        // changed_at 0: d never changed (the switch's clock starts at 0 when it starts).
+        w.rtt_passed = (bit<1>)(w.changed_at == 0 || now - w.changed_at >= w.rtt);
+
+        if (w.pending != 0) {
             // Signals within an RTT of the last change count once.
             acc_pending.write(half, 0);
-            if (rtt_passed) {
-                delay = delay << 1;
+            if (w.rtt_passed == 1) {
+                w.delay = w.delay << 1;
                 changed_at_reg.write(half, now);
-                bit<32> signals;
-                signals_reg.read(signals, half);
-                signals = signals + 1;
-                signals_reg.write(half, signals);
+                signals_reg.read(w.signals, half);
+                w.signals = w.signals + 1;
+                signals_reg.write(half, w.signals);
             }
-        } else if (rtt_passed && delay > 1) {
-            delay = delay - 1;
+        } else if (w.rtt_passed == 1 && w.delay > 1) {
+            w.delay = w.delay - 1;
             // One RTT at a time, so that ACKs after a long quiet spell keep stepping d down.
-            changed_at = changed_at + rtt;
-            changed_at_reg.write(half, changed_at);
+            w.changed_at = w.changed_at + w.rtt;
+            changed_at_reg.write(half, w.changed_at);
         }
 
         // d_max = min(cap, max(1, flight / 2 segments)): the largest x <= cap with 2 x MSS <= flight.
-        bit<8> cap = params.acc_d_cap > ACC_D_CAP_MAX ? ACC_D_CAP_MAX : params.acc_d_cap;
-        bit<8> d_max = 0;
-        bit<32> two_mss = mss << 1;
-        if (d_max + 64 <= cap && (bit<32>)(d_max + 64) * two_mss <= flight_bytes) { d_max = d_max + 64; }
-        if (d_max + 32 <= cap && (bit<32>)(d_max + 32) * two_mss <= flight_bytes) { d_max = d_max + 32; }
-        if (d_max + 16 <= cap && (bit<32>)(d_max + 16) * two_mss <= flight_bytes) { d_max = d_max + 16; }
-        if (d_max + 8 <= cap && (bit<32>)(d_max + 8) * two_mss <= flight_bytes) { d_max = d_max + 8; }
-        if (d_max + 4 <= cap && (bit<32>)(d_max + 4) * two_mss <= flight_bytes) { d_max = d_max + 4; }
-        if (d_max + 2 <= cap && (bit<32>)(d_max + 2) * two_mss <= flight_bytes) { d_max = d_max + 2; }
-        if (d_max + 1 <= cap && (bit<32>)(d_max + 1) * two_mss <= flight_bytes) { d_max = d_max + 1; }
-        if (d_max == 0) {
-            d_max = 1;
+        w.cap = params.acc_d_cap > ACC_D_CAP_MAX ? ACC_D_CAP_MAX : params.acc_d_cap;
+        w.d_max = 0;
+        w.two_mss = mss << 1;
+        if (w.d_max + 64 <= w.cap && (bit<32>)(w.d_max + 64) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 64; }
+        if (w.d_max + 32 <= w.cap && (bit<32>)(w.d_max + 32) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 32; }
+        if (w.d_max + 16 <= w.cap && (bit<32>)(w.d_max + 16) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 16; }
+        if (w.d_max + 8 <= w.cap && (bit<32>)(w.d_max + 8) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 8; }
+        if (w.d_max + 4 <= w.cap && (bit<32>)(w.d_max + 4) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 4; }
+        if (w.d_max + 2 <= w.cap && (bit<32>)(w.d_max + 2) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 2; }
+        if (w.d_max + 1 <= w.cap && (bit<32>)(w.d_max + 1) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 1; }
+        if (w.d_max == 0) {
+            w.d_max = 1;
         }
-        if (delay > d_max) {
-            delay = d_max;
+        if (w.delay > w.d_max) {
+            w.delay = w.d_max;
         }
-        d_reg.write(half, delay);
-        d_max_reg.write(half, d_max);
-        d = (bit<32>)delay;
+        d_reg.write(half, w.delay);
+        d_max_reg.write(half, w.d_max);
+        d = (bit<32>)w.delay;
     }
 }
 

@@ -65,9 +65,9 @@ const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this sta
 // ...or it lies inside a block of the ACK queued ahead of the waiting ACK (the previous slot's),
 // which reaches the sender first.
 #define SACK_BLOCK_SAID_AHEAD(l, r) ( \
-    (ahead_count >= 1 && SEQ_LEQ(ahead_sack[191:160], l) && SEQ_LEQ(r, ahead_sack[159:128])) \
-    || (ahead_count >= 2 && SEQ_LEQ(ahead_sack[127:96], l) && SEQ_LEQ(r, ahead_sack[95:64])) \
-    || (ahead_count >= 3 && SEQ_LEQ(ahead_sack[63:32], l) && SEQ_LEQ(r, ahead_sack[31:0])))
+    (ahead_count >= 1 && SEQ_LEQ(w.ahead_sack[191:160], l) && SEQ_LEQ(r, w.ahead_sack[159:128])) \
+    || (ahead_count >= 2 && SEQ_LEQ(w.ahead_sack[127:96], l) && SEQ_LEQ(r, w.ahead_sack[95:64])) \
+    || (ahead_count >= 3 && SEQ_LEQ(w.ahead_sack[63:32], l) && SEQ_LEQ(r, w.ahead_sack[31:0])))
 #define SACK_BLOCK_KEPT(l, r) (SACK_BLOCK_COVERED(l, r) || SACK_BLOCK_SAID_AHEAD(l, r))
 
 // Ingress, for a pure ACK of a coalescing flow. `absorbable`: the contract lets it be folded into
@@ -83,6 +83,29 @@ const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this sta
 // waiting ACK before one drops a block only the waiting ACK said. A block never ends up below the
 // ACK number it leaves with (which the sender would read as DSACK): the blocks that leave are
 // those of one ACK the receiver sent. Whether an ACK with SACK may be folded at all is the caller's.
+// The working fields of AckCoalesce and AckCoalesceDeparture. A header made valid where they
+// start, not locals: simple_switch sets every metadata field to zero for every packet it
+// receives, and p4c makes a metadata field of every local, so locals cost every packet of every
+// flow; a header's fields are set only when it is made valid, by the packets that coalesce
+// (docs/performance.md, "What every packet pays first").
+header coalesce_work_h {
+    bit<16> last_serial;
+    bit<32> open;           // the open slot's cell
+    bit<32> next;           // the next slot's cell
+    bit<64> newest_ack;     // the open (at egress: the departing) slot's newest state
+    bit<64> newest_ts;
+    bit<16> newest_window;
+    bit<192> newest_sack;
+    bit<56> state;          // the open (departing) slot's state
+    bit<56> ahead_state;    // the slot ahead
+    bit<64> ahead_ack;
+    bit<192> ahead_sack;
+    bit<56> next_state;
+    bit<62> counts;
+    bit<1> supersedes;      // look() for decide(): with the ACK ahead, this ACK says all the waiting one will
+    bit<1> unused;
+}
+
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
                     in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_t queue,
                     out bool absorb, out bit<16> serial) {
@@ -94,73 +117,59 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     // slot ahead, whose departure does not change what it says; decide() reads the slots' state,
     // which egress changes when a waiting ACK leaves, and writes, in one action (see `Ingress and
     // egress` in docs/ack-thinning.md).
-    bit<16> last_serial;
-    bit<32> open;
-    bit<32> next;
-    bit<64> newest_ack;
-    bit<64> newest_ts;
-    bit<16> newest_window;
-    bit<192> newest_sack;
-    bool supersedes;
+    coalesce_work_h w;
 
     action look() {
-        coalesce_last_serial.read(last_serial, half);
+        coalesce_last_serial.read(w.last_serial, half);
         bit<32> ring = half << COALESCE_SLOT_BITS;
-        open = ring | COALESCE_SLOT_OF(last_serial);
-        bit<32> prev = ring | COALESCE_SLOT_OF(last_serial - 1);
-        next = ring | COALESCE_SLOT_OF(last_serial + 1);
-        bit<56> state;
-        bit<56> ahead_state;
-        bit<64> ahead_ack;
-        bit<192> ahead_sack;
-        coalesce_state.read(state, open);
-        coalesce_newest_ack.read(newest_ack, open);
-        coalesce_newest_ts.read(newest_ts, open);
-        coalesce_newest_window.read(newest_window, open);
-        coalesce_newest_sack.read(newest_sack, open);
-        coalesce_state.read(ahead_state, prev);
-        coalesce_newest_ack.read(ahead_ack, prev);
-        coalesce_newest_sack.read(ahead_sack, prev);
+        w.open = ring | COALESCE_SLOT_OF(w.last_serial);
+        bit<32> prev = ring | COALESCE_SLOT_OF(w.last_serial - 1);
+        w.next = ring | COALESCE_SLOT_OF(w.last_serial + 1);
+        coalesce_state.read(w.state, w.open);
+        coalesce_newest_ack.read(w.newest_ack, w.open);
+        coalesce_newest_ts.read(w.newest_ts, w.open);
+        coalesce_newest_window.read(w.newest_window, w.open);
+        coalesce_newest_sack.read(w.newest_sack, w.open);
+        coalesce_state.read(w.ahead_state, prev);
+        coalesce_newest_ack.read(w.ahead_ack, prev);
+        coalesce_newest_sack.read(w.ahead_sack, prev);
 
         // The open slot's timestamp and SACK flags: set by ingress when its ACK is queued, and what
         // matters only while it waits (decide() checks that it still does).
-        bit<8> flags = state[7:0];
+        bit<8> flags = w.state[7:0];
         bool ts_matches = (flags & COALESCE_HAS_TS != 0) == opts.ts_present;
         bit<8> sack_count = (flags & COALESCE_SACK_MASK) >> 4;
         // The previous slot's ACK is queued ahead (its newest state is final: only the open slot
         // takes ACKs in) or has just left, and it is of this flow (not older than this ACK).
         bit<32> now32 = (bit<32>)now;
-        bool ahead = ahead_state[7:0] & (COALESCE_WAITING | COALESCE_SAID) != 0
-            && !SEQ_GEQ(now32, ahead_state[55:24]) && SEQ_LEQ(ahead_ack[63:32], tcp.ack_no);
-        bit<8> ahead_count = ahead ? (ahead_state[7:0] & COALESCE_SACK_MASK) >> 4 : 8w0;
-        bool sack_kept = (sack_count < 1 || SACK_BLOCK_KEPT(newest_sack[191:160], newest_sack[159:128]))
-            && (sack_count < 2 || SACK_BLOCK_KEPT(newest_sack[127:96], newest_sack[95:64]))
-            && (sack_count < 3 || SACK_BLOCK_KEPT(newest_sack[63:32], newest_sack[31:0]));
+        bool ahead = w.ahead_state[7:0] & (COALESCE_WAITING | COALESCE_SAID) != 0
+            && !SEQ_GEQ(now32, w.ahead_state[55:24]) && SEQ_LEQ(w.ahead_ack[63:32], tcp.ack_no);
+        bit<8> ahead_count = ahead ? (w.ahead_state[7:0] & COALESCE_SACK_MASK) >> 4 : 8w0;
+        bool sack_kept = (sack_count < 1 || SACK_BLOCK_KEPT(w.newest_sack[191:160], w.newest_sack[159:128]))
+            && (sack_count < 2 || SACK_BLOCK_KEPT(w.newest_sack[127:96], w.newest_sack[95:64]))
+            && (sack_count < 3 || SACK_BLOCK_KEPT(w.newest_sack[63:32], w.newest_sack[31:0]));
         // Only ever forward: a newer ACK number, right edge and timestamps than the waiting ACK
         // will carry already.
-        bool forward = SEQ_GEQ(tcp.ack_no, newest_ack[63:32]) && SEQ_GEQ(right_edge, newest_ack[31:0])
-            && (!opts.ts_present || (SEQ_GEQ(opts.ts_val, newest_ts[63:32])
-                                     && SEQ_GEQ(opts.ts_ecr, newest_ts[31:0])));
+        bool forward = SEQ_GEQ(tcp.ack_no, w.newest_ack[63:32]) && SEQ_GEQ(right_edge, w.newest_ack[31:0])
+            && (!opts.ts_present || (SEQ_GEQ(opts.ts_val, w.newest_ts[63:32])
+                                     && SEQ_GEQ(opts.ts_ecr, w.newest_ts[31:0])));
         // With the ACK ahead, it says everything the waiting ACK will say, and more.
-        supersedes = ts_matches && sack_kept && forward;
+        w.supersedes = (bit<1>)(ts_matches && sack_kept && forward);
     }
 
     action decide() {
-        bit<62> counts;
-        bit<56> state;
-        bit<56> next_state;
-        coalesce_counts.read(counts, half);
-        coalesce_state.read(state, open);
-        coalesce_state.read(next_state, next);
+        coalesce_counts.read(w.counts, half);
+        coalesce_state.read(w.state, w.open);
+        coalesce_state.read(w.next_state, w.next);
         bit<32> now32 = (bit<32>)now;
-        bit<32> deadline = state[55:24];
-        bit<16> waiting_serial = state[23:8];
-        bit<8> flags = state[7:0];
+        bit<32> deadline = w.state[55:24];
+        bit<16> waiting_serial = w.state[23:8];
+        bit<8> flags = w.state[7:0];
         bool pending = flags & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, deadline);
         bool folded = flags & COALESCE_FOLDED != 0;
         bit<8> sack_count = (flags & COALESCE_SACK_MASK) >> 4;
         absorb = absorbable && pending && flags & COALESCE_CLOSED == 0 && sack_count == opts.sack_blocks
-            && supersedes;
+            && w.supersedes == 1;
         // Queued: it becomes a waiting ACK if it may be rewritten and the queue will keep it. It
         // takes the next slot if that one is free, and the open slot's ACK, no longer open, leaves
         // with the state it took in. Else it takes the open slot over, if that slot's ACK has taken
@@ -170,21 +179,21 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // rewritten ACK never overtakes anything of its flow. With one slot, a flow whose closed
         // waiting ACK sat deep in a slow queue had every ACK queued one by one until it left
         // (seconds; docs/ack-thinning.md).
-        bool next_free = next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, next_state[55:24]);
-        bool conflict = pending && folded && !supersedes;
+        bool next_free = w.next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, w.next_state[55:24]);
+        bool conflict = pending && folded && w.supersedes == 0;
         bool start = !absorb && eligible && !queue.full && (next_free || !conflict);
         bool advance = start && next_free;
         bool stays = !absorb && !start && pending && folded;
-        bit<16> serial_count = (last_serial >> COALESCE_SLOT_BITS) + 1;
+        bit<16> serial_count = (w.last_serial >> COALESCE_SLOT_BITS) + 1;
         bit<16> count_nonzero = serial_count << COALESCE_SLOT_BITS == 0 ? 16w1 : serial_count;
-        bit<16> slot = advance ? last_serial + 1 : last_serial;
+        bit<16> slot = advance ? w.last_serial + 1 : w.last_serial;
         bit<16> new_serial = count_nonzero << COALESCE_SLOT_BITS
             | (slot & (bit<16>)(COALESCE_SLOTS - 1));
         serial = start ? new_serial : 0;
-        coalesce_last_serial.write(half, start ? new_serial : last_serial);
+        coalesce_last_serial.write(half, start ? new_serial : w.last_serial);
 
         // What is written goes to the next slot when this ACK advances, else to the open one.
-        bit<32> cell = advance ? next : open;
+        bit<32> cell = advance ? w.next : w.open;
         bit<8> ts_flag = opts.ts_present ? COALESCE_HAS_TS : 8w0;
         bit<8> sack_flag = (opts.sack_blocks << 4) & COALESCE_SACK_MASK;
         bit<8> new_flags = absorb ? flags | COALESCE_FOLDED
@@ -192,15 +201,16 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         bit<32> new_deadline = start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : deadline;
         coalesce_state.write(cell, new_deadline ++ (start ? new_serial : waiting_serial) ++ new_flags);
         bool record = absorb || start;
-        coalesce_newest_ack.write(cell, record ? tcp.ack_no ++ right_edge : newest_ack);
-        coalesce_newest_ts.write(cell, record ? opts.ts_val ++ opts.ts_ecr : newest_ts);
-        coalesce_newest_window.write(cell, record ? tcp.window : newest_window);
+        coalesce_newest_ack.write(cell, record ? tcp.ack_no ++ right_edge : w.newest_ack);
+        coalesce_newest_ts.write(cell, record ? opts.ts_val ++ opts.ts_ecr : w.newest_ts);
+        coalesce_newest_window.write(cell, record ? tcp.window : w.newest_window);
         coalesce_newest_sack.write(cell, record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
-            ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : newest_sack);
-        coalesce_counts.write(half, absorb ? counts + (1 << 31) : counts);
+            ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : w.newest_sack);
+        coalesce_counts.write(half, absorb ? w.counts + (1 << 31) : w.counts);
     }
 
     apply {
+        w.setValid();
         look();
         decide();
     }
@@ -213,38 +223,35 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
                              in tcp_options_meta_t opts, out bool rewrite, out bit<32> ack_no,
                              out bit<16> window, out bit<32> ts_val, out bit<32> ts_ecr,
                              out bit<192> sack) {
+    coalesce_work_h w;
+
     action depart() {
         bit<32> cell = half << COALESCE_SLOT_BITS | COALESCE_SLOT_OF(serial);
-        bit<56> state;
-        bit<64> newest_ack;
-        bit<64> newest_ts;
-        bit<16> newest_window;
-        bit<192> newest_sack;
-        bit<62> counts;
-        coalesce_state.read(state, cell);
-        coalesce_newest_ack.read(newest_ack, cell);
-        coalesce_newest_ts.read(newest_ts, cell);
-        coalesce_newest_window.read(newest_window, cell);
-        coalesce_newest_sack.read(newest_sack, cell);
-        coalesce_counts.read(counts, half);
+        coalesce_state.read(w.state, cell);
+        coalesce_newest_ack.read(w.newest_ack, cell);
+        coalesce_newest_ts.read(w.newest_ts, cell);
+        coalesce_newest_window.read(w.newest_window, cell);
+        coalesce_newest_sack.read(w.newest_sack, cell);
+        coalesce_counts.read(w.counts, half);
 
-        bool mine = state[7:0] & COALESCE_WAITING != 0 && state[23:8] == serial;
+        bool mine = w.state[7:0] & COALESCE_WAITING != 0 && w.state[23:8] == serial;
         coalesce_state.write(cell, mine ? ((bit<32>)now + COALESCE_SAID_US) ++ serial
-            ++ (COALESCE_SAID | (state[7:0] & COALESCE_SACK_MASK)) : state);
-        ack_no = newest_ack[63:32];
-        window = newest_window;
-        ts_val = newest_ts[63:32];
-        ts_ecr = newest_ts[31:0];
-        sack = newest_sack;
+            ++ (COALESCE_SAID | (w.state[7:0] & COALESCE_SACK_MASK)) : w.state);
+        ack_no = w.newest_ack[63:32];
+        window = w.newest_window;
+        ts_val = w.newest_ts[63:32];
+        ts_ecr = w.newest_ts[31:0];
+        sack = w.newest_sack;
         bit<192> own_sack = opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1 ++ opts.sack_right_1
             ++ opts.sack_left_2 ++ opts.sack_right_2;
         rewrite = mine && (ack_no != tcp.ack_no || window != tcp.window
             || (opts.ts_present && (ts_val != opts.ts_val || ts_ecr != opts.ts_ecr))
             || (opts.sack_blocks != 0 && sack != own_sack));
-        coalesce_counts.write(half, rewrite ? counts + 1 : counts);
+        coalesce_counts.write(half, rewrite ? w.counts + 1 : w.counts);
     }
 
     apply {
+        w.setValid();
         depart();
     }
 }

@@ -35,46 +35,54 @@ control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_met
     }
 }
 
+// AckFilterDequeue's working fields: a header made valid where it starts, not locals, so that only
+// filter's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
+header filter_work_h {
+    bit<32> newest_serial;  // the half-flow's newest ACK: its serial, ACK number, TSval, ECE/CWR
+    bit<32> newest_ack;
+    bit<32> newest_ts_val;
+    bit<8> newest_ece_cwr;
+    bit<32> capacity;       // the egress queue's, in packets
+    bit<32> n;              // a count read and written back
+}
+
 control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t ack, in port_t port,
                          in bit<19> enq_qdepth, in bit<19> deq_qdepth, out bool drop) {
     // [0] forwarded, [1] filtered, [2] kept because the queue may have tail-dropped the newer ACK
     @name(".ack_filter.stats") counter(3, CounterType.packets) stats;
 
+    filter_work_h w;
+
     apply {
-        bit<32> newest_serial;
-        bit<32> newest_ack;
-        bit<32> newest_ts_val;
-        bit<8> newest_ece_cwr;
-        filter_serial.read(newest_serial, ack.half);
-        filter_newest_ack.read(newest_ack, ack.half);
-        filter_newest_ts_val.read(newest_ts_val, ack.half);
-        filter_newest_ece_cwr.read(newest_ece_cwr, ack.half);
+        w.setValid();
+        filter_serial.read(w.newest_serial, ack.half);
+        filter_newest_ack.read(w.newest_ack, ack.half);
+        filter_newest_ts_val.read(w.newest_ts_val, ack.half);
+        filter_newest_ece_cwr.read(w.newest_ece_cwr, ack.half);
         // The newer ACK must really be in the queue: bmv2 tail-drops at enqueue, after ingress
         // recorded it. While this ACK waited, the queue held at most enq_qdepth packets ahead of
         // it, itself, and deq_qdepth behind it (all of which entered after it); if that stayed
         // below the capacity, no packet that arrived meanwhile was tail-dropped.
-        bit<32> capacity;
-        queue_capacity.read(capacity, (bit<32>)port);
-        if (capacity == 0) {
-            capacity = BMV2_DEFAULT_QUEUE_DEPTH;
+        queue_capacity.read(w.capacity, (bit<32>)port);
+        if (w.capacity == 0) {
+            w.capacity = BMV2_DEFAULT_QUEUE_DEPTH;
         }
-        bool no_tail_drop = (bit<32>)enq_qdepth + 1 + (bit<32>)deq_qdepth < capacity;
-        drop = no_tail_drop && newest_serial != ack.filter_serial
-            && SEQ_GEQ(newest_ack, tcp.ack_no)
-            && (!opts.ts_present || SEQ_GEQ(newest_ts_val, opts.ts_val))
-            && newest_ece_cwr == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
-        bit<32> n;
+        bool no_tail_drop = (bit<32>)enq_qdepth + 1 + (bit<32>)deq_qdepth < w.capacity;
+        drop = no_tail_drop && w.newest_serial != ack.filter_serial
+            && SEQ_GEQ(w.newest_ack, tcp.ack_no)
+            && (!opts.ts_present || SEQ_GEQ(w.newest_ts_val, opts.ts_val))
+            && w.newest_ece_cwr == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
         if (drop) {
             stats.count(1);
-            filter_filtered.read(n, ack.half);
-            filter_filtered.write(ack.half, n + 1);
+            filter_filtered.read(w.n, ack.half);
+            filter_filtered.write(ack.half, w.n + 1);
         } else {
-            if (!no_tail_drop && newest_serial != ack.filter_serial) {
+            if (!no_tail_drop && w.newest_serial != ack.filter_serial) {
                 stats.count(2);
             }
             stats.count(0);
-            filter_forwarded.read(n, ack.half);
-            filter_forwarded.write(ack.half, n + 1);
+            filter_forwarded.read(w.n, ack.half);
+            filter_forwarded.write(ack.half, w.n + 1);
         }
     }
 }

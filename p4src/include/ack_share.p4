@@ -47,26 +47,34 @@
 #define SHARE_HOLDING(held, now) \
     (SHARE_HANDED(held) != SHARE_TAKEN(held) && (now) - SHARE_CHANGED(held) < SHARE_STALL_US)
 
+// The working fields of AckShare and AckShareQueued: a header made valid where they start, not
+// locals, so that only the queue share's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
+header share_work_h {
+    bit<96> queued;     // share.queued_us of the half-flow
+    bit<80> held;       // share.held
+    bit<62> counts;     // share.counts
+    bit<2> unused;
+}
+
 // Ingress, for a pure ACK of a sharing flow, before anything else looks at it. `kind`:
 // AGENT_KIND_SHARE_KEEP (a fresh ACK goes to the agent), AGENT_KIND_SHARE_BOUNCED (one the agent
 // sent back goes back to it), AGENT_KIND_SHARE_TAKEN (one the agent sent back is taken: the
 // caller sets the wait with AckShareQueued), or 0 (a fresh ACK that stays, or the agent is gone).
 control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool agent_alive,
                  out bit<16> kind, out bit<32> wait_us) {
+    share_work_h w;
+
     action check() {
-        bit<96> queued;
-        bit<80> held;
-        bit<62> counts;
-        share_queued.read(queued, half);
-        share_held.read(held, half);
-        share_counts.read(counts, half);
-        bit<48> older = queued[95:48];
+        share_queued.read(w.queued, half);
+        share_held.read(w.held, half);
+        share_counts.read(w.counts, half);
+        bit<48> older = w.queued[95:48];
         // The older of the flow's two newest queued ACKs has not left: the flow has its share.
         bool full = older > now;
-        bit<16> handed = SHARE_HANDED(held);
-        bit<16> taken = SHARE_TAKEN(held);
-        bit<48> changed = SHARE_CHANGED(held);
-        bool holding = agent_alive && SHARE_HOLDING(held, now);
+        bit<16> handed = SHARE_HANDED(w.held);
+        bit<16> taken = SHARE_TAKEN(w.held);
+        bit<48> changed = SHARE_CHANGED(w.held);
+        bool holding = agent_alive && SHARE_HOLDING(w.held, now);
         bool keep = !from_agent && agent_alive && (holding || full);
         bool bounce = from_agent && agent_alive && full;
         bool take = from_agent && !bounce;
@@ -77,10 +85,11 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
         bit<16> base = holding ? taken : handed;
         bit<16> new_taken = take && holding ? base + 1 : base;
         share_held.write(half, SHARE_HELD(keep ? handed + 1 : handed, new_taken, keep || take ? now : changed));
-        share_counts.write(half, counts + (keep ? 62w1 << 31 : 62w0) + (bounce ? 62w1 : 62w0));
+        share_counts.write(half, w.counts + (keep ? 62w1 << 31 : 62w0) + (bounce ? 62w1 : 62w0));
     }
 
     apply {
+        w.setValid();
         check();
     }
 }
@@ -89,15 +98,17 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
 // its departure becomes the flow's newest. `wait_us`: until the flow has room again (the older of
 // its two newest, the one queued before this, leaves).
 control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure_us, out bit<32> wait_us) {
+    share_work_h w;
+
     action queued() {
-        bit<96> queued;
-        share_queued.read(queued, half);
-        bit<48> newer = queued[47:0];
+        share_queued.read(w.queued, half);
+        bit<48> newer = w.queued[47:0];
         share_queued.write(half, newer ++ departure_us);
         wait_us = newer > now ? (bit<32>)(newer - now) : 32w0;
     }
 
     apply {
+        w.setValid();
         queued();
     }
 }
