@@ -102,10 +102,13 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // The packet's flow record: ours, taken over (empty, closed or idle past the reclaim time), or
     // another live flow's (a collision: the packet passes untouched). A taken-over slot gets its
     // new key in reset_records().
+    // The slot as read by claim(), for claim_write(): two actions, so that p4c does not substitute
+    // the ownership test into each of the slot's new fields (copy propagation stops at an action).
+    bit<63> stored;
+
     action claim() {
         bit<32> stored_a;
         bit<32> stored_b;
-        bit<63> stored;
         bit<48> reclaim_idle_us;
         w.half = w.slot << 1 | (bit<32>)w.direction;
         w.other = w.slot << 1 | (bit<32>)(w.direction ^ 1);
@@ -124,9 +127,15 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.fresh = take_over;
         w.collision = !w.owned;
         w.idle = ours && params.idle_us != 0 && (bit<48>)silent_ticks > (bit<48>)(params.idle_us >> 10);
+    }
+
+    // The slot's ports, last seen and closed bit, for a record this packet owns.
+    action claim_write() {
+        bool ours = w.owned && !w.fresh;
+        bool closed = stored[0:0] == 1;
         bool closing = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
         bit<1> closed_now = (bit<1>)(w.owned && (closing || (ours && closed)));
-        stored = w.owned ? w.key_ports ++ now_ticks ++ closed_now : stored;
+        stored = w.owned ? w.key_ports ++ (bit<30>)(now >> 10) ++ closed_now : stored;
         slot_reg.write(w.slot, stored);
     }
 
@@ -466,6 +475,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         if (params.policy != POLICY_OFF || from_agent) {
             flow_key.apply(ipv4, tcp, w.key_a, w.key_b, w.key_ports, w.slot, w.direction);
             claim();
+            claim_write();
             if (w.collision) {
                 stats.count(STAT_COLLISIONS);
             } else {
