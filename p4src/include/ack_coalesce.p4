@@ -92,6 +92,7 @@ header coalesce_work_h {
     bit<16> last_serial;
     bit<32> open;           // the open slot's cell
     bit<32> next;           // the next slot's cell
+    bit<32> prev;           // the previous slot's cell (the ACK ahead)
     bit<64> newest_ack;     // the open (at egress: the departing) slot's newest state
     bit<64> newest_ts;
     bit<16> newest_window;
@@ -119,20 +120,26 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     // egress` in docs/ack-thinning.md).
     coalesce_work_h w;
 
-    action look() {
+    // The ring's cells, in an action of their own: p4c substitutes a cell's expression into each
+    // register index of the action that computes it, and gives each such index a temporary, a
+    // metadata field every packet pays for (docs/performance.md).
+    action slots() {
         coalesce_last_serial.read(w.last_serial, half);
         bit<32> ring = half << COALESCE_SLOT_BITS;
         w.open = ring | COALESCE_SLOT_OF(w.last_serial);
-        bit<32> prev = ring | COALESCE_SLOT_OF(w.last_serial - 1);
+        w.prev = ring | COALESCE_SLOT_OF(w.last_serial - 1);
         w.next = ring | COALESCE_SLOT_OF(w.last_serial + 1);
+    }
+
+    action look() {
         coalesce_state.read(w.state, w.open);
         coalesce_newest_ack.read(w.newest_ack, w.open);
         coalesce_newest_ts.read(w.newest_ts, w.open);
         coalesce_newest_window.read(w.newest_window, w.open);
         coalesce_newest_sack.read(w.newest_sack, w.open);
-        coalesce_state.read(w.ahead_state, prev);
-        coalesce_newest_ack.read(w.ahead_ack, prev);
-        coalesce_newest_sack.read(w.ahead_sack, prev);
+        coalesce_state.read(w.ahead_state, w.prev);
+        coalesce_newest_ack.read(w.ahead_ack, w.prev);
+        coalesce_newest_sack.read(w.ahead_sack, w.prev);
 
         // The open slot's timestamp and SACK flags: set by ingress when its ACK is queued, and what
         // matters only while it waits (decide() checks that it still does).
@@ -190,7 +197,10 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         bit<16> new_serial = count_nonzero << COALESCE_SLOT_BITS
             | (slot & (bit<16>)(COALESCE_SLOTS - 1));
         serial = start ? new_serial : 0;
-        coalesce_last_serial.write(half, start ? new_serial : w.last_serial);
+        // Each new value goes into the field it was read into, then is written (a write of an
+        // expression gets a temporary: a metadata field).
+        w.last_serial = start ? new_serial : w.last_serial;
+        coalesce_last_serial.write(half, w.last_serial);
 
         // What is written goes to the next slot when this ACK advances, else to the open one.
         bit<32> cell = advance ? w.next : w.open;
@@ -199,18 +209,25 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         bit<8> new_flags = absorb ? flags | COALESCE_FOLDED
             : (start ? COALESCE_WAITING | ts_flag | sack_flag : (stays ? flags | COALESCE_CLOSED : 8w0));
         bit<32> new_deadline = start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : deadline;
-        coalesce_state.write(cell, new_deadline ++ (start ? new_serial : waiting_serial) ++ new_flags);
+        w.state = new_deadline ++ (start ? new_serial : waiting_serial) ++ new_flags;
+        coalesce_state.write(cell, w.state);
         bool record = absorb || start;
-        coalesce_newest_ack.write(cell, record ? tcp.ack_no ++ right_edge : w.newest_ack);
-        coalesce_newest_ts.write(cell, record ? opts.ts_val ++ opts.ts_ecr : w.newest_ts);
-        coalesce_newest_window.write(cell, record ? tcp.window : w.newest_window);
-        coalesce_newest_sack.write(cell, record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
-            ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : w.newest_sack);
-        coalesce_counts.write(half, absorb ? w.counts + (1 << 31) : w.counts);
+        w.newest_ack = record ? tcp.ack_no ++ right_edge : w.newest_ack;
+        w.newest_ts = record ? opts.ts_val ++ opts.ts_ecr : w.newest_ts;
+        w.newest_window = record ? tcp.window : w.newest_window;
+        w.newest_sack = record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
+            ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : w.newest_sack;
+        w.counts = absorb ? w.counts + (1 << 31) : w.counts;
+        coalesce_newest_ack.write(cell, w.newest_ack);
+        coalesce_newest_ts.write(cell, w.newest_ts);
+        coalesce_newest_window.write(cell, w.newest_window);
+        coalesce_newest_sack.write(cell, w.newest_sack);
+        coalesce_counts.write(half, w.counts);
     }
 
     apply {
         w.setValid();
+        slots();
         look();
         decide();
     }
@@ -225,8 +242,13 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
                              out bit<192> sack) {
     coalesce_work_h w;
 
+    // The departing ACK's cell, in an action of its own (see AckCoalesce.slots()).
+    action departing_slot() {
+        w.open = half << COALESCE_SLOT_BITS | COALESCE_SLOT_OF(serial);
+    }
+
     action depart() {
-        bit<32> cell = half << COALESCE_SLOT_BITS | COALESCE_SLOT_OF(serial);
+        bit<32> cell = w.open;
         coalesce_state.read(w.state, cell);
         coalesce_newest_ack.read(w.newest_ack, cell);
         coalesce_newest_ts.read(w.newest_ts, cell);
@@ -235,8 +257,9 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
         coalesce_counts.read(w.counts, half);
 
         bool mine = w.state[7:0] & COALESCE_WAITING != 0 && w.state[23:8] == serial;
-        coalesce_state.write(cell, mine ? ((bit<32>)now + COALESCE_SAID_US) ++ serial
-            ++ (COALESCE_SAID | (w.state[7:0] & COALESCE_SACK_MASK)) : w.state);
+        w.state = mine ? ((bit<32>)now + COALESCE_SAID_US) ++ serial
+            ++ (COALESCE_SAID | (w.state[7:0] & COALESCE_SACK_MASK)) : w.state;
+        coalesce_state.write(cell, w.state);
         ack_no = w.newest_ack[63:32];
         window = w.newest_window;
         ts_val = w.newest_ts[63:32];
@@ -247,11 +270,13 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
         rewrite = mine && (ack_no != tcp.ack_no || window != tcp.window
             || (opts.ts_present && (ts_val != opts.ts_val || ts_ecr != opts.ts_ecr))
             || (opts.sack_blocks != 0 && sack != own_sack));
-        coalesce_counts.write(half, rewrite ? w.counts + 1 : w.counts);
+        w.counts = rewrite ? w.counts + 1 : w.counts;
+        coalesce_counts.write(half, w.counts);
     }
 
     apply {
         w.setValid();
+        departing_slot();
         depart();
     }
 }
