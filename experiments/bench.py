@@ -30,7 +30,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import statistics
 import struct
 import subprocess
@@ -48,6 +47,7 @@ from ackwise.processes import run_until_stopped
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 
 from . import instructions
+from .rawsend import send_paced, senders
 from .record import tool_versions
 
 N_FLOWS = 64  # the main table's; the flow sweep also runs FLOW_SWEEP flows
@@ -220,27 +220,13 @@ def measure(
     running = start_switch(spec)
     try:
         _routes_and_policy(thrift_port, policy, program)
-        socks = {}
-        for port, (_, test_side) in ifaces.items():
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            s.bind((test_side, 0))
-            socks[port] = s
         time.sleep(0.2)
         rx_before = {p: _rx(t) for p, (_, t) in ifaces.items()}
         cpu_before = cpu_s(running.pid)
         # Pace in batches of 100 frames to the offered rate for `seconds`.
         total = min(len(frames), int(offered_pps * seconds))
-        start = time.monotonic()
-        for i in range(0, total, 100):
-            for port, frame in frames[i : i + 100]:
-                try:
-                    socks[port].send(frame)
-                except OSError:
-                    pass
-            ahead = start + (i + 100) / offered_pps - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-        sent_s = time.monotonic() - start
+        with senders({p: t for p, (_, t) in ifaces.items()}) as socks:
+            sent_s = send_paced(socks, frames[:total], offered_pps, batch=100, drop_refused=True)
         time.sleep(0.5)  # let the switch drain what it accepted
         forwarded = sum(_rx(t) - rx_before[p] for p, (_, t) in ifaces.items())
         cpu = cpu_s(running.pid) - cpu_before
@@ -253,8 +239,6 @@ def measure(
                         client.counter_read(THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
                         + client.counter_read(FILTER_STATS, 1).packets
                     )
-        for s in socks.values():
-            s.close()
         return Result(
             program,
             policy or "-",
@@ -383,16 +367,10 @@ def count_steps(
             ]
             frames += [(1, segment(1, host1, host2, 20000, 5001, 1000 + 20 * MSS_BYTES, 1, MSS_BYTES))]
             frames += [(2, segment(2, host2, host1, 5001, 20000, 1, 1000 + 5 * MSS_BYTES, 0))]
-            socks = {}
-            for port, (_, test_side) in ifaces.items():
-                socks[port] = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-                socks[port].bind((test_side, 0))
-            for port, frame in frames:
-                socks[port].send(frame)
-                time.sleep(0.01)  # one at a time: the trace's packet ids follow the sending order
+            # One at a time, 10 ms apart: the trace's packet ids follow the sending order.
+            with senders({p: t for p, (_, t) in ifaces.items()}) as socks:
+                send_paced(socks, frames, 100.0)
             time.sleep(0.3)
-            for s in socks.values():
-                s.close()
         finally:
             running.stop()
         text = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("trace.log*")))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from ackwise.processes import stop_process
 from ackwise.thinning import THINNING_STATS, ThinningStat, set_default_policy
 
 from .bench import segment, veth
+from .rawsend import send_paced, senders
 
 N_FLOWS = 64
 CPU_PORT = 3
@@ -95,25 +95,9 @@ def measure(
             )
         time.sleep(0.3)
         frames = build_traffic(int(rate_pps * seconds / 2) + 1)
-        socks = {}
-        for port in (1, 2):
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            s.bind((ifaces[port][1], 0))
-            socks[port] = s
-        start = time.monotonic()
-        for i in range(0, len(frames), 50):
-            for port, frame in frames[i : i + 50]:
-                try:
-                    socks[port].send(frame)
-                except OSError:
-                    pass
-            ahead = start + (i + 50) / rate_pps - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-        sent_s = time.monotonic() - start
-        time.sleep(0.5)
-        for s in socks.values():
-            s.close()
+        with senders({port: ifaces[port][1] for port in (1, 2)}) as socks:
+            sent_s = send_paced(socks, frames, rate_pps, batch=50, drop_refused=True)
+            time.sleep(0.5)
         with SwitchClient("localhost", thrift_port) as client:
             held = client.counter_read(THINNING_STATS, ThinningStat.ACKS_HELD).packets
         stop_process(agent, timeout_s=10)

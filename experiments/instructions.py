@@ -17,7 +17,6 @@ pool then grows; at full speed it holds one or two); the result says how much it
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
+
+from .rawsend import send_paced, senders
 
 WARMUP_ROUNDS_PER_FLOW = 2  # every flow past its first packets (first ACK, probe)
 WARMUP_PPS = 200.0  # instrumentation off: valgrind's core alone, about 5x slower than native
@@ -89,15 +90,6 @@ def _totals(out_file: Path) -> tuple[int, int]:
     )
 
 
-def _send(socks: dict[int, socket.socket], frames: list[tuple[int, bytes]], rate_pps: float) -> None:
-    start = time.monotonic()
-    for i, (port, frame) in enumerate(frames):
-        socks[port].send(frame)
-        ahead = start + (i + 1) / rate_pps - time.monotonic()
-        if ahead > 0:
-            time.sleep(ahead)
-
-
 def count(
     program_json: str,
     configure: Callable[[int], None],
@@ -128,26 +120,21 @@ def count(
             ],
         )
         running = start_switch(spec, timeout_s=START_TIMEOUT_S)
-        socks: dict[int, socket.socket] = {}
         try:
             configure(thrift_port)
-            for port, (_, test_side) in ifaces.items():
-                socks[port] = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-                socks[port].bind((test_side, 0))
-            _send(socks, frames[:warmup], WARMUP_PPS)
-            time.sleep(1.0)
-            _control(running.pid, "--instr=on")
-            _control(running.pid, "--zero")
-            _send(socks, frames[warmup : warmup + n_packets], rate_pps)
-            time.sleep(2.0)  # the last packets through the pipeline
+            with senders({p: t for p, (_, t) in ifaces.items()}) as socks:
+                send_paced(socks, frames[:warmup], WARMUP_PPS)
+                time.sleep(1.0)
+                _control(running.pid, "--instr=on")
+                _control(running.pid, "--zero")
+                send_paced(socks, frames[warmup : warmup + n_packets], rate_pps)
+                time.sleep(2.0)  # the last packets through the pipeline
             _control(running.pid, "--dump")
             dumps = sorted(Path(tmp).glob("callgrind.out*"), key=lambda p: p.stat().st_mtime)
             if not dumps:
                 raise RuntimeError(f"callgrind wrote no counts into {tmp}")
             total, phv = _totals(dumps[-1])
         finally:
-            for s in socks.values():
-                s.close()
             running.stop(timeout_s=30.0)
     return (total - phv) / n_packets, phv / n_packets
 

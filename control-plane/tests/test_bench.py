@@ -147,3 +147,45 @@ def test_instruction_ratios_are_to_forward_only_of_the_same_mix() -> None:
     assert "| ack-heavy | ack_switch | off | 600 | 1.50 |" in table
     assert "| data-heavy | ack_switch | off | 600 | 1.20 |" in table
     assert "at most 1.5 thousand per packet" in table
+
+
+class _Port:
+    """A sending socket that records frames, and refuses the ones named."""
+
+    def __init__(self, refuse: set[bytes] = frozenset()) -> None:  # type: ignore[assignment]
+        self.sent: list[bytes] = []
+        self.refuse = refuse
+
+    def send(self, frame: bytes) -> int:
+        if frame in self.refuse:
+            raise OSError(105, "No buffer space available")
+        self.sent.append(frame)
+        return len(frame)
+
+
+def test_frames_go_out_in_order_on_their_ports_and_a_refused_one_only_when_allowed() -> None:
+    from ackwise.experiments.rawsend import send_paced
+
+    frames = [(1, b"a"), (2, b"b"), (1, b"c"), (2, b"d")]
+    ports = {1: _Port(), 2: _Port(refuse={b"d"})}
+    send_paced(ports, frames, rate_pps=1e6, batch=3, drop_refused=True)  # type: ignore[arg-type]
+    assert ports[1].sent == [b"a", b"c"] and ports[2].sent == [b"b"]
+    with pytest.raises(OSError):
+        send_paced({1: _Port(), 2: _Port(refuse={b"d"})}, frames, rate_pps=1e6)  # type: ignore[arg-type]
+
+
+def test_sending_waits_after_each_batch_until_the_rate_catches_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ackwise.experiments import rawsend
+
+    clock = [0.0]  # sending takes no time; only sleeping moves the clock
+    monkeypatch.setattr(rawsend.time, "monotonic", lambda: clock[0])
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 9))
+        clock[0] += seconds
+
+    monkeypatch.setattr(rawsend.time, "sleep", sleep)
+    took_s = rawsend.send_paced({1: _Port()}, [(1, b"x")] * 10, rate_pps=100.0, batch=4)  # type: ignore[arg-type]
+    assert slept == [0.04, 0.04, 0.04]  # batches of 4, 4, 2: each batch's slots end at 40, 80, 120 ms
+    assert took_s == pytest.approx(0.12)
