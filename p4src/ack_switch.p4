@@ -51,7 +51,7 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
             ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
                                standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
                                queue, from_agent,
-                               meta.ack_policy, meta.ack, meta.thinning);
+                               meta.ack_policy, meta.ack);
             if (meta.ack.hold || meta.ack.share_kind != 0) {
                 // The agent gets a copy of the ACK as it arrived; what it is to do with it travels
                 // with it (hold-back: the hold time; the queue share: how long to wait, 0 for one

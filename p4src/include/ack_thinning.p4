@@ -12,7 +12,7 @@
 // and p4c makes a table of every run of statements between two conditions. So a half-flow record
 // is packed into a few registers, read in one action and written back in one action, and the
 // decisions are values computed inside actions rather than chains of if-statements. The working
-// state lives in metadata (thinning_work_t) so that the actions can share it.
+// state lives in a header (thinning_work_h) so that the actions can share it.
 //
 // Thrift reads a register cell as a signed 64-bit value and saturates anything wider or larger, so
 // every register the control plane reads is at most 63 bits wide; the others (read only here) use
@@ -52,9 +52,86 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // sack_high is set
 #define REC_ABOVE_FWD 391:288
 #define REC_BELOW_FWD 223:0
 
+// The stage's working state for one packet: its flow record, loaded once and stored once, and
+// what the steps hand each other. A header made valid where the stage starts on a packet, not
+// metadata: simple_switch sets every metadata field to zero for every packet it receives, so
+// under `off` (and in every program sharing the metadata) each field cost every packet; a
+// header's fields are set to zero only when it is made valid (bmv2's add_header), by the packets
+// the stage looks at.
+// Action locals live here too: p4c makes a metadata field of each (docs/performance.md, "What
+// every packet pays first"). Never emitted; bmv2 adds its size to the packet length register,
+// which nothing in the programs reads.
+header thinning_work_h {
+    bit<32> key_a;
+    bit<32> key_b;
+    bit<32> key_ports;
+    bit<32> slot;
+    bit<32> half;
+    bit<32> other;
+    bit<63> stored;             // the slot word as claim() read it, for claim_write()
+    bit<32> stored_a;
+    bit<32> stored_b;
+    bit<48> reclaim_idle_us;
+    bit<63> data;
+    bit<63> data_other;
+    bit<62> acks;
+    bit<62> thinned;
+    bit<39> outcome;
+    bit<63> rtt_other;
+    bit<40> flags;
+    bit<40> flags_other;
+    bit<64> seq;
+    bit<64> fwd;
+    bit<64> ts;
+    bit<64> sack;
+    bit<32> high;
+    bit<64> probe;
+    bit<64> probe_other;
+    bit<RECORD_BITS> record;        // this half's internal record as read, and as written back
+    bit<RECORD_BITS> record_other;  // the other half's internal record as read
+    bit<32> ack_last;
+    bit<32> window_bytes;
+    bit<32> window_last_bytes;
+    bit<8> ece_cwr;
+    bit<13> fact_bits;          // the safety contract's facts (FACT_* in ack_safety.p4)
+    keep_reason_t reason;
+    bit<32> acked_since_fwd;
+    bit<32> data_end_other;
+    bit<32> mss;
+    bit<32> acc_d;              // acc's delay factor for this ACK (set only for acc)
+    bit<32> held;               // hold-back's count of held ACKs
+    bit<1> direction;
+    bool owned;
+    bool fresh;
+    bool collision;
+    bool empty;
+    bool idle;
+    bool ack_valid;
+    bool policy_keep;
+    bool absorbed;              // folded into the flow's waiting ACK (coalescing)
+    bool retransmission;
+    bool start_probe;
+    bit<1> unused;
+}
+
+// What only an ACK the agent sends back (released()) or a coalescing ACK uses: a header of its
+// own, made valid on those paths, so that the common ones do not pay for its fields.
+header thinning_rare_h {
+    bit<80> share;              // the queue share's record (ack_share.p4)
+    bit<32> held_released;
+    bool shared;
+    bool newer;
+    bool held_back;
+    bool agent_alive;
+    bool rewritable;
+    bool foldable;
+    bool eligible;
+    bit<1> unused;
+}
+
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
                     in time_us_t now, in port_t egress_port, in queue_view_t queue, in bool from_agent,
-                    inout ack_policy_params_t params, inout ack_meta_t ack, inout thinning_work_t w) {
+                    inout ack_policy_params_t params, inout ack_meta_t ack) {
     FlowKey() flow_key;
     AckPolicySelect() policy_select;
     AckSafety() safety;
@@ -102,27 +179,26 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // The packet's flow record: ours, taken over (empty, closed or idle past the reclaim time), or
     // another live flow's (a collision: the packet passes untouched). A taken-over slot gets its
     // new key in reset_records().
-    // The slot as read by claim(), for claim_write(): two actions, so that p4c does not substitute
-    // the ownership test into each of the slot's new fields (copy propagation stops at an action).
-    bit<63> stored;
+    thinning_work_h w;
+    thinning_rare_h rare;
 
+    // The slot is read by claim() and written by claim_write(): two actions, so that p4c does not
+    // substitute the ownership test into each of the slot's new fields (copy propagation stops at
+    // an action).
     action claim() {
-        bit<32> stored_a;
-        bit<32> stored_b;
-        bit<48> reclaim_idle_us;
         w.half = w.slot << 1 | (bit<32>)w.direction;
         w.other = w.slot << 1 | (bit<32>)(w.direction ^ 1);
-        key_a_reg.read(stored_a, w.slot);
-        key_b_reg.read(stored_b, w.slot);
-        slot_reg.read(stored, w.slot);
-        config.read(reclaim_idle_us, 0);
-        reclaim_idle_us = reclaim_idle_us == 0 ? RECLAIM_IDLE_DEFAULT_US : reclaim_idle_us;
+        key_a_reg.read(w.stored_a, w.slot);
+        key_b_reg.read(w.stored_b, w.slot);
+        slot_reg.read(w.stored, w.slot);
+        config.read(w.reclaim_idle_us, 0);
+        w.reclaim_idle_us = w.reclaim_idle_us == 0 ? RECLAIM_IDLE_DEFAULT_US : w.reclaim_idle_us;
         bit<30> now_ticks = (bit<30>)(now >> 10);
-        bit<30> silent_ticks = now_ticks - stored[30:1];
-        bool closed = stored[0:0] == 1;
-        bool ours = stored_a == w.key_a && stored_b == w.key_b && stored[62:31] == w.key_ports;
-        w.empty = stored_a == 0 && stored_b == 0 && stored[62:31] == 0;
-        bool take_over = !ours && (w.empty || closed || (bit<48>)silent_ticks > reclaim_idle_us >> 10);
+        bit<30> silent_ticks = now_ticks - w.stored[30:1];
+        bool closed = w.stored[0:0] == 1;
+        bool ours = w.stored_a == w.key_a && w.stored_b == w.key_b && w.stored[62:31] == w.key_ports;
+        w.empty = w.stored_a == 0 && w.stored_b == 0 && w.stored[62:31] == 0;
+        bool take_over = !ours && (w.empty || closed || (bit<48>)silent_ticks > w.reclaim_idle_us >> 10);
         w.owned = ours || take_over;
         w.fresh = take_over;
         w.collision = !w.owned;
@@ -132,11 +208,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // The slot's ports, last seen and closed bit, for a record this packet owns.
     action claim_write() {
         bool ours = w.owned && !w.fresh;
-        bool closed = stored[0:0] == 1;
+        bool closed = w.stored[0:0] == 1;
         bool closing = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
         bit<1> closed_now = (bit<1>)(w.owned && (closing || (ours && closed)));
-        stored = w.owned ? w.key_ports ++ (bit<30>)(now >> 10) ++ closed_now : stored;
-        slot_reg.write(w.slot, stored);
+        w.stored = w.owned ? w.key_ports ++ (bit<30>)(now >> 10) ++ closed_now : w.stored;
+        slot_reg.write(w.slot, w.stored);
     }
 
     // A record taken over starts empty on both sides, before anything reads it: the internal
@@ -146,14 +222,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         stats.count(w.empty ? STAT_NEW_FLOWS : STAT_RECLAIMED);
         key_a_reg.write(w.slot, w.key_a);
         key_b_reg.write(w.slot, w.key_b);
-        bit<63> data;
-        bit<63> data_other;
-        data_reg.read(data, w.half);
-        data_reg.read(data_other, w.other);
-        data = data[62:31] ++ 31w0;
-        data_other = data_other[62:31] ++ 31w0;
-        data_reg.write(w.half, data);
-        data_reg.write(w.other, data_other);
+        data_reg.read(w.data, w.half);
+        data_reg.read(w.data_other, w.other);
+        w.data = w.data[62:31] ++ 31w0;
+        w.data_other = w.data_other[62:31] ++ 31w0;
+        data_reg.write(w.half, w.data);
+        data_reg.write(w.other, w.data_other);
         record_reg.write(w.half, 0);
         record_reg.write(w.other, 0);
         acks_reg.write(w.half, 0);
@@ -208,40 +282,39 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // and answered as taken with no wait, so the agent sends the flow's next at once and hands
     // back everything it holds, in order (no answer would leave it resending the oldest forever).
     action released() {
-        bit<32> held_released;
-        bit<80> share;
+        rare.setValid();
         record_reg.read(w.record, w.half);
         acks_reg.read(w.acks, w.half);
         thinned_reg.read(w.thinned, w.half);
         outcome_reg.read(w.outcome, w.half);
-        holdback_released.read(held_released, w.half);
-        share_held.read(share, w.half);
-        bit<16> handed = SHARE_HANDED(share);
-        bit<16> taken = SHARE_TAKEN(share);
-        bool shared = SHARE_HOLDING(share, now);
+        holdback_released.read(rare.held_released, w.half);
+        share_held.read(rare.share, w.half);
+        bit<16> handed = SHARE_HANDED(rare.share);
+        bit<16> taken = SHARE_TAKEN(rare.share);
+        rare.shared = SHARE_HOLDING(rare.share, now);
         bit<64> forwarded = w.record[REC_FWD];
         bool pure = payload_len == 0 && tcp.flags & TCP_FLAG_ACK != 0;
-        bool newer = pure && SEQ_GT(tcp.ack_no, forwarded[63:32]);
-        bool held_back = newer && !shared;
-        ack.drop = pure && !newer && !shared;
-        ack.share_kind = shared ? AGENT_KIND_SHARE_TAKEN : 16w0;
+        rare.newer = pure && SEQ_GT(tcp.ack_no, forwarded[63:32]);
+        rare.held_back = rare.newer && !rare.shared;
+        ack.drop = pure && !rare.newer && !rare.shared;
+        ack.share_kind = rare.shared ? AGENT_KIND_SHARE_TAKEN : 16w0;
         ack.share_wait_us = 0;
         // Each new value goes into the field it was read into, then is written: p4c gives most
         // register writes of an expression a temporary of their own, a metadata field bmv2 resets
         // for every packet (docs/performance.md, "What every packet pays first").
-        share = shared ? SHARE_HELD(handed, taken + 1, now) : share;
-        w.record = newer ? w.record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ w.record[REC_BELOW_FWD]
+        rare.share = rare.shared ? SHARE_HELD(handed, taken + 1, now) : rare.share;
+        w.record = rare.newer ? w.record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ w.record[REC_BELOW_FWD]
                          : w.record;
-        w.acks = shared ? w.acks + (1 << 31) + 1 : (newer ? w.acks + 1 : w.acks);
-        w.thinned = held_back ? w.thinned - (1 << 31) : w.thinned;
-        w.outcome = held_back ? w.outcome[38:8] ++ KEEP_RELEASED : w.outcome;
-        held_released = held_back ? held_released + 1 : held_released;
-        share_held.write(w.half, share);
+        w.acks = rare.shared ? w.acks + (1 << 31) + 1 : (rare.newer ? w.acks + 1 : w.acks);
+        w.thinned = rare.held_back ? w.thinned - (1 << 31) : w.thinned;
+        w.outcome = rare.held_back ? w.outcome[38:8] ++ KEEP_RELEASED : w.outcome;
+        rare.held_released = rare.held_back ? rare.held_released + 1 : rare.held_released;
+        share_held.write(w.half, rare.share);
         record_reg.write(w.half, w.record);
         acks_reg.write(w.half, w.acks);
         thinned_reg.write(w.half, w.thinned);
         outcome_reg.write(w.half, w.outcome);
-        holdback_released.write(w.half, held_released);
+        holdback_released.write(w.half, rare.held_released);
     }
 
     // ---- data this side sends: data_end, the segment count, retransmissions, the RTT probe ----
@@ -250,15 +323,15 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         bit<32> end = tcp.seq_no + (bit<32>)payload_len;
         bit<32> data_end = w.data[62:31];
         bool known = state & HALF_DATA_VALID != 0;
-        bool retransmission = known && SEQ_LEQ(end, data_end);
+        w.retransmission = known && SEQ_LEQ(end, data_end);
         bool probing = state & HALF_PROBE != 0;
-        bool start_probe = !retransmission && !probing;
+        w.start_probe = !w.retransmission && !probing;
         w.data = (!known || SEQ_GT(end, data_end) ? end : data_end) ++ (w.data[30:0] + 1);
-        w.thinned = retransmission ? w.thinned + 1 : w.thinned;
-        w.probe = start_probe ? end ++ (bit<32>)now : w.probe;
+        w.thinned = w.retransmission ? w.thinned + 1 : w.thinned;
+        w.probe = w.start_probe ? end ++ (bit<32>)now : w.probe;
         // A probe is running after new data (started now or before), and cancelled by a
         // retransmission (Karn: no RTT sample across one).
-        w.flags = w.flags[39:8] ++ (state & ~HALF_PROBE | HALF_DATA_VALID | (retransmission ? 8w0 : HALF_PROBE));
+        w.flags = w.flags[39:8] ++ (state & ~HALF_PROBE | HALF_DATA_VALID | (w.retransmission ? 8w0 : HALF_PROBE));
     }
 
     // ---- every segment with an ACK: an RTT sample, and what "the previous ACK" means ----
@@ -384,10 +457,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         ack.drop = thinned || ack.hold || w.absorbed;
         stats.count(w.absorbed ? STAT_ACKS_ABSORBED
             : (thinned ? STAT_ACKS_THINNED : (ack.hold ? STAT_ACKS_HELD : STAT_ACKS_PASSED)));
-        bit<32> held;
-        holdback_held.read(held, w.half);
-        held = ack.hold ? held + 1 : held;
-        holdback_held.write(w.half, held);
+        holdback_held.read(w.held, w.half);
+        w.held = ack.hold ? w.held + 1 : w.held;
+        holdback_held.write(w.half, w.held);
     }
 
     // A pure ACK the queue share hands to the agent (to keep, or back to it again): nothing of the
@@ -406,7 +478,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
 
     // The steps of each kind of segment. A step is an action: bmv2 runs each as one step, and p4c
     // inlines the actions it calls. The data segment and the pure ACK are cut into several steps,
-    // each reading what the one before left in metadata (thinning_work_t): within one action p4c's
+    // each reading what the one before left in the working header (thinning_work_h): within one action p4c's
     // copy propagation substitutes every field's expression into each later use, so the record
     // written back at the end of one action for the whole segment was one expression of 414
     // operators, and the action 1 335 (docs/performance.md, "Steps against operators").
@@ -444,6 +516,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     action pure_ack_load() {
         stats.count(STAT_ACKS_SEEN);
         ack.pure_ack = true;
+        w.acc_d = 0;            // set by acc's delay factor only
+        w.absorbed = false;     // set by coalescing only
         load_record();
         load_other();
         data_reg.read(w.data_other, w.other);
@@ -473,6 +547,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         // What the agent sends back is looked at under any policy: `off` too may find the agent
         // holding a flow's queue-share ACKs (the policy was coalesce when they were handed over).
         if (params.policy != POLICY_OFF || from_agent) {
+            w.setValid();
             flow_key.apply(ipv4, tcp, w.key_a, w.key_b, w.key_ports, w.slot, w.direction);
             claim();
             claim_write();
@@ -506,9 +581,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     // goes back to it.
                     bool share = params.policy == POLICY_COALESCE && queue.modelled;
                     if (share) {
-                        bool agent_alive;
-                        share_agent_alive.apply(now, agent_alive);
-                        ack_share.apply(w.half, now, from_agent, agent_alive, ack.share_kind, ack.share_wait_us);
+                        rare.setValid();
+                        share_agent_alive.apply(now, rare.agent_alive);
+                        ack_share.apply(w.half, now, from_agent, rare.agent_alive, ack.share_kind, ack.share_wait_us);
                     }
                     if (ack.share_kind == AGENT_KIND_SHARE_KEEP || ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
                         to_agent();
@@ -541,7 +616,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                 && (w.reason != KEEP_NONE || w.policy_keep))) {
                             // Never rewritten or folded: options the switch does not interpret, and
                             // SACK blocks it cannot rewrite (any layout but Linux's one-step one).
-                            bool rewritable = !opts.unknown_present && (opts.sack_blocks == 0 || opts.sack_one_step);
+                            rare.setValid();
+                            rare.rewritable = !opts.unknown_present && (opts.sack_blocks == 0 || opts.sack_one_step);
                             // An ACK with SACK blocks whose only news is in them (a duplicate ACK, SACK
                             // news) is folded: the waiting ACK leaves with its blocks, and
                             // AckCoalesce folds it only if they say all the waiting ACK's blocks said.
@@ -556,11 +632,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             bit<13> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
                                 | (window_update || opts.sack_blocks != 0 ? FACT_DUP_ACK : 0)
                                 | (opts.sack_blocks != 0 ? FACT_SACK_NEWS : 0);
-                            bool foldable = w.fact_bits & ~foldable_news == 0;
-                            bool eligible = rewritable && (foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
+                            rare.foldable = w.fact_bits & ~foldable_news == 0;
+                            rare.eligible = rare.rewritable && (rare.foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
                                 || w.reason == KEEP_ECE_CWR_CHANGE || w.reason == KEEP_WINDOW_REOPEN);
-                            coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, rewritable && foldable,
-                                           eligible, queue, w.absorbed, ack.coalesce_serial);
+                            coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, rare.rewritable && rare.foldable,
+                                           rare.eligible, queue, w.absorbed, ack.coalesce_serial);
                             if (w.reason == KEEP_NONE && !w.absorbed) {
                                 w.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
                             }

@@ -309,55 +309,6 @@ struct ap_meta_t {
     bit<32> ack_ts_ecr;
 }
 
-// The thinning stage's working state for one packet: its flow record, loaded once and stored once
-// (ack_thinning.p4). Metadata, so that the stage's actions can share it; v1model starts every
-// packet with its metadata zeroed, which the stage relies on for the fields it sets only on some
-// paths (acc_d, absorbed, and in ack_meta_t below).
-struct thinning_work_t {
-    bit<32> key_a;
-    bit<32> key_b;
-    bit<32> key_ports;
-    bit<32> slot;
-    bit<1> direction;
-    bit<32> half;
-    bit<32> other;
-    bool owned;
-    bool fresh;
-    bool collision;
-    bool empty;
-    bool idle;
-    bit<63> data;
-    bit<63> data_other;
-    bit<62> acks;
-    bit<62> thinned;
-    bit<39> outcome;
-    bit<63> rtt_other;
-    bit<40> flags;
-    bit<40> flags_other;
-    bit<64> seq;
-    bit<64> fwd;
-    bit<64> ts;
-    bit<64> sack;
-    bit<32> high;
-    bit<64> probe;
-    bit<64> probe_other;
-    bit<392> record;            // this half's internal record as read, and as written back (RECORD_BITS)
-    bit<392> record_other;      // the other half's internal record as read (RECORD_BITS in ack_thinning.p4)
-    bool ack_valid;
-    bit<32> ack_last;
-    bit<32> window_bytes;
-    bit<32> window_last_bytes;
-    bit<8> ece_cwr;
-    bit<13> fact_bits;          // the safety contract's facts (FACT_* in ack_safety.p4)
-    keep_reason_t reason;
-    bool policy_keep;
-    bit<32> acked_since_fwd;
-    bit<32> data_end_other;
-    bit<32> mss;
-    bit<32> acc_d;              // acc's delay factor for this ACK (set only for acc)
-    bool absorbed;              // folded into the flow's waiting ACK (coalescing)
-}
-
 // Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
 struct local_metadata_t {
     parser_meta_t parser_meta;
@@ -368,7 +319,6 @@ struct local_metadata_t {
     bool tcp_rewritten;         // a TCP field changed: recompute the TCP checksum
     ack_policy_params_t ack_policy;
     ack_meta_t ack;
-    thinning_work_t thinning;
     ap_meta_t ap;
     bool tcp_rewritten_no_payload;  // a TCP header rewritten for a packet whose payload is cut off
     // A pure ACK's header and options rewritten (coalescing): the checksum covers them and nothing
