@@ -478,10 +478,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
 
     // The steps of each kind of segment. A step is an action: bmv2 runs each as one step, and p4c
     // inlines the actions it calls. The data segment and the pure ACK are cut into several steps,
-    // each reading what the one before left in the working header (thinning_work_h): within one action p4c's
-    // copy propagation substitutes every field's expression into each later use, so the record
-    // written back at the end of one action for the whole segment was one expression of 414
-    // operators, and the action 1 335 (docs/performance.md, "Steps against operators").
+    // each reading what the one before left in the working header (thinning_work_h): within one
+    // action p4c's copy propagation substitutes every field's expression into each later use, so
+    // the record written back at the end of one action for the whole segment was one expression
+    // of 414 operators, and the action 1 335 (docs/performance.md, "Steps against operators").
     // Each kind reads and writes only the registers it uses.
     action data_segment_load() {
         load_record();
