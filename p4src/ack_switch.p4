@@ -29,6 +29,15 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
     AckThinning() ack_thinning;
     AckFilterEnqueue() ack_filter_enqueue;
 
+    // In an action: in the apply block p4c turns each ?: into a branch with a temporary, a
+    // metadata field every packet pays for.
+    action copy_to_agent() {
+        meta.hold_ms = meta.ack.hold ? meta.ack_policy.hold_ms : 16w0;
+        meta.agent_kind = meta.ack.hold ? AGENT_KIND_HOLD : meta.ack.share_kind;
+        meta.agent_arg = meta.ack.hold ? meta.ack.hold_base_ack : meta.ack.share_wait_us;
+        clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
+    }
+
     apply {
         bool from_agent;
         bool heartbeat;
@@ -57,10 +66,7 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                 // with it (hold-back: the hold time; the queue share: how long to wait, 0 for one
                 // it sent back after the policy stopped being coalesce, which is not a pure ACK
                 // here).
-                meta.hold_ms = meta.ack.hold ? meta.ack_policy.hold_ms : 16w0;
-                meta.agent_kind = meta.ack.hold ? AGENT_KIND_HOLD : meta.ack.share_kind;
-                meta.agent_arg = meta.ack.hold ? meta.ack.hold_base_ack : meta.ack.share_wait_us;
-                clone_preserving_field_list(CloneType.I2E, HOLDBACK_SESSION, HOLDBACK_FIELD_LIST_ID);
+                copy_to_agent();
             }
             if (meta.ack.pure_ack && meta.ack_policy.policy == POLICY_FILTER) {
                 ack_filter_enqueue.apply(hdr.tcp, meta.tcp_opts, meta.ack);
@@ -69,7 +75,7 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
         if (drop_malformed || drop_forwarding || meta.ack.drop) {
             mark_to_drop(standard_metadata);
         } else {
-            queue_commit.apply(standard_metadata, standard_metadata.egress_spec, queue);
+            queue_commit.apply(standard_metadata, queue);
         }
     }
 }
@@ -81,8 +87,6 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
     AccSignal() acc_signal_marked;
     AccSignal() acc_signal_queue;
     AckCoalesceDeparture() coalesce_departure;
-    SetTimestamps() set_timestamps;
-    SetSackBlocks() set_sack_blocks;
 
     apply {
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
@@ -117,32 +121,9 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
         // The rest is about pure ACKs the thinning stage evaluated.
         if (meta.ack.pure_ack) {
             if (meta.ack.coalesce_serial != 0) {
-                bool rewrite;
-                bit<32> ack_no;
-                bit<16> window;
-                bit<32> ts_val;
-                bit<32> ts_ecr;
-                bit<192> sack;
                 coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial,
-                                         standard_metadata.egress_global_timestamp, hdr.tcp, meta.tcp_opts, rewrite,
-                                         ack_no, window, ts_val, ts_ecr, sack);
-                if (rewrite) {
-                    // The waiting ACK leaves carrying the newest state of the ACKs folded into it.
-                    hdr.tcp.ack_no = ack_no;
-                    hdr.tcp.window = window;
-                    if (meta.tcp_opts.ts_present) {
-                        set_timestamps.apply(hdr, meta.tcp_opts.ts_index, ts_val, ts_ecr);
-                    }
-                    if (meta.tcp_opts.sack_blocks != 0) {
-                        set_sack_blocks.apply(hdr, sack);
-                    }
-                    // A pure ACK: nothing of TCP follows its options. Bytes after the IPv4 packet
-                    // (an Ethernet trailer) go, and the checksum covers the header and options
-                    // only: over bmv2's payload it took in a non-zero trailer and came out wrong
-                    // (the fuzzer's "extend" mutation, ptf-tests/test_fuzz_findings.py).
-                    meta.tcp_rewritten_header_only = true;
-                    truncate((bit<32>)hdr.ipv4.total_len + 14);
-                }
+                                         standard_metadata.egress_global_timestamp, hdr, meta.tcp_opts,
+                                         meta.tcp_rewritten_header_only);
             }
             if (meta.ack.filter_candidate) {
                 bool drop;

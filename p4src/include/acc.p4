@@ -52,7 +52,9 @@ control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us,
 
     acc_work_h w;
 
-    apply {
+    // The ?: below in actions: in an apply block p4c turns each into a branch with a temporary,
+    // a metadata field every packet pays for.
+    action start() {
         w.setValid();
         d_reg.read(w.stored, half);
         changed_at_reg.read(w.changed_at, half);
@@ -61,6 +63,16 @@ control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us,
         w.rtt = (bit<48>)(rtt_min_us == 0 ? ACC_RTT_DEFAULT_US : rtt_min_us);
         // changed_at 0: d never changed (the switch's clock starts at 0 when it starts).
         w.rtt_passed = (bit<1>)(w.changed_at == 0 || now - w.changed_at >= w.rtt);
+    }
+
+    action bounds() {
+        w.cap = params.acc_d_cap > ACC_D_CAP_MAX ? ACC_D_CAP_MAX : params.acc_d_cap;
+        w.d_max = 0;
+        w.two_mss = mss << 1;
+    }
+
+    apply {
+        start();
 
         if (w.pending != 0) {
             // Signals within an RTT of the last change count once.
@@ -80,9 +92,7 @@ control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us,
         }
 
         // d_max = min(cap, max(1, flight / 2 segments)): the largest x <= cap with 2 x MSS <= flight.
-        w.cap = params.acc_d_cap > ACC_D_CAP_MAX ? ACC_D_CAP_MAX : params.acc_d_cap;
-        w.d_max = 0;
-        w.two_mss = mss << 1;
+        bounds();
         if (w.d_max + 64 <= w.cap && (bit<32>)(w.d_max + 64) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 64; }
         if (w.d_max + 32 <= w.cap && (bit<32>)(w.d_max + 32) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 32; }
         if (w.d_max + 16 <= w.cap && (bit<32>)(w.d_max + 16) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 16; }

@@ -104,7 +104,13 @@ header coalesce_work_h {
     bit<56> next_state;
     bit<62> counts;
     bit<1> supersedes;      // look() for decide(): with the ACK ahead, this ACK says all the waiting one will
-    bit<1> unused;
+    bit<1> rewrite;         // at egress: the departing ACK leaves with the newest state folded into it
+    bit<32> frame_bytes;    // at egress: the departing ACK's Ethernet frame without any trailer
+    bit<32> cell;           // decide(): the cell written (the next slot's or the open one's)
+    bit<16> new_serial;     // decide(): the serial of a new waiting ACK
+    bool start;             // decide(): this ACK becomes a waiting ACK
+    bool mine;              // at egress: the departing ACK's slot is still its own
+    bit<6> unused;
 }
 
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
@@ -188,40 +194,43 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // (seconds; docs/ack-thinning.md).
         bool next_free = w.next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, w.next_state[55:24]);
         bool conflict = pending && folded && w.supersedes == 0;
-        bool start = !absorb && eligible && !queue.full && (next_free || !conflict);
-        bool advance = start && next_free;
-        bool stays = !absorb && !start && pending && folded;
+        w.start = !absorb && eligible && !queue.full && (next_free || !conflict);
+        bool advance = w.start && next_free;
+        bool stays = !absorb && !w.start && pending && folded;
         bit<16> serial_count = (w.last_serial >> COALESCE_SLOT_BITS) + 1;
         bit<16> count_nonzero = serial_count << COALESCE_SLOT_BITS == 0 ? 16w1 : serial_count;
         bit<16> slot = advance ? w.last_serial + 1 : w.last_serial;
-        bit<16> new_serial = count_nonzero << COALESCE_SLOT_BITS
+        w.new_serial = count_nonzero << COALESCE_SLOT_BITS
             | (slot & (bit<16>)(COALESCE_SLOTS - 1));
-        serial = start ? new_serial : 0;
+        serial = w.start ? w.new_serial : 0;
         // Each new value goes into the field it was read into, then is written (a write of an
         // expression gets a temporary: a metadata field).
-        w.last_serial = start ? new_serial : w.last_serial;
+        w.last_serial = w.start ? w.new_serial : w.last_serial;
         coalesce_last_serial.write(half, w.last_serial);
 
         // What is written goes to the next slot when this ACK advances, else to the open one.
-        bit<32> cell = advance ? w.next : w.open;
+        w.cell = advance ? w.next : w.open;
         bit<8> ts_flag = opts.ts_present ? COALESCE_HAS_TS : 8w0;
         bit<8> sack_flag = (opts.sack_blocks << 4) & COALESCE_SACK_MASK;
-        bit<8> new_flags = absorb ? flags | COALESCE_FOLDED
-            : (start ? COALESCE_WAITING | ts_flag | sack_flag : (stays ? flags | COALESCE_CLOSED : 8w0));
-        bit<32> new_deadline = start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : deadline;
-        w.state = new_deadline ++ (start ? new_serial : waiting_serial) ++ new_flags;
-        coalesce_state.write(cell, w.state);
-        bool record = absorb || start;
+        // Exclusive cases (a new waiting ACK is not absorbed, one that stays neither), as a
+        // disjunction: p4c lowers nested ?: into a chain of temporaries.
+        bit<8> new_flags = (absorb ? flags | COALESCE_FOLDED : 8w0)
+            | (w.start ? COALESCE_WAITING | ts_flag | sack_flag : 8w0)
+            | (stays ? flags | COALESCE_CLOSED : 8w0);
+        bit<32> new_deadline = w.start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : deadline;
+        w.state = new_deadline ++ (w.start ? w.new_serial : waiting_serial) ++ new_flags;
+        coalesce_state.write(w.cell, w.state);
+        bool record = absorb || w.start;
         w.newest_ack = record ? tcp.ack_no ++ right_edge : w.newest_ack;
         w.newest_ts = record ? opts.ts_val ++ opts.ts_ecr : w.newest_ts;
         w.newest_window = record ? tcp.window : w.newest_window;
         w.newest_sack = record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
             ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : w.newest_sack;
         w.counts = absorb ? w.counts + (1 << 31) : w.counts;
-        coalesce_newest_ack.write(cell, w.newest_ack);
-        coalesce_newest_ts.write(cell, w.newest_ts);
-        coalesce_newest_window.write(cell, w.newest_window);
-        coalesce_newest_sack.write(cell, w.newest_sack);
+        coalesce_newest_ack.write(w.cell, w.newest_ack);
+        coalesce_newest_ts.write(w.cell, w.newest_ts);
+        coalesce_newest_window.write(w.cell, w.newest_window);
+        coalesce_newest_sack.write(w.cell, w.newest_sack);
         coalesce_counts.write(half, w.counts);
     }
 
@@ -233,74 +242,27 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     }
 }
 
-// Egress, for an ACK that was queued as a waiting ACK (serial != 0): if its slot is still its
-// own, it ends the wait and `rewrite` says whether absorbed ACKs moved its state on. The slot then
-// says, for COALESCE_SAID_US, that its state has left (the next slot's waiting ACK may rely on it).
-control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t now, in tcp_h tcp,
-                             in tcp_options_meta_t opts, out bool rewrite, out bit<32> ack_no,
-                             out bit<16> window, out bit<32> ts_val, out bit<32> ts_ecr,
-                             out bit<192> sack) {
-    coalesce_work_h w;
-
-    // The departing ACK's cell, in an action of its own (see AckCoalesce.slots()).
-    action departing_slot() {
-        w.open = half << COALESCE_SLOT_BITS | COALESCE_SLOT_OF(serial);
-    }
-
-    action depart() {
-        bit<32> cell = w.open;
-        coalesce_state.read(w.state, cell);
-        coalesce_newest_ack.read(w.newest_ack, cell);
-        coalesce_newest_ts.read(w.newest_ts, cell);
-        coalesce_newest_window.read(w.newest_window, cell);
-        coalesce_newest_sack.read(w.newest_sack, cell);
-        coalesce_counts.read(w.counts, half);
-
-        bool mine = w.state[7:0] & COALESCE_WAITING != 0 && w.state[23:8] == serial;
-        w.state = mine ? ((bit<32>)now + COALESCE_SAID_US) ++ serial
-            ++ (COALESCE_SAID | (w.state[7:0] & COALESCE_SACK_MASK)) : w.state;
-        coalesce_state.write(cell, w.state);
-        ack_no = w.newest_ack[63:32];
-        window = w.newest_window;
-        ts_val = w.newest_ts[63:32];
-        ts_ecr = w.newest_ts[31:0];
-        sack = w.newest_sack;
-        bit<192> own_sack = opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1 ++ opts.sack_right_1
-            ++ opts.sack_left_2 ++ opts.sack_right_2;
-        rewrite = mine && (ack_no != tcp.ack_no || window != tcp.window
-            || (opts.ts_present && (ts_val != opts.ts_val || ts_ecr != opts.ts_ecr))
-            || (opts.sack_blocks != 0 && sack != own_sack));
-        w.counts = rewrite ? w.counts + 1 : w.counts;
-        coalesce_counts.write(half, w.counts);
-    }
-
-    apply {
-        w.setValid();
-        departing_slot();
-        depart();
-    }
-}
-
 // Write the Timestamps option found at position `index` of the option stack.
 #define SET_TIMESTAMPS_AT(i) \
     if (index == i) { \
-        hdr.tcp_options[i].timestamps.ts_val = ts_val; \
-        hdr.tcp_options[i].timestamps.ts_ecr = ts_ecr; \
+        hdr.tcp_options[i].timestamps.ts_val = ts[63:32]; \
+        hdr.tcp_options[i].timestamps.ts_ecr = ts[31:0]; \
     }
 
-control SetTimestamps(inout headers_t hdr, in bit<8> index, in bit<32> ts_val, in bit<32> ts_ecr) {
+// ts: TSval [63:32] | TSecr [31:0].
+control SetTimestamps(inout headers_t hdr, in bit<8> index, in bit<64> ts) {
     apply {
         if (hdr.tcp_nnts.isValid()) {   // the one-step NOP NOP Timestamps layout
-            hdr.tcp_nnts.ts_val = ts_val;
-            hdr.tcp_nnts.ts_ecr = ts_ecr;
-            return;
-        }
+            hdr.tcp_nnts.ts_val = ts[63:32];
+            hdr.tcp_nnts.ts_ecr = ts[31:0];
+        } else {    // no `return` above: p4c makes it a metadata flag every packet pays for
 #if TCP_OPTIONS_MAX != 10
 #error "SetTimestamps lists 10 option positions: update it with TCP_OPTIONS_MAX"
 #endif
-        SET_TIMESTAMPS_AT(0) SET_TIMESTAMPS_AT(1) SET_TIMESTAMPS_AT(2) SET_TIMESTAMPS_AT(3)
-        SET_TIMESTAMPS_AT(4) SET_TIMESTAMPS_AT(5) SET_TIMESTAMPS_AT(6) SET_TIMESTAMPS_AT(7)
-        SET_TIMESTAMPS_AT(8) SET_TIMESTAMPS_AT(9)
+            SET_TIMESTAMPS_AT(0) SET_TIMESTAMPS_AT(1) SET_TIMESTAMPS_AT(2) SET_TIMESTAMPS_AT(3)
+            SET_TIMESTAMPS_AT(4) SET_TIMESTAMPS_AT(5) SET_TIMESTAMPS_AT(6) SET_TIMESTAMPS_AT(7)
+            SET_TIMESTAMPS_AT(8) SET_TIMESTAMPS_AT(9)
+        }
     }
 }
 
@@ -323,6 +285,73 @@ control SetSackBlocks(inout headers_t hdr, in bit<192> sack) {
             hdr.tcp_nnsack3.right_1 = sack[95:64];
             hdr.tcp_nnsack3.left_2 = sack[63:32];
             hdr.tcp_nnsack3.right_2 = sack[31:0];
+        }
+    }
+}
+
+// Egress, for an ACK that was queued as a waiting ACK (serial != 0): if its slot is still its
+// own, it ends the wait, and if absorbed ACKs moved its state on, it leaves carrying the newest
+// state of the ACKs folded into it. The slot then says, for COALESCE_SAID_US, that its state has
+// left (the next slot's waiting ACK may rely on it). The rewrite is done here, from this control's
+// working header: values handed out to the caller would be metadata fields every packet pays for.
+control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t now, inout headers_t hdr,
+                             in tcp_options_meta_t opts, inout bool tcp_rewritten_header_only) {
+    coalesce_work_h w;
+    SetTimestamps() set_timestamps;
+    SetSackBlocks() set_sack_blocks;
+
+    // The departing ACK's cell, in an action of its own (see AckCoalesce.slots()).
+    action departing_slot() {
+        w.open = half << COALESCE_SLOT_BITS | COALESCE_SLOT_OF(serial);
+    }
+
+    action depart() {
+        bit<32> cell = w.open;
+        coalesce_state.read(w.state, cell);
+        coalesce_newest_ack.read(w.newest_ack, cell);
+        coalesce_newest_ts.read(w.newest_ts, cell);
+        coalesce_newest_window.read(w.newest_window, cell);
+        coalesce_newest_sack.read(w.newest_sack, cell);
+        coalesce_counts.read(w.counts, half);
+
+        w.mine = w.state[7:0] & COALESCE_WAITING != 0 && w.state[23:8] == serial;
+        w.state = w.mine ? ((bit<32>)now + COALESCE_SAID_US) ++ serial
+            ++ (COALESCE_SAID | (w.state[7:0] & COALESCE_SACK_MASK)) : w.state;
+        coalesce_state.write(cell, w.state);
+        bit<192> own_sack = opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1 ++ opts.sack_right_1
+            ++ opts.sack_left_2 ++ opts.sack_right_2;
+        bool rewrite = w.mine && (w.newest_ack[63:32] != hdr.tcp.ack_no || w.newest_window != hdr.tcp.window
+            || (opts.ts_present && w.newest_ts != opts.ts_val ++ opts.ts_ecr)
+            || (opts.sack_blocks != 0 && w.newest_sack != own_sack));
+        w.rewrite = (bit<1>)rewrite;
+        w.counts = rewrite ? w.counts + 1 : w.counts;
+        coalesce_counts.write(half, w.counts);
+        w.frame_bytes = (bit<32>)hdr.ipv4.total_len + 14;
+    }
+
+    // A pure ACK: nothing of TCP follows its options. Bytes after the IPv4 packet (an Ethernet
+    // trailer) go, and the checksum covers the header and options only: over bmv2's payload it
+    // took in a non-zero trailer and came out wrong (the fuzzer's "extend" mutation,
+    // ptf-tests/test_fuzz_findings.py).
+    action rewrite_header() {
+        hdr.tcp.ack_no = w.newest_ack[63:32];
+        hdr.tcp.window = w.newest_window;
+        tcp_rewritten_header_only = true;
+        truncate(w.frame_bytes);
+    }
+
+    apply {
+        w.setValid();
+        departing_slot();
+        depart();
+        if (w.rewrite == 1) {
+            rewrite_header();
+            if (opts.ts_present) {
+                set_timestamps.apply(hdr, opts.ts_index, w.newest_ts);
+            }
+            if (opts.sack_blocks != 0) {
+                set_sack_blocks.apply(hdr, w.newest_sack);
+            }
         }
     }
 }

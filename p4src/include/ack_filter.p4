@@ -24,14 +24,12 @@
 
 control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_meta_t ack) {
     apply {
-        bit<32> serial;
-        filter_serial.read(serial, ack.half);
-        serial = serial + 1;
-        filter_serial.write(ack.half, serial);
+        filter_serial.read(ack.filter_serial, ack.half);
+        ack.filter_serial = ack.filter_serial + 1;
+        filter_serial.write(ack.half, ack.filter_serial);
         filter_newest_ack.write(ack.half, tcp.ack_no);
         filter_newest_ts_val.write(ack.half, opts.ts_val);
         filter_newest_ece_cwr.write(ack.half, tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR));
-        ack.filter_serial = serial;
     }
 }
 
@@ -75,14 +73,16 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
         if (drop) {
             stats.count(1);
             filter_filtered.read(w.n, ack.half);
-            filter_filtered.write(ack.half, w.n + 1);
+            w.n = w.n + 1;      // in the field read (a register write of an expression: a temporary)
+            filter_filtered.write(ack.half, w.n);
         } else {
             if (!no_tail_drop && w.newest_serial != ack.filter_serial) {
                 stats.count(2);
             }
             stats.count(0);
             filter_forwarded.read(w.n, ack.half);
-            filter_forwarded.write(ack.half, w.n + 1);
+            w.n = w.n + 1;
+            filter_forwarded.write(ack.half, w.n);
         }
     }
 }

@@ -53,7 +53,8 @@ header share_work_h {
     bit<96> queued;     // share.queued_us of the half-flow
     bit<80> held;       // share.held
     bit<62> counts;     // share.counts
-    bit<2> unused;
+    bool keep;          // check(): a fresh ACK goes to the agent
+    bit<1> unused;
 }
 
 // Ingress, for a pure ACK of a sharing flow, before anything else looks at it. `kind`:
@@ -75,17 +76,23 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
         bit<16> taken = SHARE_TAKEN(w.held);
         bit<48> changed = SHARE_CHANGED(w.held);
         bool holding = agent_alive && SHARE_HOLDING(w.held, now);
-        bool keep = !from_agent && agent_alive && (holding || full);
+        w.keep = !from_agent && agent_alive && (holding || full);
         bool bounce = from_agent && agent_alive && full;
         bool take = from_agent && !bounce;
-        kind = keep ? AGENT_KIND_SHARE_KEEP
-            : (bounce ? AGENT_KIND_SHARE_BOUNCED : (take && agent_alive ? AGENT_KIND_SHARE_TAKEN : 16w0));
+        // Exclusive cases (keep is for a fresh ACK, bounce and take for one sent back), as a
+        // disjunction: p4c lowers nested ?: into a chain of temporaries, metadata fields.
+        kind = (w.keep ? AGENT_KIND_SHARE_KEEP : 16w0) | (bounce ? AGENT_KIND_SHARE_BOUNCED : 16w0)
+            | (take && agent_alive ? AGENT_KIND_SHARE_TAKEN : 16w0);
         wait_us = full ? (bit<32>)(older - now) : 32w0;
         // Not holding (the agent gone, or stalled): what was handed over counts as taken back.
         bit<16> base = holding ? taken : handed;
         bit<16> new_taken = take && holding ? base + 1 : base;
-        share_held.write(half, SHARE_HELD(keep ? handed + 1 : handed, new_taken, keep || take ? now : changed));
-        share_counts.write(half, w.counts + (keep ? 62w1 << 31 : 62w0) + (bounce ? 62w1 : 62w0));
+        // New values into the fields they were read from, then written (a register write of an
+        // expression gets a temporary, a metadata field).
+        w.held = SHARE_HELD(w.keep ? handed + 1 : handed, new_taken, w.keep || take ? now : changed);
+        w.counts = w.counts + (w.keep ? 62w1 << 31 : 62w0) + (bounce ? 62w1 : 62w0);
+        share_held.write(half, w.held);
+        share_counts.write(half, w.counts);
     }
 
     apply {
@@ -103,8 +110,9 @@ control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure
     action queued() {
         share_queued.read(w.queued, half);
         bit<48> newer = w.queued[47:0];
-        share_queued.write(half, newer ++ departure_us);
         wait_us = newer > now ? (bit<32>)(newer - now) : 32w0;
+        w.queued = w.queued[47:0] ++ departure_us;     // as in check()
+        share_queued.write(half, w.queued);
     }
 
     apply {

@@ -100,6 +100,10 @@ header thinning_work_h {
     bit<32> mss;
     bit<32> acc_d;              // acc's delay factor for this ACK (set only for acc)
     bit<32> held;               // hold-back's count of held ACKs
+    bit<32> stat;               // the ack_thinning.stats cell of a pure ACK's outcome
+    bit<32> acc_rtt_min;        // acc's inputs: RTTmin (configured or measured), the flight, the signal
+    bit<32> acc_flight;
+    bit<8> acc_signal;
     bit<1> direction;
     bool owned;
     bool fresh;
@@ -218,8 +222,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // A record taken over starts empty on both sides, before anything reads it: the internal
     // records (whose state bits guard every other word), the counters and the RTTmin. data_end
     // stays (guarded by its state bit too); the segment count restarts.
-    action reset_records() {
-        stats.count(w.empty ? STAT_NEW_FLOWS : STAT_RECLAIMED);
+    // `counted`: STAT_NEW_FLOWS or STAT_RECLAIMED, a constant of the call (an index computed here
+    // would be a temporary, a metadata field every packet pays for).
+    action reset_records(bit<32> counted) {
+        stats.count(counted);
         key_a_reg.write(w.slot, w.key_a);
         key_b_reg.write(w.slot, w.key_b);
         data_reg.read(w.data, w.half);
@@ -261,8 +267,14 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         rtt_reg.read(w.rtt_other, w.other);
     }
 
-    action store_record() {
+    // Packed in a step before the one that writes it: in one action, p4c substituted the packing
+    // into the register write and evaluated it twice, once into w.record and once into a
+    // temporary (a metadata field) for the write.
+    action pack_record() {
         w.record = w.flags ++ w.seq ++ w.fwd ++ w.ts ++ w.probe ++ w.sack ++ w.high;
+    }
+
+    action store_record() {
         record_reg.write(w.half, w.record);
     }
 
@@ -305,7 +317,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         rare.share = rare.shared ? SHARE_HELD(handed, taken + 1, now) : rare.share;
         w.record = rare.newer ? w.record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ w.record[REC_BELOW_FWD]
                          : w.record;
-        w.acks = rare.shared ? w.acks + (1 << 31) + 1 : (rare.newer ? w.acks + 1 : w.acks);
+        w.acks = w.acks + (rare.shared ? (62w1 << 31) + 1 : 0) + (rare.newer && !rare.shared ? 62w1 : 0);
         w.thinned = rare.held_back ? w.thinned - (1 << 31) : w.thinned;
         w.outcome = rare.held_back ? w.outcome[38:8] ++ KEEP_RELEASED : w.outcome;
         rare.held_released = rare.held_back ? rare.held_released + 1 : rare.held_released;
@@ -431,6 +443,16 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                 && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min);
     }
 
+    // acc's inputs, in an action (locals of the apply block would be metadata fields).
+    action acc_inputs() {
+        w.acc_signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0) | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
+        w.acc_rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
+        // The flight: data the switch saw sent beyond the highest ACK.
+        bit<32> highest_ack = w.ack_valid && SEQ_GT(w.ack_last, tcp.ack_no) ? w.ack_last : tcp.ack_no;
+        w.acc_flight = w.flags_other[7:0] & HALF_DATA_VALID != 0 && SEQ_GT(w.data_end_other, highest_ack)
+            ? w.data_end_other - highest_ack : 32w0;
+    }
+
     // What becomes of the ACK, its counters, and the state the next ACK compares with.
     action ack_outcome() {
         w.reason = w.reason == KEEP_NONE && w.policy_keep ? KEEP_POLICY : w.reason;
@@ -455,8 +477,13 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         state = sack_present ? state | HALF_SACK_SEEN : state;
         w.flags = w.flags[39:8] ++ state;
         ack.drop = thinned || ack.hold || w.absorbed;
-        stats.count(w.absorbed ? STAT_ACKS_ABSORBED
-            : (thinned ? STAT_ACKS_THINNED : (ack.hold ? STAT_ACKS_HELD : STAT_ACKS_PASSED)));
+        // Counted in pure_ack_store: an index computed in the action that counts is a temporary.
+        // One of four, as a disjunction of exclusive cases (a held ACK is neither absorbed nor
+        // thinned): p4c lowers nested ?: into a chain of temporaries.
+        w.stat = (w.absorbed ? STAT_ACKS_ABSORBED : 0)
+            | (thinned && !w.absorbed ? STAT_ACKS_THINNED : 0)
+            | (ack.hold ? STAT_ACKS_HELD : 0)
+            | (!ack.drop ? STAT_ACKS_PASSED : 0);
         holdback_held.read(w.held, w.half);
         w.held = ack.hold ? w.held + 1 : w.held;
         holdback_held.write(w.half, w.held);
@@ -464,10 +491,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
 
     // A pure ACK the queue share hands to the agent (to keep, or back to it again): nothing of the
     // flow's record changes until it comes back and is taken.
-    action to_agent() {
+    // `counted`: STAT_ACKS_SHARED or STAT_SHARE_BOUNCED (a constant, as in reset_records).
+    action to_agent(bit<32> counted) {
         ack.pure_ack = true;
         ack.drop = true;
-        stats.count(ack.share_kind == AGENT_KIND_SHARE_KEEP ? STAT_ACKS_SHARED : STAT_SHARE_BOUNCED);
+        stats.count(counted);
     }
 
     // A SYN fixes the window scale of this sender's windows from then on.
@@ -506,6 +534,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         thinned_reg.read(w.thinned, w.half);
         window_scale();
         track_data();
+        pack_record();
         store_record();
         data_reg.write(w.half, w.data);
         thinned_reg.write(w.half, w.thinned);
@@ -530,6 +559,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // ...and after the contract and the policy's rule (acc's is evaluated again once its d is
     // known): the record and counters written back.
     action pure_ack_store() {
+        stats.count(w.stat);
         store_record();
         store_other();
         acks_reg.write(w.half, w.acks);
@@ -555,7 +585,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                 stats.count(STAT_COLLISIONS);
             } else {
                 if (w.fresh) {
-                    reset_records();
+                    if (w.empty) {
+                        reset_records(STAT_NEW_FLOWS);
+                    } else {
+                        reset_records(STAT_RECLAIMED);
+                    }
                 }
                 if (from_agent && params.policy != POLICY_COALESCE) {
                     released();   // hold-back (the queue share's ACKs come back as pure ACKs, below)
@@ -569,6 +603,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     track_data();
                     ack_sample();
                     ack_remember();
+                    pack_record();
                     data_segment_store();
                     if (ipv4.ecn == 3 && params.policy == POLICY_ACC) {
                         acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
@@ -585,8 +620,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         share_agent_alive.apply(now, rare.agent_alive);
                         ack_share.apply(w.half, now, from_agent, rare.agent_alive, ack.share_kind, ack.share_wait_us);
                     }
-                    if (ack.share_kind == AGENT_KIND_SHARE_KEEP || ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
-                        to_agent();
+                    if (ack.share_kind == AGENT_KIND_SHARE_KEEP) {
+                        to_agent(STAT_ACKS_SHARED);
+                    } else if (ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
+                        to_agent(STAT_SHARE_BOUNCED);
                     } else {
                         pure_ack_load();
                         ack_sample();
@@ -594,15 +631,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         policy_rule();
                         safety.apply(w.fact_bits, w.reason);
                         if (params.policy == POLICY_ACC) {
-                            bit<8> signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0)
-                                | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
-                            acc_signal_ack.apply(w.half, signal, params.acc_signals);
-                            bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
-                            // The flight: data the switch saw sent beyond the highest ACK.
-                            bit<32> highest_ack = w.ack_valid && SEQ_GT(w.ack_last, tcp.ack_no) ? w.ack_last : tcp.ack_no;
-                            bit<32> flight = w.flags_other[7:0] & HALF_DATA_VALID != 0
-                                && SEQ_GT(w.data_end_other, highest_ack) ? w.data_end_other - highest_ack : 32w0;
-                            acc_delay_factor.apply(w.half, now, rtt_min, flight, w.mss, params, w.acc_d);
+                            acc_inputs();
+                            acc_signal_ack.apply(w.half, w.acc_signal, params.acc_signals);
+                            acc_delay_factor.apply(w.half, now, w.acc_rtt_min, w.acc_flight, w.mss, params, w.acc_d);
                             policy_rule();
                         }
                         // (The policy's own rule is evaluated also for an ACK only the end-of-burst
@@ -651,6 +682,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         }
                         ack_outcome();
                         ack_remember();
+                        pack_record();
                         pure_ack_store();
                         if (share && !ack.drop && !queue.full) {
                             // Queued: the flow's newest; an ACK the agent sent back is answered with

@@ -9,28 +9,38 @@
 #include <v1model.p4>
 #include "headers.p4"
 
+// EcnMarking's working fields: a header made valid where it starts, not locals, so that only the
+// packets it looks at pay for them (see coalesce_work_h in ack_coalesce.p4).
+header ecn_work_h {
+    bit<32> random_max;     // the draw's upper bound, (k_max - k_min) * 100 - 1
+    bit<32> r;
+    bit<32> port_index;     // the egress port, as the marks counter's index
+    bit<19> k_min;
+    bit<19> k_max;
+    bit<8> p_max_pct;
+    bool configured;
+    bool mark;
+}
+
 control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdepth,
                    out bool queue_above_k, out bool marked) {
     @name(".ecn.marks") counter(PORTS, CounterType.packets) marks;
 
-    bit<19> k_min = 0;
-    bit<19> k_max = 0;
-    bit<8> p_max_pct = 100;
-    bool configured = false;
+    ecn_work_h w;
 
     @name(".ecn.threshold")
     action threshold(bit<19> k) {
-        k_min = k;
-        k_max = k;
-        configured = true;
+        w.k_min = k;
+        w.k_max = k;
+        w.configured = true;
     }
 
     @name(".ecn.red")
     action red(bit<19> k_min_pkts, bit<19> k_max_pkts, bit<8> p_max) {
-        k_min = k_min_pkts;
-        k_max = k_max_pkts;
-        p_max_pct = p_max;
-        configured = true;
+        w.k_min = k_min_pkts;
+        w.k_max = k_max_pkts;
+        w.p_max_pct = p_max;
+        w.configured = true;
     }
 
     @name(".ecn.port_threshold")
@@ -41,23 +51,47 @@ control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdep
         size = ECN_PORT_TABLE_SIZE;
     }
 
-    apply {
+    // The values the extern calls below take, computed in an action before theirs: an expression
+    // as an extern's argument is a temporary, a metadata field every packet pays for.
+    action start() {
+        w.setValid();
+        w.k_min = 0;
+        w.k_max = 0;
+        w.p_max_pct = 100;
+        w.configured = false;
         queue_above_k = false;
         marked = false;
+    }
+
+    action compare() {
+        queue_above_k = enq_qdepth > w.k_min;
+        w.mark = enq_qdepth > w.k_max;
+        w.random_max = (bit<32>)(w.k_max - w.k_min) * 100 - 1;
+        w.port_index = (bit<32>)egress_port;
+    }
+
+    action draw() {
+        // P(mark) = p_max * (q - k_min) / (k_max - k_min), without a division.
+        random(w.r, 0, w.random_max);
+        w.mark = w.r < (bit<32>)w.p_max_pct * (bit<32>)(enq_qdepth - w.k_min);
+    }
+
+    action mark_ce() {
+        ipv4.ecn = 3;
+        marked = true;
+        marks.count(w.port_index);
+    }
+
+    apply {
+        start();
         port_threshold.apply();
-        if (configured) {
-            queue_above_k = enq_qdepth > k_min;
-            bool mark = enq_qdepth > k_max;
-            if (!mark && queue_above_k) {
-                // P(mark) = p_max * (q - k_min) / (k_max - k_min), without a division.
-                bit<32> r;
-                random(r, 0, (bit<32>)(k_max - k_min) * 100 - 1);
-                mark = r < (bit<32>)p_max_pct * (bit<32>)(enq_qdepth - k_min);
+        if (w.configured) {
+            compare();
+            if (!w.mark && queue_above_k) {
+                draw();
             }
-            if (mark && ipv4.isValid() && (ipv4.ecn == 1 || ipv4.ecn == 2)) {
-                ipv4.ecn = 3;
-                marked = true;
-                marks.count((bit<32>)egress_port);
+            if (w.mark && ipv4.isValid() && (ipv4.ecn == 1 || ipv4.ecn == 2)) {
+                mark_ce();
             }
         }
     }

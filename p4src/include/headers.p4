@@ -292,6 +292,7 @@ struct queue_view_t {
     bool modelled;              // the port has a rate the program knows
     bool full;                  // the queue holds its depth: the packet is tail-dropped (at ingress)
     time_us_t departure_us;     // when the packet would leave
+    bit<32> port_index;         // the port, as the queue registers' index (modelled ports only)
 }
 
 // What the AP proxy decided at ingress, for the egress copies of a packet.

@@ -43,7 +43,10 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
     @name(".queue.modelled")
     action modelled(bit<32> service_us, bit<32> capacity_pkts) {
         bit<48> last;
-        queue_last_departure.read(last, (bit<32>)port);
+        // QueueCommit indexes the registers with it (a cast as an index is a temporary each time:
+        // a metadata field every packet pays for).
+        view.port_index = (bit<32>)port;
+        queue_last_departure.read(last, view.port_index);
         bit<48> service = (bit<48>)service_us;
         bit<48> backlog_us = last > now ? last - now : 0;
         bit<48> next = last + service;
@@ -62,6 +65,7 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
         view.modelled = false;
         view.full = false;
         view.departure_us = now;
+        view.port_index = 0;        // unused
     }
 
     @name(".queue.model")
@@ -77,21 +81,26 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
     }
 }
 
-// Book a packet that leaves ingress for `port` (call only for packets not dropped at ingress
-// otherwise), or drop it if the model says the queue is full: the tail drop bmv2 would make.
-control QueueCommit(inout standard_metadata_t standard_metadata, in port_t port, in queue_view_t view) {
+// Book a packet that leaves ingress for the port QueuePeek looked at (call only for packets not
+// dropped at ingress otherwise), or drop it if the model says the queue is full: the tail drop
+// bmv2 would make.
+control QueueCommit(inout standard_metadata_t standard_metadata, in queue_view_t view) {
+    // Counts incremented in the field they were read into (a register write of an expression gets
+    // a temporary).
     action tail_drop() {
         mark_to_drop(standard_metadata);
         bit<32> dropped;
-        queue_dropped.read(dropped, (bit<32>)port);
-        queue_dropped.write((bit<32>)port, dropped + 1);
+        queue_dropped.read(dropped, view.port_index);
+        dropped = dropped + 1;
+        queue_dropped.write(view.port_index, dropped);
     }
 
     action book() {
-        queue_last_departure.write((bit<32>)port, view.departure_us);
+        queue_last_departure.write(view.port_index, view.departure_us);
         bit<32> booked;
-        queue_booked.read(booked, (bit<32>)port);
-        queue_booked.write((bit<32>)port, booked + 1);
+        queue_booked.read(booked, view.port_index);
+        booked = booked + 1;
+        queue_booked.write(view.port_index, booked);
     }
 
     apply {
