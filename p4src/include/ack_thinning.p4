@@ -72,6 +72,7 @@ header thinning_work_h {
     bit<32> stored_a;
     bit<32> stored_b;
     bit<48> reclaim_idle_us;
+    bit<30> silent_ticks;       // since the slot's last packet, in 1.024 ms ticks
     bit<63> data;
     bit<63> data_other;
     bit<62> acks;
@@ -105,6 +106,8 @@ header thinning_work_h {
     bit<32> acc_flight;
     bit<8> acc_signal;
     bit<1> direction;
+    bool ours;                  // the slot holds this packet's flow
+    bool take_over;             // ...or a flow whose record may be taken over
     bool owned;
     bool fresh;
     bool collision;
@@ -187,8 +190,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     thinning_rare_h rare;
 
     // The slot is read by claim() and written by claim_write(): two actions, so that p4c does not
-    // substitute the ownership test into each of the slot's new fields (copy propagation stops at
-    // an action).
+    // substitute the ownership test into each of the slot's new fields and of the outcomes that
+    // follow from it (copy propagation stops at an action).
     action claim() {
         w.half = w.slot << 1 | (bit<32>)w.direction;
         w.other = w.slot << 1 | (bit<32>)(w.direction ^ 1);
@@ -197,24 +200,24 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         slot_reg.read(w.stored, w.slot);
         config.read(w.reclaim_idle_us, 0);
         w.reclaim_idle_us = w.reclaim_idle_us == 0 ? RECLAIM_IDLE_DEFAULT_US : w.reclaim_idle_us;
-        bit<30> now_ticks = (bit<30>)(now >> 10);
-        bit<30> silent_ticks = now_ticks - w.stored[30:1];
-        bool closed = w.stored[0:0] == 1;
-        bool ours = w.stored_a == w.key_a && w.stored_b == w.key_b && w.stored[62:31] == w.key_ports;
+        w.silent_ticks = (bit<30>)(now >> 10) - w.stored[30:1];
+        w.ours = w.stored_a == w.key_a && w.stored_b == w.key_b && w.stored[62:31] == w.key_ports;
         w.empty = w.stored_a == 0 && w.stored_b == 0 && w.stored[62:31] == 0;
-        bool take_over = !ours && (w.empty || closed || (bit<48>)silent_ticks > w.reclaim_idle_us >> 10);
-        w.owned = ours || take_over;
-        w.fresh = take_over;
-        w.collision = !w.owned;
-        w.idle = ours && params.idle_us != 0 && (bit<48>)silent_ticks > (bit<48>)(params.idle_us >> 10);
+        w.take_over = !w.ours
+            && (w.empty || w.stored[0:0] == 1 || (bit<48>)w.silent_ticks > w.reclaim_idle_us >> 10);
     }
 
     // The slot's ports, last seen and closed bit, for a record this packet owns.
+    // What follows from ours and take_over, in this action and not in claim(): there p4c
+    // substituted the ownership test into each of owned, fresh, collision and idle (claim() had
+    // 173 expression operators).
     action claim_write() {
-        bool ours = w.owned && !w.fresh;
-        bool closed = w.stored[0:0] == 1;
+        w.owned = w.ours || w.take_over;
+        w.fresh = w.take_over;
+        w.collision = !w.owned;
+        w.idle = w.ours && params.idle_us != 0 && (bit<48>)w.silent_ticks > (bit<48>)(params.idle_us >> 10);
         bool closing = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
-        bit<1> closed_now = (bit<1>)(w.owned && (closing || (ours && closed)));
+        bit<1> closed_now = (bit<1>)(w.owned && (closing || (w.ours && w.stored[0:0] == 1)));
         w.stored = w.owned ? w.key_ports ++ (bit<30>)(now >> 10) ++ closed_now : w.stored;
         slot_reg.write(w.slot, w.stored);
     }
