@@ -65,9 +65,9 @@ const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this sta
 // ...or it lies inside a block of the ACK queued ahead of the waiting ACK (the previous slot's),
 // which reaches the sender first.
 #define SACK_BLOCK_SAID_AHEAD(l, r) ( \
-    (ahead_count >= 1 && SEQ_LEQ(w.ahead_sack[191:160], l) && SEQ_LEQ(r, w.ahead_sack[159:128])) \
-    || (ahead_count >= 2 && SEQ_LEQ(w.ahead_sack[127:96], l) && SEQ_LEQ(r, w.ahead_sack[95:64])) \
-    || (ahead_count >= 3 && SEQ_LEQ(w.ahead_sack[63:32], l) && SEQ_LEQ(r, w.ahead_sack[31:0])))
+    (w.ahead_count >= 1 && SEQ_LEQ(w.ahead_sack[191:160], l) && SEQ_LEQ(r, w.ahead_sack[159:128])) \
+    || (w.ahead_count >= 2 && SEQ_LEQ(w.ahead_sack[127:96], l) && SEQ_LEQ(r, w.ahead_sack[95:64])) \
+    || (w.ahead_count >= 3 && SEQ_LEQ(w.ahead_sack[63:32], l) && SEQ_LEQ(r, w.ahead_sack[31:0])))
 #define SACK_BLOCK_KEPT(l, r) (SACK_BLOCK_COVERED(l, r) || SACK_BLOCK_SAID_AHEAD(l, r))
 
 // Ingress, for a pure ACK of a coalescing flow. `absorbable`: the contract lets it be folded into
@@ -103,14 +103,20 @@ header coalesce_work_h {
     bit<192> ahead_sack;
     bit<56> next_state;
     bit<62> counts;
+    bit<8> sack_count;      // look(): the open slot's SACK blocks
+    bit<8> ahead_count;     // look(): the SACK blocks of the ACK ahead, 0 if none is
+    bit<8> flags;           // decide(): the open slot's flags as read
     bit<1> supersedes;      // look() for decide(): with the ACK ahead, this ACK says all the waiting one will
     bit<1> rewrite;         // at egress: the departing ACK leaves with the newest state folded into it
     bit<32> frame_bytes;    // at egress: the departing ACK's Ethernet frame without any trailer
     bit<32> cell;           // decide(): the cell written (the next slot's or the open one's)
     bit<16> new_serial;     // decide(): the serial of a new waiting ACK
     bool start;             // decide(): this ACK becomes a waiting ACK
+    bool absorb;            // decide(): this ACK is folded into the waiting ACK
+    bool pending;           // decide(): the open slot's ACK still waits
+    bool next_free;         // decide(): the next slot takes a new waiting ACK
     bool mine;              // at egress: the departing ACK's slot is still its own
-    bit<6> unused;
+    bit<3> unused;
 }
 
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
@@ -151,38 +157,53 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // matters only while it waits (decide() checks that it still does).
         bit<8> flags = w.state[7:0];
         bool ts_matches = (flags & COALESCE_HAS_TS != 0) == opts.ts_present;
-        bit<8> sack_count = (flags & COALESCE_SACK_MASK) >> 4;
+        w.sack_count = (flags & COALESCE_SACK_MASK) >> 4;
         // The previous slot's ACK is queued ahead (its newest state is final: only the open slot
         // takes ACKs in) or has just left, and it is of this flow (not older than this ACK).
         bit<32> now32 = (bit<32>)now;
         bool ahead = w.ahead_state[7:0] & (COALESCE_WAITING | COALESCE_SAID) != 0
             && !SEQ_GEQ(now32, w.ahead_state[55:24]) && SEQ_LEQ(w.ahead_ack[63:32], tcp.ack_no);
-        bit<8> ahead_count = ahead ? (w.ahead_state[7:0] & COALESCE_SACK_MASK) >> 4 : 8w0;
-        bool sack_kept = (sack_count < 1 || SACK_BLOCK_KEPT(w.newest_sack[191:160], w.newest_sack[159:128]))
-            && (sack_count < 2 || SACK_BLOCK_KEPT(w.newest_sack[127:96], w.newest_sack[95:64]))
-            && (sack_count < 3 || SACK_BLOCK_KEPT(w.newest_sack[63:32], w.newest_sack[31:0]));
+        w.ahead_count = ahead ? (w.ahead_state[7:0] & COALESCE_SACK_MASK) >> 4 : 8w0;
         // Only ever forward: a newer ACK number, right edge and timestamps than the waiting ACK
         // will carry already.
         bool forward = SEQ_GEQ(tcp.ack_no, w.newest_ack[63:32]) && SEQ_GEQ(right_edge, w.newest_ack[31:0])
             && (!opts.ts_present || (SEQ_GEQ(opts.ts_val, w.newest_ts[63:32])
                                      && SEQ_GEQ(opts.ts_ecr, w.newest_ts[31:0])));
-        // With the ACK ahead, it says everything the waiting ACK will say, and more.
-        w.supersedes = (bit<1>)(ts_matches && sack_kept && forward);
+        // With the ACK ahead, it says everything the waiting ACK will say, and more (the SACK
+        // blocks in look_sack()).
+        w.supersedes = (bit<1>)(ts_matches && forward);
     }
 
+    // ...and the waiting ACK's SACK blocks, when it has any (most ACKs have none): an action of
+    // its own, skipped without them, since bmv2 evaluates every operator of an expression
+    // (`&&` and `||` do not short-circuit), and the three SACK_BLOCK_KEPT are most of look's.
+    action look_sack() {
+        bool sack_kept = (w.sack_count < 1 || SACK_BLOCK_KEPT(w.newest_sack[191:160], w.newest_sack[159:128]))
+            && (w.sack_count < 2 || SACK_BLOCK_KEPT(w.newest_sack[127:96], w.newest_sack[95:64]))
+            && (w.sack_count < 3 || SACK_BLOCK_KEPT(w.newest_sack[63:32], w.newest_sack[31:0]));
+        w.supersedes = sack_kept ? w.supersedes : 1w0;
+    }
+
+    // Within one action p4c substitutes each field's value into every later use (copy
+    // propagation), so the waiting ACK's state tests went into every decision and write of the
+    // action (1 100 operators). decide() must stay one action (it reads and writes the slots'
+    // state atomically with egress), so it stops the substitution inside: `w.setValid()` on the
+    // valid header leaves its fields as they are (bmv2's add_header does nothing to a valid
+    // header), but p4c forgets the values it knew for them, and later uses read the fields
+    // (docs/performance.md, "A barrier inside an action").
     action decide() {
         coalesce_counts.read(w.counts, half);
         coalesce_state.read(w.state, w.open);
         coalesce_state.read(w.next_state, w.next);
         bit<32> now32 = (bit<32>)now;
-        bit<32> deadline = w.state[55:24];
-        bit<16> waiting_serial = w.state[23:8];
-        bit<8> flags = w.state[7:0];
-        bool pending = flags & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, deadline);
-        bool folded = flags & COALESCE_FOLDED != 0;
-        bit<8> sack_count = (flags & COALESCE_SACK_MASK) >> 4;
-        absorb = absorbable && pending && flags & COALESCE_CLOSED == 0 && sack_count == opts.sack_blocks
-            && w.supersedes == 1;
+        w.flags = w.state[7:0];
+        w.pending = w.state[7:0] & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, w.state[55:24]);
+        w.next_free = w.next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, w.next_state[55:24]);
+        w.setValid();
+        w.absorb = absorbable && w.pending && w.flags & COALESCE_CLOSED == 0
+            && (w.flags & COALESCE_SACK_MASK) >> 4 == opts.sack_blocks && w.supersedes == 1;
+        w.setValid();
+        absorb = w.absorb;
         // Queued: it becomes a waiting ACK if it may be rewritten and the queue will keep it. It
         // takes the next slot if that one is free, and the open slot's ACK, no longer open, leaves
         // with the state it took in. Else it takes the open slot over, if that slot's ACK has taken
@@ -192,41 +213,44 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // rewritten ACK never overtakes anything of its flow. With one slot, a flow whose closed
         // waiting ACK sat deep in a slow queue had every ACK queued one by one until it left
         // (seconds; docs/ack-thinning.md).
-        bool next_free = w.next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, w.next_state[55:24]);
-        bool conflict = pending && folded && w.supersedes == 0;
-        w.start = !absorb && eligible && !queue.full && (next_free || !conflict);
-        bool advance = w.start && next_free;
-        bool stays = !absorb && !w.start && pending && folded;
+        // (No locals across a barrier: one whose value uses the header would become a metadata
+        // field.)
+        bool conflict = w.pending && w.flags & COALESCE_FOLDED != 0 && w.supersedes == 0;
+        w.start = !w.absorb && eligible && !queue.full && (w.next_free || !conflict);
+        w.setValid();
+        // It advances to the next slot when it starts a waiting ACK there; what is written goes to
+        // that slot then, else to the open one.
         bit<16> serial_count = (w.last_serial >> COALESCE_SLOT_BITS) + 1;
         bit<16> count_nonzero = serial_count << COALESCE_SLOT_BITS == 0 ? 16w1 : serial_count;
-        bit<16> slot = advance ? w.last_serial + 1 : w.last_serial;
+        bit<16> slot = w.start && w.next_free ? w.last_serial + 1 : w.last_serial;
         w.new_serial = count_nonzero << COALESCE_SLOT_BITS
             | (slot & (bit<16>)(COALESCE_SLOTS - 1));
+        w.cell = w.start && w.next_free ? w.next : w.open;
+        w.setValid();
         serial = w.start ? w.new_serial : 0;
         // Each new value goes into the field it was read into, then is written (a write of an
         // expression gets a temporary: a metadata field).
         w.last_serial = w.start ? w.new_serial : w.last_serial;
         coalesce_last_serial.write(half, w.last_serial);
 
-        // What is written goes to the next slot when this ACK advances, else to the open one.
-        w.cell = advance ? w.next : w.open;
+        bool stays = !w.absorb && !w.start && w.pending && w.flags & COALESCE_FOLDED != 0;
         bit<8> ts_flag = opts.ts_present ? COALESCE_HAS_TS : 8w0;
         bit<8> sack_flag = (opts.sack_blocks << 4) & COALESCE_SACK_MASK;
         // Exclusive cases (a new waiting ACK is not absorbed, one that stays neither), as a
         // disjunction: p4c lowers nested ?: into a chain of temporaries.
-        bit<8> new_flags = (absorb ? flags | COALESCE_FOLDED : 8w0)
+        bit<8> new_flags = (w.absorb ? w.flags | COALESCE_FOLDED : 8w0)
             | (w.start ? COALESCE_WAITING | ts_flag | sack_flag : 8w0)
-            | (stays ? flags | COALESCE_CLOSED : 8w0);
-        bit<32> new_deadline = w.start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : deadline;
-        w.state = new_deadline ++ (w.start ? w.new_serial : waiting_serial) ++ new_flags;
+            | (stays ? w.flags | COALESCE_CLOSED : 8w0);
+        bit<32> new_deadline = w.start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : w.state[55:24];
+        w.state = new_deadline ++ (w.start ? w.new_serial : w.state[23:8]) ++ new_flags;
         coalesce_state.write(w.cell, w.state);
-        bool record = absorb || w.start;
+        bool record = w.absorb || w.start;
         w.newest_ack = record ? tcp.ack_no ++ right_edge : w.newest_ack;
         w.newest_ts = record ? opts.ts_val ++ opts.ts_ecr : w.newest_ts;
         w.newest_window = record ? tcp.window : w.newest_window;
         w.newest_sack = record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
             ++ opts.sack_right_1 ++ opts.sack_left_2 ++ opts.sack_right_2 : w.newest_sack;
-        w.counts = absorb ? w.counts + (1 << 31) : w.counts;
+        w.counts = w.absorb ? w.counts + (1 << 31) : w.counts;
         coalesce_newest_ack.write(w.cell, w.newest_ack);
         coalesce_newest_ts.write(w.cell, w.newest_ts);
         coalesce_newest_window.write(w.cell, w.newest_window);
@@ -238,6 +262,9 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         w.setValid();
         slots();
         look();
+        if (w.sack_count != 0) {
+            look_sack();
+        }
         decide();
     }
 }
