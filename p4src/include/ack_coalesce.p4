@@ -184,13 +184,10 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         w.supersedes = sack_kept ? w.supersedes : 1w0;
     }
 
-    // Within one action p4c substitutes each field's value into every later use (copy
-    // propagation), so the waiting ACK's state tests went into every decision and write of the
-    // action (1 100 operators). decide() must stay one action (it reads and writes the slots'
-    // state atomically with egress), so it stops the substitution inside: `w.setValid()` on the
-    // valid header leaves its fields as they are (bmv2's add_header does nothing to a valid
-    // header), but p4c forgets the values it knew for them, and later uses read the fields
-    // (docs/performance.md, "A barrier inside an action").
+    // p4c's copy propagation put the waiting ACK's state tests into every decision and write of
+    // the action (1 100 operators). decide() must stay one action (it reads and writes the slots'
+    // state atomically with egress), so barriers stop the substitution inside it (COPY_BARRIER in
+    // headers.p4).
     action decide() {
         coalesce_counts.read(w.counts, half);
         coalesce_state.read(w.state, w.open);
@@ -199,10 +196,10 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         w.flags = w.state[7:0];
         w.pending = w.state[7:0] & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, w.state[55:24]);
         w.next_free = w.next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, w.next_state[55:24]);
-        w.setValid();
+        COPY_BARRIER(w);
         w.absorb = absorbable && w.pending && w.flags & COALESCE_CLOSED == 0
             && (w.flags & COALESCE_SACK_MASK) >> 4 == opts.sack_blocks && w.supersedes == 1;
-        w.setValid();
+        COPY_BARRIER(w);
         absorb = w.absorb;
         // Queued: it becomes a waiting ACK if it may be rewritten and the queue will keep it. It
         // takes the next slot if that one is free, and the open slot's ACK, no longer open, leaves
@@ -217,7 +214,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // field.)
         bool conflict = w.pending && w.flags & COALESCE_FOLDED != 0 && w.supersedes == 0;
         w.start = !w.absorb && eligible && !queue.full && (w.next_free || !conflict);
-        w.setValid();
+        COPY_BARRIER(w);
         // It advances to the next slot when it starts a waiting ACK there; what is written goes to
         // that slot then, else to the open one.
         bit<16> serial_count = (w.last_serial >> COALESCE_SLOT_BITS) + 1;
@@ -226,7 +223,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         w.new_serial = count_nonzero << COALESCE_SLOT_BITS
             | (slot & (bit<16>)(COALESCE_SLOTS - 1));
         w.cell = w.start && w.next_free ? w.next : w.open;
-        w.setValid();
+        COPY_BARRIER(w);
         serial = w.start ? w.new_serial : 0;
         // Each new value goes into the field it was read into, then is written (a write of an
         // expression gets a temporary: a metadata field).

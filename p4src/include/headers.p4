@@ -310,6 +310,16 @@ struct ap_meta_t {
     bit<32> ack_ts_ecr;
 }
 
+// Working headers (a control's working state in a header made valid where it starts; see
+// docs/performance.md, "What every packet pays first"). Within one action p4c substitutes the
+// expression that computed each field into every later use of the field (copy propagation), and
+// bmv2 evaluates every copy. COPY_BARRIER(w) inside an action stops that: `setValid()` on a header
+// that is already valid leaves its fields as they are (bmv2's add_header does nothing then), but
+// p4c forgets the values it knew for them, and later statements read the fields. It does what
+// cutting the action in two did, without a step (docs/performance.md, "A barrier inside an
+// action"). Only for a header the action's control has made valid.
+#define COPY_BARRIER(h) h.setValid()
+
 // Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
 struct local_metadata_t {
     parser_meta_t parser_meta;
