@@ -189,9 +189,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     thinning_work_h w;
     thinning_rare_h rare;
 
-    // The slot is read by claim() and written by claim_write(): two actions, so that p4c does not
-    // substitute the ownership test into each of the slot's new fields and of the outcomes that
-    // follow from it (copy propagation stops at an action).
+    // The slot is read by claim() and written by claim_write(), one step with a barrier between
+    // (claim_slot()), so that p4c does not substitute the ownership test into each of the slot's
+    // new fields and of the outcomes that follow from it.
     action claim() {
         w.half = w.slot << 1 | (bit<32>)w.direction;
         w.other = w.slot << 1 | (bit<32>)(w.direction ^ 1);
@@ -208,9 +208,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     }
 
     // The slot's ports, last seen and closed bit, for a record this packet owns.
-    // What follows from ours and take_over, in this action and not in claim(): there p4c
-    // substituted the ownership test into each of owned, fresh, collision and idle (claim() had
-    // 173 expression operators).
+    // What follows from ours and take_over, after the barrier: before it p4c substituted the
+    // ownership test into each of owned, fresh, collision and idle (claim() had 173 expression
+    // operators).
     action claim_write() {
         w.owned = w.ours || w.take_over;
         w.fresh = w.take_over;
@@ -220,6 +220,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         bit<1> closed_now = (bit<1>)(w.owned && (closing || (w.ours && w.stored[0:0] == 1)));
         w.stored = w.owned ? w.key_ports ++ (bit<30>)(now >> 10) ++ closed_now : w.stored;
         slot_reg.write(w.slot, w.stored);
+    }
+
+    action claim_slot() {
+        claim();
+        COPY_BARRIER(w);
+        claim_write();
     }
 
     // A record taken over starts empty on both sides, before anything reads it: the internal
@@ -428,22 +434,34 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.acked_since_fwd = tcp.ack_no - w.fwd[63:32];
     }
 
-    // The policies' own rules, as values: has the ACK reached the policy's threshold? Sums and
-    // disjunctions rather than nested ?: (which p4c lowers into a chain of copies).
-    action policy_rule() {
-        // dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
+    // The policies' own rules, as values: has the ACK reached the policy's threshold? An action
+    // per policy, chosen in apply: bmv2 evaluates every operator of an expression (`&&` and `||`
+    // do not short-circuit), and one action for the four evaluated all four rules (77 operators).
+    // Sums rather than nested ?: (which p4c lowers into a chain of copies).
+    action rule_every_d() {
+        w.policy_keep = w.acked_since_fwd >= (bit<32>)params.d * w.mss;
+    }
+
+    // dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
+    action rule_dynamic_d() {
         bit<32> acked_total = tcp.ack_no - w.seq[31:0];
         bit<32> dynamic_d = 1 + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l1 * w.mss)
             + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l2 * w.mss)
             + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l3 * w.mss);
-        // tack: L segments and RTTmin / beta since the last forwarded ACK
+        w.policy_keep = w.acked_since_fwd >= dynamic_d * w.mss;
+    }
+
+    // tack: L segments and RTTmin / beta since the last forwarded ACK
+    action rule_tack() {
         bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
         bit<48> since_fwd = (bit<48>)((bit<32>)now - w.fwd[31:0]);
-        w.policy_keep = (params.policy == POLICY_EVERY_D && w.acked_since_fwd >= (bit<32>)params.d * w.mss)
-            || (params.policy == POLICY_DYNAMIC_D && w.acked_since_fwd >= dynamic_d * w.mss)
-            || (params.policy == POLICY_ACC && w.acked_since_fwd >= w.acc_d * w.mss)
-            || (params.policy == POLICY_TACK && w.acked_since_fwd >= (bit<32>)params.tack_l * w.mss
-                && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min);
+        w.policy_keep = w.acked_since_fwd >= (bit<32>)params.tack_l * w.mss
+            && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min;
+    }
+
+    // acc: d from AccDelayFactor
+    action rule_acc() {
+        w.policy_keep = w.acked_since_fwd >= w.acc_d * w.mss;
     }
 
     // acc's inputs, in an action (locals of the apply block would be metadata fields).
@@ -487,8 +505,13 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             | (thinned && !w.absorbed ? STAT_ACKS_THINNED : 0)
             | (ack.hold ? STAT_ACKS_HELD : 0)
             | (!ack.drop ? STAT_ACKS_PASSED : 0);
+    }
+
+    // Hold-back's count of held ACKs, for a held one only (a register read and write every pure
+    // ACK otherwise).
+    action count_held() {
         holdback_held.read(w.held, w.half);
-        w.held = ack.hold ? w.held + 1 : w.held;
+        w.held = w.held + 1;
         holdback_held.write(w.half, w.held);
     }
 
@@ -508,21 +531,27 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     }
 
     // The steps of each kind of segment. A step is an action: bmv2 runs each as one step, and p4c
-    // inlines the actions it calls. The data segment and the pure ACK are cut into several steps,
-    // each reading what the one before left in the working header (thinning_work_h): within one
-    // action p4c's copy propagation substitutes every field's expression into each later use, so
-    // the record written back at the end of one action for the whole segment was one expression
-    // of 414 operators, and the action 1 335 (docs/performance.md, "Steps against operators").
-    // Each kind reads and writes only the registers it uses.
-    action data_segment_load() {
+    // inlines the actions it calls. Between the parts of a step, COPY_BARRIER(w) (headers.p4):
+    // each part reads what the one before left in the working header (thinning_work_h), not p4c's
+    // copy of the expression that computed it. Without barriers, one action for the whole data
+    // segment wrote its record back as one expression of 414 operators and had 1 335; cut into
+    // five steps instead, it paid five bmv2 steps (docs/performance.md, "Steps against operators",
+    // "A barrier inside an action"). Each kind reads and writes only the registers it uses.
+    action data_segment() {
         load_record();
         load_other();
         data_reg.read(w.data, w.half);
         thinned_reg.read(w.thinned, w.half);
         window_scale();
-    }
-
-    action data_segment_store() {
+        COPY_BARRIER(w);
+        track_data();
+        COPY_BARRIER(w);
+        ack_sample();
+        COPY_BARRIER(w);
+        ack_remember();
+        COPY_BARRIER(w);
+        pack_record();
+        COPY_BARRIER(w);
         store_record();
         store_other();
         data_reg.write(w.half, w.data);
@@ -536,8 +565,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         data_reg.read(w.data, w.half);
         thinned_reg.read(w.thinned, w.half);
         window_scale();
+        COPY_BARRIER(w);
         track_data();
+        COPY_BARRIER(w);
         pack_record();
+        COPY_BARRIER(w);
         store_record();
         data_reg.write(w.half, w.data);
         thinned_reg.write(w.half, w.thinned);
@@ -550,6 +582,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         ack.pure_ack = true;
         w.acc_d = 0;            // set by acc's delay factor only
         w.absorbed = false;     // set by coalescing only
+        w.policy_keep = false;  // set by the rule of every_d, dynamic_d, tack or acc only
         load_record();
         load_other();
         data_reg.read(w.data_other, w.other);
@@ -559,8 +592,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         window_scale();
     }
 
-    // ...and after the contract and the policy's rule (acc's is evaluated again once its d is
-    // known): the record and counters written back.
+    // ...and after the contract and the policy's rule (acc's once its d is known): the record
+    // and counters written back.
     action pure_ack_store() {
         stats.count(w.stat);
         store_record();
@@ -569,6 +602,25 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         thinned_reg.write(w.half, w.thinned);
         outcome_reg.write(w.half, w.outcome);
         port_reg.write(w.half, egress_port);
+    }
+
+    // The two steps of a pure ACK: up to its facts, and after the contract and the policy.
+    action pure_ack_facts() {
+        pure_ack_load();
+        COPY_BARRIER(w);
+        ack_sample();
+        COPY_BARRIER(w);
+        ack_facts();
+    }
+
+    action pure_ack_finish() {
+        ack_outcome();
+        COPY_BARRIER(w);
+        ack_remember();
+        COPY_BARRIER(w);
+        pack_record();
+        COPY_BARRIER(w);
+        pure_ack_store();
     }
 
     // No `return` below: p4c turns each one into a flag that every later block tests (one bmv2
@@ -582,8 +634,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         if (params.policy != POLICY_OFF || from_agent) {
             w.setValid();
             flow_key.apply(ipv4, tcp, w.key_a, w.key_b, w.key_ports, w.slot, w.direction);
-            claim();
-            claim_write();
+            claim_slot();
             if (w.collision) {
                 stats.count(STAT_COLLISIONS);
             } else {
@@ -602,12 +653,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
                     }
                 } else if (has_data) {
-                    data_segment_load();
-                    track_data();
-                    ack_sample();
-                    ack_remember();
-                    pack_record();
-                    data_segment_store();
+                    data_segment();
                     if (ipv4.ecn == 3 && params.policy == POLICY_ACC) {
                         acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
                     }
@@ -628,16 +674,20 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     } else if (ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
                         to_agent(STAT_SHARE_BOUNCED);
                     } else {
-                        pure_ack_load();
-                        ack_sample();
-                        ack_facts();
-                        policy_rule();
+                        pure_ack_facts();
+                        if (params.policy == POLICY_EVERY_D) {
+                            rule_every_d();
+                        } else if (params.policy == POLICY_DYNAMIC_D) {
+                            rule_dynamic_d();
+                        } else if (params.policy == POLICY_TACK) {
+                            rule_tack();
+                        }
                         safety.apply(w.fact_bits, w.reason);
                         if (params.policy == POLICY_ACC) {
                             acc_inputs();
                             acc_signal_ack.apply(w.half, w.acc_signal, params.acc_signals);
                             acc_delay_factor.apply(w.half, now, w.acc_rtt_min, w.acc_flight, w.mss, params, w.acc_d);
-                            policy_rule();
+                            rule_acc();
                         }
                         // (The policy's own rule is evaluated also for an ACK only the end-of-burst
                         // rule keeps, which hold-back may then hold instead; ack_outcome turns reason
@@ -683,10 +733,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                     || params.policy == POLICY_TACK || params.policy == POLICY_ACC)) {
                             holdback_agent_alive.apply(now, ack.hold);
                         }
-                        ack_outcome();
-                        ack_remember();
-                        pack_record();
-                        pure_ack_store();
+                        pure_ack_finish();
+                        if (ack.hold) {
+                            count_held();
+                        }
                         if (share && !ack.drop && !queue.full) {
                             // Queued: the flow's newest; an ACK the agent sent back is answered with
                             // the time until the flow has room for its next.
