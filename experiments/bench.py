@@ -562,6 +562,7 @@ def _main(argv: list[str] | None) -> int:
         table = (table + "\n\n" if table else "") + render_steps(steps)
     if counted:
         table = (table + "\n\n" if table else "") + instructions.render(counted, N_FLOWS)
+        table += "\n\n" + instructions.render_breakdown(counted)
     if holdback_table:
         table += (
             "\n\nHold-back agent (every_d d=4, hold_ms=200, each ACK right behind its data):\n\n"
@@ -583,7 +584,7 @@ def count_instructions_of(
         warmup = instructions.WARMUP_ROUNDS_PER_FLOW * N_FLOWS * per_round
         frames = build_traffic(mix, (warmup + instructions.N_PACKETS) // per_round + 1)
         for program, policy in configs:
-            per_packet, phv = instructions.count(
+            per_packet, phv, parts = instructions.count(
                 program_json(program),
                 lambda port, program=program, policy=policy: _routes_and_policy(port, policy, program),
                 frames,
@@ -591,7 +592,7 @@ def count_instructions_of(
                 ifaces,
                 thrift_port,
             )
-            counted.append(instructions.Instructions(program, policy or "-", mix, per_packet, phv))
+            counted.append(instructions.Instructions(program, policy or "-", mix, per_packet, phv, parts))
             print(
                 f"{mix:<10} {program:<14} {policy or '-':<12} {per_packet / 1000:7.1f} thousand instructions "
                 f"per packet (callgrind)",

@@ -36,6 +36,31 @@ START_TIMEOUT_S = 300.0  # loading a 5 MB program under valgrind
 PHV_CREATE = "bm::PHVFactory::create"
 
 
+# Where the instructions go: bmv2 functions, each with what it called (callgrind's inclusive
+# counts). The top-level parts do not overlap (nothing here calls another of them); what they leave
+# is receiving, queueing and sending packets, threads, and the PHV pool. The action parts are
+# inside "actions": the primitives' arguments evaluated (every expression operator, each a GMP
+# operation), fields written (each write exports the value's bytes), headers made valid (a header
+# made valid has its fields set to zero), register reads and writes.
+BREAKDOWN_PARTS: tuple[tuple[str, str], ...] = (
+    ("metadata reset", "bm::PHV::reset_metadata"),  # every metadata field, every packet
+    ("header invalidation", "bm::PHV::reset"),  # every header marked invalid, every packet
+    ("parser", "bm::Parser::parse"),
+    ("deparser", "bm::Deparser::deparse"),
+    ("table lookups", "bm::MatchTable::lookup"),
+    ("conditions", "bm::Conditional::operator()"),
+    ("actions", "bm::ActionFnEntry::execute"),
+)
+ACTION_PARTS: tuple[tuple[str, str], ...] = (
+    ("expressions", "bm::Data const& bm::ActionParam::to<bm::Data const&>"),
+    ("field writes", "bm::core::assign::operator()"),
+    ("setValid", "add_header::operator()"),
+    ("register reads", "register_read::operator()"),
+    ("register writes", "register_write::operator()"),
+)
+REST = "rest"
+
+
 @dataclass
 class Instructions:
     program: str
@@ -43,6 +68,7 @@ class Instructions:
     mix: str
     per_packet: float  # instructions the switch executed per packet sent, PHV building subtracted
     phv_subtracted: float  # per packet
+    breakdown: dict[str, float] | None = None  # per packet, by BREAKDOWN_PARTS, ACTION_PARTS and REST
 
 
 def available() -> str | None:
@@ -80,14 +106,28 @@ def inclusive_instructions(annotated: str, function: str) -> int:
     return 0
 
 
-def _totals(out_file: Path) -> tuple[int, int]:
-    """(all instructions, instructions inside PHV building) of one callgrind dump."""
+def breakdown(annotated: str, total: int) -> dict[str, int]:
+    """`total` (the dump's instructions, anything subtracted already) split by BREAKDOWN_PARTS, what
+    they leave as REST, and the ACTION_PARTS inside "actions", from `callgrind_annotate
+    --inclusive=yes` output."""
+    parts = {name: inclusive_instructions(annotated, function) for name, function in BREAKDOWN_PARTS}
+    parts[REST] = total - sum(parts.values())
+    parts.update({name: inclusive_instructions(annotated, function) for name, function in ACTION_PARTS})
+    return parts
+
+
+def _totals(out_file: Path) -> tuple[int, int, dict[str, int]]:
+    """(all instructions, instructions inside PHV building, the breakdown of the rest) of one
+    callgrind dump."""
     annotated = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", str(out_file)], capture_output=True, text=True, check=True
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out_file)],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    return total_instructions(out_file.read_text(errors="replace")), inclusive_instructions(
-        annotated, PHV_CREATE
-    )
+    total = total_instructions(out_file.read_text(errors="replace"))
+    phv = inclusive_instructions(annotated, PHV_CREATE)
+    return total, phv, breakdown(annotated, total - phv)
 
 
 def count(
@@ -99,10 +139,11 @@ def count(
     thrift_port: int,
     n_packets: int = N_PACKETS,
     rate_pps: float = RATE_PPS,
-) -> tuple[float, float]:
-    """(instructions per packet, PHV building subtracted per packet) of `program_json` set up by
-    `configure(thrift_port)`: `warmup` frames fast, then the next `n_packets` frames counted.
-    `ifaces`: port -> (switch side, sending side)."""
+) -> tuple[float, float, dict[str, float]]:
+    """(instructions per packet, PHV building subtracted per packet, where the instructions per
+    packet went: `breakdown`) of `program_json` set up by `configure(thrift_port)`: `warmup`
+    frames fast, then the next `n_packets` frames counted. `ifaces`: port -> (switch side, sending
+    side)."""
     if len(frames) < warmup + n_packets:
         raise ValueError(f"{len(frames)} frames: need {warmup} to warm up and {n_packets} to count")
     with tempfile.TemporaryDirectory(prefix="ackwise-bench-callgrind-") as tmp:
@@ -133,10 +174,36 @@ def count(
             dumps = sorted(Path(tmp).glob("callgrind.out*"), key=lambda p: p.stat().st_mtime)
             if not dumps:
                 raise RuntimeError(f"callgrind wrote no counts into {tmp}")
-            total, phv = _totals(dumps[-1])
+            total, phv, parts = _totals(dumps[-1])
         finally:
             running.stop(timeout_s=30.0)
-    return (total - phv) / n_packets, phv / n_packets
+    return (total - phv) / n_packets, phv / n_packets, {k: v / n_packets for k, v in parts.items()}
+
+
+def render_breakdown(rows: list[Instructions]) -> str:
+    """Where each configuration's instructions per packet go (thousands), beside forward_only's."""
+    counted = [r for r in rows if r.breakdown]
+    if not counted:
+        return ""
+    top = [name for name, _ in BREAKDOWN_PARTS if name != "actions"] + [REST, "actions"]
+    inside = [name for name, _ in ACTION_PARTS]
+    header = ["mix", "program", "policy", "all", *top, *(f"actions: {name}" for name in inside)]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for r in counted:
+        assert r.breakdown is not None
+        cells = [f"{r.per_packet / 1000:.1f}", *(f"{r.breakdown[name] / 1000:.1f}" for name in top + inside)]
+        lines.append(f"| {r.mix} | {r.program} | {r.policy} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Thousands of instructions per packet, by the bmv2 functions they were spent in, each with "
+        "what it called (callgrind's inclusive counts, same runs as the table above). The parts "
+        "before `actions` and `actions` itself add up to `all`; `rest` is receiving, queueing and "
+        "sending packets, threads and the PHV pool. Inside `actions`: `expressions` evaluates the "
+        "primitives' arguments (each operator a GMP operation), `field writes` stores values into "
+        "fields, `setValid` sets a header's fields to zero as it is made valid, and the register "
+        "reads and writes (a read includes writing the field it reads into).",
+    ]
+    return "\n".join(lines)
 
 
 def render(

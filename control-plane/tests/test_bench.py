@@ -130,6 +130,48 @@ def test_the_instructions_of_a_function_are_read_from_its_own_line() -> None:
     assert instructions.inclusive_instructions(ANNOTATED, "bm::PHV::reset") == 0
 
 
+BROKEN_DOWN = """\
+  500,000 (100.0%)  PROGRAM TOTALS
+  300,000 (60.00%)  ???:bm::ActionFnEntry::execute(bm::Packet*) const [/usr/local/bin/simple_switch]
+  120,000 (24.00%)  ???:bm::Data const& bm::ActionParam::to<bm::Data const&>(bm::ActionEngineState*) const [x]
+   90,000 (18.00%)  ???:bm::PHV::reset_metadata() [/usr/local/bin/simple_switch]
+   60,000 (12.00%)  ???:bm::core::assign::operator()(bm::Data&, bm::Data const&) [x]
+   40,000 ( 8.00%)  ???:bm::PHV::reset() [/usr/local/bin/simple_switch]
+   30,000 ( 6.00%)  ???:bm::Parser::parse(bm::Packet*) const [x]
+   20,000 ( 4.00%)  ???:add_header::operator()(bm::Header&) [x]
+    9,000 ( 1.80%)  ???:register_read::operator()(bm::Field&, bm::RegisterArray const&, bm::Data const&) [x]
+"""
+
+
+def test_the_breakdown_splits_the_total_and_names_what_is_left() -> None:
+    parts = instructions.breakdown(BROKEN_DOWN, total=500_000)
+    assert parts["actions"] == 300_000
+    assert parts["metadata reset"] == 90_000
+    assert parts["header invalidation"] == 40_000  # PHV::reset(), not PHV::reset_metadata()
+    assert parts["parser"] == 30_000
+    assert parts["deparser"] == 0 and parts["conditions"] == 0 and parts["table lookups"] == 0
+    # the top-level parts and the rest add up to the total; the action parts are inside "actions"
+    assert parts[instructions.REST] == 500_000 - 300_000 - 90_000 - 40_000 - 30_000
+    assert parts["expressions"] == 120_000 and parts["field writes"] == 60_000
+    assert parts["setValid"] == 20_000 and parts["register reads"] == 9_000 and parts["register writes"] == 0
+
+
+def test_the_breakdown_table_has_a_row_per_counted_configuration() -> None:
+    parts = {k: v / 200 for k, v in instructions.breakdown(BROKEN_DOWN, total=500_000).items()}
+    rows = [
+        instructions.Instructions("ack_switch", "every_d d=8", "ack-heavy", 2_500, 0, parts),
+        instructions.Instructions("forward_only", "-", "ack-heavy", 1_000, 0),  # no breakdown: no row
+    ]
+    table = instructions.render_breakdown(rows)
+    header, _, row = table.splitlines()[:3]
+    assert header.startswith("| mix | program | policy | all | metadata reset | header invalidation |")
+    # all, then metadata reset ... conditions, rest, actions, then the action parts
+    cells = "2.5 | 0.5 | 0.2 | 0.1 | 0.0 | 0.0 | 0.0 | 0.2 | 1.5 | 0.6 | 0.3 | 0.1 | 0.0 | 0.0"
+    assert row == f"| ack-heavy | ack_switch | every_d d=8 | {cells} |"
+    assert "forward_only" not in table
+    assert instructions.render_breakdown(rows[1:]) == ""
+
+
 def test_the_total_is_the_dumps_totals_line() -> None:
     assert instructions.total_instructions("events: Ir\nsummary: 1234\ntotals: 1234\n") == 1234
     with pytest.raises(ValueError, match="no totals"):
