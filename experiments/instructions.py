@@ -181,7 +181,7 @@ def count(
 
 
 def render_breakdown(rows: list[Instructions]) -> str:
-    """Where each configuration's instructions per packet go (thousands), beside forward_only's."""
+    """Where each counted configuration's instructions per packet go (thousands), a row each."""
     counted = [r for r in rows if r.breakdown]
     if not counted:
         return ""
