@@ -33,6 +33,22 @@ class Policy(StrEnum):
 POLICY_TABLE = "ack_thinning.policy"
 # Exact per-flow entries, looked up before POLICY_TABLE (ack_policy.p4): the controller's.
 FLOW_POLICY_TABLE = "ack_thinning.flow_policy"
+# Both tables' key: one 96-bit field of the ACK direction's source address, destination address,
+# source port and destination port, in that order from the top bit (ack_policy.p4). PolicyMatch
+# packs and unpacks it.
+POLICY_KEY_FIELD = "flow"
+_KEY_PARTS_BITS = ((96, 32), (64, 32), (32, 16), (16, 16))  # (end bit, width): src, dst, sport, dport
+
+
+def _pack_key(parts: tuple[int, ...]) -> int:
+    return sum(value << (end - width) for value, (end, width) in zip(parts, _KEY_PARTS_BITS, strict=True))
+
+
+def _unpack_key(packed: int) -> tuple[int, int, int, int]:
+    src, dst, sport, dport = (packed >> (end - width) & ((1 << width) - 1) for end, width in _KEY_PARTS_BITS)
+    return src, dst, sport, dport
+
+
 ACTIONS = {policy: f"ack_thinning.policy_{policy.value}" for policy in Policy}
 # Parameters each policy uses (besides none for off); all others are ignored by that policy.
 POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
@@ -195,19 +211,20 @@ class PolicyMatch:
                 values[name] = port
         return cls(**values)
 
+    def _value_and_mask(self) -> tuple[int, int]:
+        def addr(net: ipaddress.IPv4Network | None) -> tuple[int, int]:
+            return (0, 0) if net is None else (int(net.network_address), int(net.netmask))
+
+        def port(p: int | None) -> tuple[int, int]:
+            return (0, 0) if p is None else (p, 0xFFFF)
+
+        parts = (addr(self.src), addr(self.dst), port(self.sport), port(self.dport))
+        return _pack_key(tuple(v for v, _ in parts)), _pack_key(tuple(m for _, m in parts))
+
     def key(self) -> dict[str, str]:
-        def addr(net: ipaddress.IPv4Network | None) -> str:
-            return "0&&&0" if net is None else f"{net.network_address}&&&{net.netmask}"
-
-        def port(p: int | None) -> str:
-            return "0&&&0" if p is None else f"{p}&&&0xffff"
-
-        return {
-            "src_addr": addr(self.src),
-            "dst_addr": addr(self.dst),
-            "src_port": port(self.sport),
-            "dst_port": port(self.dport),
-        }
+        """The key of the ternary rules' table (POLICY_TABLE)."""
+        value, mask = self._value_and_mask()
+        return {POLICY_KEY_FIELD: f"{value:#x}&&&{mask:#x}"}
 
     @property
     def exact(self) -> bool:
@@ -225,13 +242,7 @@ class PolicyMatch:
         """The key of the exact per-flow table (FLOW_POLICY_TABLE)."""
         if not self.exact:
             raise PolicyError(f"match {self}: a per-flow rule needs src=IP dst=IP sport=N dport=N")
-        assert self.src is not None and self.dst is not None
-        return {
-            "src_addr": str(self.src.network_address),
-            "dst_addr": str(self.dst.network_address),
-            "src_port": str(self.sport),
-            "dst_port": str(self.dport),
-        }
+        return {POLICY_KEY_FIELD: f"{self._value_and_mask()[0]:#x}"}
 
     @property
     def priority(self) -> int:
@@ -242,7 +253,7 @@ class PolicyMatch:
 
     @classmethod
     def from_key(cls, key: dict[str, tuple[int, int]]) -> PolicyMatch:
-        """From (value, mask) pairs as read back from the table."""
+        """From the key's (value, mask) as read back from a table (an exact entry's mask: all ones)."""
 
         def net(value: int, mask: int) -> ipaddress.IPv4Network | None:
             if mask == 0:
@@ -252,9 +263,12 @@ class PolicyMatch:
         def port(value: int, mask: int) -> int | None:
             return None if mask == 0 else value
 
-        return cls(
-            net(*key["src_addr"]), net(*key["dst_addr"]), port(*key["src_port"]), port(*key["dst_port"])
+        value, mask = key[POLICY_KEY_FIELD]
+        (src, dst, sport, dport), (src_mask, dst_mask, sport_mask, dport_mask) = (
+            _unpack_key(value),
+            _unpack_key(mask),
         )
+        return cls(net(src, src_mask), net(dst, dst_mask), port(sport, sport_mask), port(dport, dport_mask))
 
     def __str__(self) -> str:
         parts = [

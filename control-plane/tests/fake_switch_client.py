@@ -4,7 +4,6 @@ info. Not a switch: no packets, no P4; tests set the registers a switch would ho
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,28 +20,21 @@ from ackwise.bmv2.client import (
 )
 from ackwise.flowkey import FLOW_SLOTS, FlowKey
 from ackwise.p4names import IPV4_LPM
-from ackwise.policies import FLOW_POLICY_TABLE, POLICY_TABLE
+from ackwise.policies import FLOW_POLICY_TABLE, POLICY_KEY_FIELD, POLICY_TABLE
 from ackwise.thinning import HALF_FIELDS, KEY_REGISTERS, SLOT_REGISTER, TICK_US
 
 POLICY_TABLE_SIZE = 256  # ACK_POLICY_TABLE_SIZE in constants.p4
 FLOW_POLICY_TABLE_SIZE = 8192  # FLOW_POLICY_TABLE_SIZE in constants.p4
-POLICY_KEY = ("src_addr", "dst_addr", "src_port", "dst_port")
+POLICY_KEY_BITS = 96  # ack_policy.p4's `flow` (POLICY_KEY_FIELD)
 
 
 def _ternary(field_name: str, text: str) -> MatchValue:
     value, _, mask = text.partition("&&&")
-    width = 32 if field_name.endswith("addr") else 16
-
-    def num(t: str) -> int:
-        return int(ipaddress.IPv4Address(t)) if "." in t else int(t, 0)
-
-    return MatchValue(field_name, "ternary", width, num(value), mask=num(mask))
+    return MatchValue(field_name, "ternary", POLICY_KEY_BITS, int(value, 0), mask=int(mask, 0))
 
 
 def _exact(field_name: str, text: str) -> MatchValue:
-    width = 32 if field_name.endswith("addr") else 16
-    value = int(ipaddress.IPv4Address(text)) if "." in text else int(text, 0)
-    return MatchValue(field_name, "exact", width, value)
+    return MatchValue(field_name, "exact", POLICY_KEY_BITS, int(text, 0))
 
 
 @dataclass
@@ -176,7 +168,7 @@ class FakeSwitchClient:
         if size is not None and len(entries) >= size:
             raise SwitchOperationError(f"adding an entry to {table} failed: TABLE_FULL")
         exact = table == FLOW_POLICY_TABLE
-        match = tuple((_exact if exact else _ternary)(name, key[name]) for name in POLICY_KEY)
+        match = ((_exact if exact else _ternary)(POLICY_KEY_FIELD, key[POLICY_KEY_FIELD]),)
         if any(e.key == match and e.priority == priority for e in entries.values()):
             raise SwitchOperationError(f"adding an entry to {table} failed: DUPLICATE_ENTRY")
         handle = self._handle()

@@ -101,7 +101,8 @@ def test_a_new_flow_gets_an_exact_rule_then_only_changes_are_written() -> None:
     assert kinds(events) == ["connected", "set"]
     assert rig.policy_rules() == {ACKS: "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200"}
     entry = rig.fake.entries[FLOW_POLICY_TABLE][0]
-    assert [m.match_type for m in entry.key] == ["exact"] * 4  # looked up before any ternary rule
+    # looked up before any ternary rule: exact, on the one 96-bit key field
+    assert [(m.match_type, m.width_bits) for m in entry.key] == [("exact", 96)]
     assert rig.fake.entries[POLICY_TABLE] == {}  # the operator's table is never written
     set_event = events[1]
     assert set_event == {
@@ -322,12 +323,7 @@ def test_a_failed_write_is_logged_and_retried() -> None:
     rig.fake.entries[FLOW_POLICY_TABLE].clear()
     for handle in range(8192):
         stream = AckStream.parse("10.0.3.1", 5001, "10.0.1.1", handle)
-        key = tuple(
-            replace(m, value=v)
-            for m, v in zip(
-                template.key, (stream.src_addr, stream.dst_addr, stream.sport, stream.dport), strict=True
-            )
-        )
+        key = (replace(template.key[0], value=int(stream.match().exact_key()["flow"], 0)),)
         rig.fake.entries[FLOW_POLICY_TABLE][handle] = replace(template, handle=handle, key=key)
     rig.fake._next_handle = 8192
     events = rig.step(segments=10)

@@ -66,24 +66,15 @@ def test_every_policy_lists_its_parameters() -> None:
 def test_match_key_and_priority() -> None:
     m = PolicyMatch.parse(["src=10.0.2.0/24", "sport=5001", "dport=*"])
     assert m.src == ipaddress.IPv4Network("10.0.2.0/24") and m.dport is None
-    assert m.key() == {
-        "src_addr": "10.0.2.0&&&255.255.255.0",
-        "dst_addr": "0&&&0",
-        "src_port": "5001&&&0xffff",
-        "dst_port": "0&&&0",
-    }
+    # one 96-bit field: source address | destination address | source port | destination port
+    assert m.key() == {"flow": "0xa0002000000000013890000&&&0xffffff0000000000ffff0000"}
     assert PolicyMatch.parse(["src=10.0.2.1", "sport=5001"]).priority < m.priority < PolicyMatch().priority
-    assert (
-        PolicyMatch.from_key(
-            {
-                "src_addr": (0x0A000200, 0xFFFFFF00),
-                "dst_addr": (0, 0),
-                "src_port": (5001, 0xFFFF),
-                "dst_port": (0, 0),
-            }
-        )
-        == m
-    )
+    assert PolicyMatch.from_key({"flow": (0x0A00020000000000_13890000, 0xFFFFFF0000000000_FFFF0000)}) == m
+    flow = PolicyMatch.parse(["src=10.0.2.1", "dst=10.0.1.1", "sport=5001", "dport=40000"])
+    assert flow.exact_key() == {"flow": "0xa0002010a00010113899c40"}
+    assert PolicyMatch.from_key({"flow": (0x0A0002010A00010113899C40, (1 << 96) - 1)}) == flow
+    with pytest.raises(PolicyError, match="per-flow rule needs"):
+        m.exact_key()
     with pytest.raises(PolicyError, match="use src="):
         PolicyMatch.parse(["source=10.0.0.1"])
     with pytest.raises(PolicyError, match="outside"):

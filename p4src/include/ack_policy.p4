@@ -4,6 +4,12 @@
 // (ternary rules by priority, with a settable default, off). Data segments look the tables up with
 // source and destination swapped, so that one entry covers a flow's data and its ACKs. Parameters
 // are validated by control-plane/ackwise/policies.py.
+//
+// The key is one 96-bit field, `flow`: source address [95:64] | destination address [63:32] |
+// source port [31:16] | destination port [15:0] (packed and unpacked in control-plane/ackwise/
+// policies.py, PolicyMatch). Not four fields: on bmv2's default build every lookup formats each key
+// field for a log line it does not write, and the two four-field lookups cost every packet about
+// 50 thousand instructions more (docs/performance.md).
 #ifndef ACKWISE_ACK_POLICY_P4
 #define ACKWISE_ACK_POLICY_P4
 
@@ -13,18 +19,13 @@
 
 control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, out bool has_data,
                         inout ack_policy_params_t params) {
-    ipv4_addr_t ack_src_addr;
-    ipv4_addr_t ack_dst_addr;
-    bit<16> ack_src_port;
-    bit<16> ack_dst_port;
+    bit<96> ack_flow;
 
     // The tables see the flow from its ACKs' side: data looks them up reversed.
     action orient() {
         has_data = payload_len != 0;
-        ack_src_addr = has_data ? ipv4.dst_addr : ipv4.src_addr;
-        ack_dst_addr = has_data ? ipv4.src_addr : ipv4.dst_addr;
-        ack_src_port = has_data ? tcp.dst_port : tcp.src_port;
-        ack_dst_port = has_data ? tcp.src_port : tcp.dst_port;
+        ack_flow = has_data ? ipv4.dst_addr ++ ipv4.src_addr ++ tcp.dst_port ++ tcp.src_port
+                            : ipv4.src_addr ++ ipv4.dst_addr ++ tcp.src_port ++ tcp.dst_port;
     }
 
     @name(".ack_thinning.policy_off")
@@ -93,10 +94,7 @@ control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, ou
     @name(".ack_thinning.flow_policy")
     table flow_policy {
         key = {
-            ack_src_addr: exact @name("src_addr");
-            ack_dst_addr: exact @name("dst_addr");
-            ack_src_port: exact @name("src_port");
-            ack_dst_port: exact @name("dst_port");
+            ack_flow: exact @name("flow");
         }
         actions = {
             policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
@@ -109,10 +107,7 @@ control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, ou
     @name(".ack_thinning.policy")
     table policy {
         key = {
-            ack_src_addr: ternary @name("src_addr");
-            ack_dst_addr: ternary @name("dst_addr");
-            ack_src_port: ternary @name("src_port");
-            ack_dst_port: ternary @name("dst_port");
+            ack_flow: ternary @name("flow");
         }
         actions = {
             policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
