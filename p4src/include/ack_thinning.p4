@@ -108,9 +108,7 @@ header thinning_work_h {
     bit<1> direction;
     bool ours;                  // the slot holds this packet's flow
     bool take_over;             // ...or a flow whose record may be taken over
-    bool owned;
-    bool fresh;
-    bool collision;
+    bool owned;                 // ours or taken over (else a collision: the packet passes untouched)
     bool empty;
     bool idle;
     bool ack_valid;
@@ -118,7 +116,7 @@ header thinning_work_h {
     bool absorbed;              // folded into the flow's waiting ACK (coalescing)
     bool retransmission;
     bool start_probe;
-    bit<1> unused;
+    bit<3> unused;
 }
 
 // What only an ACK the agent sends back (released()) or a coalescing ACK uses: a header of its
@@ -209,12 +207,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
 
     // The slot's ports, last seen and closed bit, for a record this packet owns.
     // What follows from ours and take_over, after the barrier: before it p4c substituted the
-    // ownership test into each of owned, fresh, collision and idle (claim() had 173 expression
-    // operators).
+    // ownership test into each of owned and idle and the outcomes derived from them (claim() had
+    // 173 expression operators). A taken-over record (take_over) is reset; one not owned is a
+    // collision.
     action claim_write() {
         w.owned = w.ours || w.take_over;
-        w.fresh = w.take_over;
-        w.collision = !w.owned;
         w.idle = w.ours && params.idle_us != 0 && (bit<48>)w.silent_ticks > (bit<48>)(params.idle_us >> 10);
         bool closing = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
         bit<1> closed_now = (bit<1>)(w.owned && (closing || (w.ours && w.stored[0:0] == 1)));
@@ -635,10 +632,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             w.setValid();
             flow_key.apply(ipv4, tcp, w.key_a, w.key_b, w.key_ports, w.slot, w.direction);
             claim_slot();
-            if (w.collision) {
+            if (!w.owned) {
                 stats.count(STAT_COLLISIONS);
             } else {
-                if (w.fresh) {
+                if (w.take_over) {
                     if (w.empty) {
                         reset_records(STAT_NEW_FLOWS);
                     } else {
