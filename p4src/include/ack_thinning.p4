@@ -42,12 +42,16 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // sack_high is set
 // The internal record of a half-flow (ack_thinning.record): flags | seq | fwd | ts | probe | sack | high.
 #define RECORD_BITS 392
 #define REC_FLAGS 391:352
+#define REC_STATE 359:352
 #define REC_SEQ 351:288
 #define REC_FWD 287:224
 #define REC_TS 223:160
 #define REC_PROBE 159:96
+#define REC_PROBE_END 159:128
+#define REC_PROBE_SENT 127:96
 #define REC_SACK 95:32
 #define REC_HIGH 31:0
+#define REC_SACK_HIGH 95:0
 #define REC_BELOW_FLAGS 351:0
 #define REC_ABOVE_FWD 391:288
 #define REC_BELOW_FWD 223:0
@@ -57,7 +61,8 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // sack_high is set
 // metadata: simple_switch sets every metadata field to zero for every packet it receives, so
 // under `off` (and in every program sharing the metadata) each field cost every packet; a
 // header's fields are set to zero only when it is made valid (bmv2's add_header), by the packets
-// the stage looks at.
+// the stage looks at. What only pure ACKs use is in thinning_ack_h, made valid on their path, so
+// that data segments do not zero it.
 // Action locals live here too: p4c makes a metadata field of each (docs/performance.md, "What
 // every packet pays first"). Never emitted; bmv2 adds its size to the packet length register,
 // which nothing in the programs reads.
@@ -74,26 +79,37 @@ header thinning_work_h {
     bit<48> reclaim_idle_us;
     bit<30> silent_ticks;       // since the slot's last packet, in 1.024 ms ticks
     bit<63> data;
-    bit<63> data_other;
-    bit<62> acks;
     bit<62> thinned;
-    bit<39> outcome;
-    bit<63> rtt_other;
+    bit<63> rtt_other;          // read by rtt_sample(), rule_tack() and acc_inputs() only
     bit<40> flags;
-    bit<40> flags_other;
     bit<64> seq;
     bit<64> fwd;
     bit<64> ts;
     bit<64> sack;
     bit<32> high;
     bit<64> probe;
-    bit<64> probe_other;
     bit<RECORD_BITS> record;        // this half's internal record as read, and as written back
     bit<RECORD_BITS> record_other;  // the other half's internal record as read
     bit<32> ack_last;
+    bit<8> ece_cwr;
+    bit<1> direction;
+    bool ours;                  // the slot holds this packet's flow
+    bool take_over;             // ...or a flow whose record may be taken over
+    bool owned;                 // ours or taken over (else a collision: the packet passes untouched)
+    bool empty;
+    bool ack_valid;
+    bool retransmission;
+    bool sampled;               // the segment acknowledges the other side's RTT probe
+    bit<7> unused;
+}
+
+// What only a pure ACK (and released()) uses, made valid on that path.
+header thinning_ack_h {
+    bit<63> data_other;
+    bit<62> acks;
+    bit<39> outcome;
     bit<32> window_bytes;
     bit<32> window_last_bytes;
-    bit<8> ece_cwr;
     bit<13> fact_bits;          // the safety contract's facts (FACT_* in ack_safety.p4)
     keep_reason_t reason;
     bit<32> acked_since_fwd;
@@ -105,18 +121,9 @@ header thinning_work_h {
     bit<32> acc_rtt_min;        // acc's inputs: RTTmin (configured or measured), the flight, the signal
     bit<32> acc_flight;
     bit<8> acc_signal;
-    bit<1> direction;
-    bool ours;                  // the slot holds this packet's flow
-    bool take_over;             // ...or a flow whose record may be taken over
-    bool owned;                 // ours or taken over (else a collision: the packet passes untouched)
-    bool empty;
-    bool idle;
-    bool ack_valid;
     bool policy_keep;
     bool absorbed;              // folded into the flow's waiting ACK (coalescing)
-    bool retransmission;
-    bool start_probe;
-    bit<3> unused;
+    bit<5> unused;
 }
 
 // What only an ACK the agent sends back (released()) or a coalescing ACK uses: a header of its
@@ -185,6 +192,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // another live flow's (a collision: the packet passes untouched). A taken-over slot gets its
     // new key in reset_records().
     thinning_work_h w;
+    thinning_ack_h a;
     thinning_rare_h rare;
 
     // The slot is read by claim() and written by claim_write(), one step with a barrier between
@@ -197,12 +205,17 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         key_b_reg.read(w.stored_b, w.slot);
         slot_reg.read(w.stored, w.slot);
         config.read(w.reclaim_idle_us, 0);
-        w.reclaim_idle_us = w.reclaim_idle_us == 0 ? RECLAIM_IDLE_DEFAULT_US : w.reclaim_idle_us;
         w.silent_ticks = (bit<30>)(now >> 10) - w.stored[30:1];
         w.ours = w.stored_a == w.key_a && w.stored_b == w.key_b && w.stored[62:31] == w.key_ports;
-        w.empty = w.stored_a == 0 && w.stored_b == 0 && w.stored[62:31] == 0;
-        w.take_over = !w.ours
-            && (w.empty || w.stored[0:0] == 1 || (bit<48>)w.silent_ticks > w.reclaim_idle_us >> 10);
+        COPY_BARRIER(w);
+        // What only a packet of another flow needs, in the branch of a ?: that bmv2 evaluates only
+        // then (its && and || evaluate both sides). Each after a barrier: p4c would substitute
+        // empty's ?: into take_over's, and a nested ?: becomes predicated temporaries.
+        w.empty = w.ours ? false : w.stored_a == 0 && w.stored_b == 0 && w.stored[62:31] == 0;
+        COPY_BARRIER(w);
+        w.take_over = w.ours ? false : w.empty || w.stored[0:0] == 1
+            || w.reclaim_idle_us != 0 && (bit<48>)w.silent_ticks > w.reclaim_idle_us >> 10
+            || w.reclaim_idle_us == 0 && (bit<48>)w.silent_ticks > RECLAIM_IDLE_DEFAULT_US >> 10;
     }
 
     // The slot's ports, last seen and closed bit, for a record this packet owns.
@@ -212,7 +225,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // collision.
     action claim_write() {
         w.owned = w.ours || w.take_over;
-        w.idle = w.ours && params.idle_us != 0 && (bit<48>)w.silent_ticks > (bit<48>)(params.idle_us >> 10);
+        COPY_BARRIER(w);    // else p4c substitutes `ours || take_over` into each use of owned
         bool closing = tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
         bit<1> closed_now = (bit<1>)(w.owned && (closing || (w.ours && w.stored[0:0] == 1)));
         w.stored = w.owned ? w.key_ports ++ (bit<30>)(now >> 10) ++ closed_now : w.stored;
@@ -234,12 +247,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         stats.count(counted);
         key_a_reg.write(w.slot, w.key_a);
         key_b_reg.write(w.slot, w.key_b);
-        data_reg.read(w.data, w.half);
-        data_reg.read(w.data_other, w.other);
+        data_reg.read(w.data, w.other);
         w.data = w.data[62:31] ++ 31w0;
-        w.data_other = w.data_other[62:31] ++ 31w0;
+        data_reg.write(w.other, w.data);
+        data_reg.read(w.data, w.half);
+        w.data = w.data[62:31] ++ 31w0;
         data_reg.write(w.half, w.data);
-        data_reg.write(w.other, w.data_other);
         record_reg.write(w.half, 0);
         record_reg.write(w.other, 0);
         acks_reg.write(w.half, 0);
@@ -253,6 +266,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     }
 
     // ---- the record in and out, each in one step (p4c inlines these into the step actions) ----
+    // What every segment uses; only a pure ACK reads and changes the SACK words (load_sack()).
     action load_record() {
         ack.half = w.half;
         ack.tracked = true;
@@ -262,15 +276,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.fwd = w.record[REC_FWD];
         w.ts = w.record[REC_TS];
         w.probe = w.record[REC_PROBE];
-        w.sack = w.record[REC_SACK];
-        w.high = w.record[REC_HIGH];
     }
 
-    action load_other() {
-        record_reg.read(w.record_other, w.other);
-        w.flags_other = w.record_other[REC_FLAGS];
-        w.probe_other = w.record_other[REC_PROBE];
-        rtt_reg.read(w.rtt_other, w.other);
+    action load_sack() {
+        w.sack = w.record[REC_SACK];
+        w.high = w.record[REC_HIGH];
     }
 
     // Packed in a step before the one that writes it: in one action, p4c substituted the packing
@@ -280,13 +290,28 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.record = w.flags ++ w.seq ++ w.fwd ++ w.ts ++ w.probe ++ w.sack ++ w.high;
     }
 
+    // A segment that is not a pure ACK leaves the SACK words as they were.
+    action pack_record_no_sack() {
+        w.record = w.flags ++ w.seq ++ w.fwd ++ w.ts ++ w.probe ++ w.record[REC_SACK_HIGH];
+    }
+
     action store_record() {
         record_reg.write(w.half, w.record);
     }
 
-    // The other side's record changes only in its flags (the probe answered) and its RTTmin.
-    action store_other() {
-        w.record_other = w.flags_other ++ w.record_other[REC_BELOW_FLAGS];
+    // An RTT sample, when a segment acknowledges the other side's probe (w.sampled, in
+    // ack_state()); RTTmin over RTT_MIN_WINDOW_US. Its own step, applied only then: the other
+    // side's record changes only here (its probe answered), and its RTTmin is read only here and
+    // by the rules that use it.
+    action rtt_sample() {
+        rtt_reg.read(w.rtt_other, w.other);
+        bit<32> sample = (bit<32>)now - w.record_other[REC_PROBE_SENT];
+        bit<31> rtt_min = w.rtt_other[62:32];
+        bool newer_min = rtt_min == 0 || sample <= (bit<32>)rtt_min
+            || (bit<32>)now - w.rtt_other[31:0] > (bit<32>)RTT_MIN_WINDOW_US;
+        w.rtt_other = newer_min ? (bit<31>)sample ++ (bit<32>)now : w.rtt_other;
+        w.record_other = w.record_other[391:360] ++ (w.record_other[REC_STATE] & ~HALF_PROBE)
+            ++ w.record_other[REC_BELOW_FLAGS];
         record_reg.write(w.other, w.record_other);
         rtt_reg.write(w.other, w.rtt_other);
     }
@@ -301,10 +326,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // back everything it holds, in order (no answer would leave it resending the oldest forever).
     action released() {
         rare.setValid();
+        a.setValid();
         record_reg.read(w.record, w.half);
-        acks_reg.read(w.acks, w.half);
+        acks_reg.read(a.acks, w.half);
         thinned_reg.read(w.thinned, w.half);
-        outcome_reg.read(w.outcome, w.half);
+        outcome_reg.read(a.outcome, w.half);
         holdback_released.read(rare.held_released, w.half);
         share_held.read(rare.share, w.half);
         bit<16> handed = SHARE_HANDED(rare.share);
@@ -323,51 +349,41 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         rare.share = rare.shared ? SHARE_HELD(handed, taken + 1, now) : rare.share;
         w.record = rare.newer ? w.record[REC_ABOVE_FWD] ++ tcp.ack_no ++ (bit<32>)now ++ w.record[REC_BELOW_FWD]
                          : w.record;
-        w.acks = w.acks + (rare.shared ? (62w1 << 31) + 1 : 0) + (rare.newer && !rare.shared ? 62w1 : 0);
+        a.acks = a.acks + (rare.shared ? (62w1 << 31) + 1 : 0) + (rare.newer && !rare.shared ? 62w1 : 0);
         w.thinned = rare.held_back ? w.thinned - (1 << 31) : w.thinned;
-        w.outcome = rare.held_back ? w.outcome[38:8] ++ KEEP_RELEASED : w.outcome;
+        a.outcome = rare.held_back ? a.outcome[38:8] ++ KEEP_RELEASED : a.outcome;
         rare.held_released = rare.held_back ? rare.held_released + 1 : rare.held_released;
         share_held.write(w.half, rare.share);
         record_reg.write(w.half, w.record);
-        acks_reg.write(w.half, w.acks);
+        acks_reg.write(w.half, a.acks);
         thinned_reg.write(w.half, w.thinned);
-        outcome_reg.write(w.half, w.outcome);
+        outcome_reg.write(w.half, a.outcome);
         holdback_released.write(w.half, rare.held_released);
     }
 
     // ---- data this side sends: data_end, the segment count, retransmissions, the RTT probe ----
     action track_data() {
-        bit<8> state = w.flags[7:0];
         bit<32> end = tcp.seq_no + (bit<32>)payload_len;
-        bit<32> data_end = w.data[62:31];
-        bool known = state & HALF_DATA_VALID != 0;
-        w.retransmission = known && SEQ_LEQ(end, data_end);
-        bool probing = state & HALF_PROBE != 0;
-        w.start_probe = !w.retransmission && !probing;
-        w.data = (!known || SEQ_GT(end, data_end) ? end : data_end) ++ (w.data[30:0] + 1);
+        w.retransmission = w.flags[7:0] & HALF_DATA_VALID != 0 && SEQ_LEQ(end, w.data[62:31]);
+        // After the barrier the uses below read the field: p4c had substituted the test into each
+        // of them (and the newest end is the data end unless the segment is a retransmission).
+        COPY_BARRIER(w);
+        w.data = (w.retransmission ? w.data[62:31] : end) ++ (w.data[30:0] + 1);
         w.thinned = w.retransmission ? w.thinned + 1 : w.thinned;
-        w.probe = w.start_probe ? end ++ (bit<32>)now : w.probe;
+        bool start_probe = !w.retransmission && w.flags[7:0] & HALF_PROBE == 0;
+        w.probe = start_probe ? end ++ (bit<32>)now : w.probe;
         // A probe is running after new data (started now or before), and cancelled by a
         // retransmission (Karn: no RTT sample across one).
-        w.flags = w.flags[39:8] ++ (state & ~HALF_PROBE | HALF_DATA_VALID | (w.retransmission ? 8w0 : HALF_PROBE));
+        w.flags = w.flags[39:8]
+            ++ (w.flags[7:0] & ~HALF_PROBE | HALF_DATA_VALID | (w.retransmission ? 8w0 : HALF_PROBE));
     }
 
-    // ---- every segment with an ACK: an RTT sample, and what "the previous ACK" means ----
-    action ack_sample() {
-        // An RTT sample when the other side's probe is acknowledged; RTTmin over RTT_MIN_WINDOW_US.
-        bit<8> other_state = w.flags_other[7:0];
-        bool sampled = other_state & HALF_PROBE != 0 && SEQ_GEQ(tcp.ack_no, w.probe_other[63:32]);
-        bit<32> sample = (bit<32>)now - w.probe_other[31:0];
-        bit<31> rtt_min = w.rtt_other[62:32];
-        bool newer_min = rtt_min == 0 || sample <= (bit<32>)rtt_min
-            || (bit<32>)now - w.rtt_other[31:0] > (bit<32>)RTT_MIN_WINDOW_US;
-        w.rtt_other = sampled && newer_min ? (bit<31>)sample ++ (bit<32>)now : w.rtt_other;
-        w.flags_other = sampled ? w.flags_other[39:8] ++ (other_state & ~HALF_PROBE) : w.flags_other;
+    // ---- every segment with an ACK: whether it samples the RTT, what "the previous ACK" means ----
+    action ack_state() {
+        w.sampled = w.record_other[REC_STATE] & HALF_PROBE != 0
+            && SEQ_GEQ(tcp.ack_no, w.record_other[REC_PROBE_END]);
         w.ack_valid = w.flags[7:0] & HALF_ACK_VALID != 0;
         w.ack_last = w.seq[63:32];
-        bit<8> ws_shift = w.flags[15:8];
-        w.window_bytes = (bit<32>)tcp.window << ws_shift;
-        w.window_last_bytes = (bit<32>)w.flags[39:24] << ws_shift;
         w.ece_cwr = tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
     }
 
@@ -387,13 +403,20 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     }
 
     // ---- pure ACKs: the facts, the contract, the policy ----
-    // Each fact is a bit of w.fact_bits (FACT_* in ack_safety.p4, where the contract orders them).
+    // The window, scaled, and the previous ACK's (after window_scale(): a SYN may set the scale).
+    action ack_windows() {
+        bit<8> ws_shift = w.flags[15:8];
+        a.window_bytes = (bit<32>)tcp.window << ws_shift;
+        a.window_last_bytes = (bit<32>)w.flags[39:24] << ws_shift;
+    }
+
+    // Each fact is a bit of a.fact_bits (FACT_* in ack_safety.p4, where the contract orders them).
     action ack_facts() {
         bit<8> state = w.flags[7:0];
-        bit<8> other_state = w.flags_other[7:0];
+        bit<8> other_state = w.record_other[REC_STATE];
         bool sack_present = opts.sack_blocks != 0;
-        w.mss = (bit<32>)params.mss;
-        w.data_end_other = w.data_other[62:31];
+        a.mss = (bit<32>)params.mss;
+        a.data_end_other = a.data_other[62:31];
         bool flags_keep = tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST | TCP_FLAG_URG | TCP_FLAG_PSH) != 0;
         bool has_payload = payload_len != 0;
         bool first_ack = !w.ack_valid;
@@ -405,17 +428,17 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         bool sack_news = sack_present && (state & HALF_SACK_SEEN == 0 || SEQ_GT(opts.sack_right_0, w.high)
             || opts.sack_left_0 != w.sack[63:32] || opts.sack_right_0 != w.sack[31:0]);
         bool ece_cwr_change = w.ack_valid && w.ece_cwr != w.flags[23:16];
-        bool window_reopen = w.ack_valid && w.window_last_bytes < w.mss && w.window_bytes >= w.mss;
+        bool window_reopen = w.ack_valid && a.window_last_bytes < a.mss && a.window_bytes >= a.mss;
         bool unknown_option = opts.unknown_present;
         bool ts_reordered = opts.ts_present && state & HALF_TS_VALID != 0
             && (SEQ_LT(opts.ts_val, w.ts[63:32]) || SEQ_LT(opts.ts_ecr, w.ts[31:0]));
-        bool idle = w.idle;
+        bool idle = w.ours && params.idle_us != 0 && (bit<48>)w.silent_ticks > (bit<48>)(params.idle_us >> 10);
         // With `filter`, an ACK is dropped only behind a newer one that acknowledges at least as
         // much, and with `coalesce` its state leaves inside the waiting ACK: the end of a burst is
         // never at stake.
         bool acks_all_data = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
-            && (other_state & HALF_DATA_VALID == 0 || SEQ_GEQ(tcp.ack_no, w.data_end_other));
-        w.fact_bits = (flags_keep ? FACT_FLAGS_KEEP : 0)
+            && (other_state & HALF_DATA_VALID == 0 || SEQ_GEQ(tcp.ack_no, a.data_end_other));
+        a.fact_bits = (flags_keep ? FACT_FLAGS_KEEP : 0)
             | (has_payload ? FACT_HAS_PAYLOAD : 0)
             | (first_ack ? FACT_FIRST_ACK : 0)
             | (window_update ? FACT_WINDOW_UPDATE : 0)
@@ -428,7 +451,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             | (ts_reordered ? FACT_TS_REORDERED : 0)
             | (idle ? FACT_IDLE : 0)
             | (acks_all_data ? FACT_ACKS_ALL_DATA : 0);
-        w.acked_since_fwd = tcp.ack_no - w.fwd[63:32];
+        a.acked_since_fwd = tcp.ack_no - w.fwd[63:32];
     }
 
     // The policies' own rules, as values: has the ACK reached the policy's threshold? An action
@@ -436,56 +459,58 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // do not short-circuit), and one action for the four evaluated all four rules (77 operators).
     // Sums rather than nested ?: (which p4c lowers into a chain of copies).
     action rule_every_d() {
-        w.policy_keep = w.acked_since_fwd >= (bit<32>)params.d * w.mss;
+        a.policy_keep = a.acked_since_fwd >= (bit<32>)params.d * a.mss;
     }
 
     // dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
     action rule_dynamic_d() {
         bit<32> acked_total = tcp.ack_no - w.seq[31:0];
-        bit<32> dynamic_d = 1 + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l1 * w.mss)
-            + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l2 * w.mss)
-            + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l3 * w.mss);
-        w.policy_keep = w.acked_since_fwd >= dynamic_d * w.mss;
+        bit<32> dynamic_d = 1 + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l1 * a.mss)
+            + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l2 * a.mss)
+            + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l3 * a.mss);
+        a.policy_keep = a.acked_since_fwd >= dynamic_d * a.mss;
     }
 
     // tack: L segments and RTTmin / beta since the last forwarded ACK
     action rule_tack() {
+        rtt_reg.read(w.rtt_other, w.other);
         bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
         bit<48> since_fwd = (bit<48>)((bit<32>)now - w.fwd[31:0]);
-        w.policy_keep = w.acked_since_fwd >= (bit<32>)params.tack_l * w.mss
+        a.policy_keep = a.acked_since_fwd >= (bit<32>)params.tack_l * a.mss
             && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min;
     }
 
     // acc: d from AccDelayFactor
     action rule_acc() {
-        w.policy_keep = w.acked_since_fwd >= w.acc_d * w.mss;
+        a.policy_keep = a.acked_since_fwd >= a.acc_d * a.mss;
     }
 
     // acc's inputs, in an action (locals of the apply block would be metadata fields).
     action acc_inputs() {
-        w.acc_signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0) | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
-        w.acc_rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
+        rtt_reg.read(w.rtt_other, w.other);
+        a.acc_signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0) | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
+        a.acc_rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.rtt_other[62:32];
         // The flight: data the switch saw sent beyond the highest ACK.
         bit<32> highest_ack = w.ack_valid && SEQ_GT(w.ack_last, tcp.ack_no) ? w.ack_last : tcp.ack_no;
-        w.acc_flight = w.flags_other[7:0] & HALF_DATA_VALID != 0 && SEQ_GT(w.data_end_other, highest_ack)
-            ? w.data_end_other - highest_ack : 32w0;
+        a.acc_flight = w.record_other[REC_STATE] & HALF_DATA_VALID != 0 && SEQ_GT(a.data_end_other, highest_ack)
+            ? a.data_end_other - highest_ack : 32w0;
     }
 
     // What becomes of the ACK, its counters, and the state the next ACK compares with.
     action ack_outcome() {
-        w.reason = w.reason == KEEP_NONE && w.policy_keep ? KEEP_POLICY : w.reason;
+        a.reason = a.reason == KEEP_NONE && a.policy_keep ? KEEP_POLICY : a.reason;
         // filter: decided at egress; here only whether it may be dropped there.
-        ack.filter_candidate = params.policy == POLICY_FILTER && w.reason == KEEP_NONE;
+        ack.filter_candidate = params.policy == POLICY_FILTER && a.reason == KEEP_NONE;
         ack.hold_base_ack = w.fwd[63:32];
-        bool thinned = w.reason == KEEP_NONE && params.policy != POLICY_FILTER;
-        bool forwarded = !thinned && !w.absorbed && !ack.hold && !ack.filter_candidate;
+        bool thinned = a.reason == KEEP_NONE && params.policy != POLICY_FILTER;
+        bool forwarded = !thinned && !a.absorbed && !ack.hold && !ack.filter_candidate;
         bit<8> state = w.flags[7:0];
         bool sack_present = opts.sack_blocks != 0;
-        w.acks = w.acks + (1 << 31) + (forwarded ? 62w1 : 62w0);
+        a.acks = a.acks + (1 << 31) + (forwarded ? 62w1 : 62w0);
         // Absorbed and held ACKs count as thinned (a held one until it comes back released).
-        w.thinned = thinned || ack.hold || w.absorbed ? w.thinned + (1 << 31) : w.thinned;
-        bit<31> dup_acks = w.outcome[38:8] + (w.reason == KEEP_DUP_ACK ? 31w1 : 31w0);
-        w.outcome = dup_acks ++ (forwarded ? w.reason : w.outcome[7:0]);
+        w.thinned = thinned || ack.hold || a.absorbed ? w.thinned + (1 << 31) : w.thinned;
+        bit<31> dup_acks = a.outcome[38:8] + (a.reason == KEEP_DUP_ACK ? 31w1 : 31w0);
+        a.outcome = dup_acks ++ (forwarded ? a.reason : a.outcome[7:0]);
         w.fwd = forwarded
             ? (!w.ack_valid || SEQ_GT(tcp.ack_no, w.fwd[63:32]) ? tcp.ack_no : w.fwd[63:32]) ++ (bit<32>)now
             : w.fwd;
@@ -494,12 +519,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.high = sack_present && higher ? opts.sack_right_0 : w.high;
         state = sack_present ? state | HALF_SACK_SEEN : state;
         w.flags = w.flags[39:8] ++ state;
-        ack.drop = thinned || ack.hold || w.absorbed;
+        ack.drop = thinned || ack.hold || a.absorbed;
         // Counted in pure_ack_store: an index computed in the action that counts is a temporary.
         // One of four, as a disjunction of exclusive cases (a held ACK is neither absorbed nor
         // thinned): p4c lowers nested ?: into a chain of temporaries.
-        w.stat = (w.absorbed ? STAT_ACKS_ABSORBED : 0)
-            | (thinned && !w.absorbed ? STAT_ACKS_THINNED : 0)
+        a.stat = (a.absorbed ? STAT_ACKS_ABSORBED : 0)
+            | (thinned && !a.absorbed ? STAT_ACKS_THINNED : 0)
             | (ack.hold ? STAT_ACKS_HELD : 0)
             | (!ack.drop ? STAT_ACKS_PASSED : 0);
     }
@@ -507,9 +532,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // Hold-back's count of held ACKs, for a held one only (a register read and write every pure
     // ACK otherwise).
     action count_held() {
-        holdback_held.read(w.held, w.half);
-        w.held = w.held + 1;
-        holdback_held.write(w.half, w.held);
+        holdback_held.read(a.held, w.half);
+        a.held = a.held + 1;
+        holdback_held.write(w.half, a.held);
     }
 
     // A pure ACK the queue share hands to the agent (to keep, or back to it again): nothing of the
@@ -533,24 +558,25 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // copy of the expression that computed it. Without barriers, one action for the whole data
     // segment wrote its record back as one expression of 414 operators and had 1 335; cut into
     // five steps instead, it paid five bmv2 steps (docs/performance.md, "Steps against operators",
-    // "A barrier inside an action"). Each kind reads and writes only the registers it uses.
+    // "A barrier inside an action"). Each kind reads and writes only the registers it uses; the
+    // other side's record is read for its probe and written back only by rtt_sample(), when the
+    // segment acknowledges that probe (about once per round trip).
     action data_segment() {
         load_record();
-        load_other();
+        record_reg.read(w.record_other, w.other);
         data_reg.read(w.data, w.half);
         thinned_reg.read(w.thinned, w.half);
         window_scale();
         COPY_BARRIER(w);
         track_data();
         COPY_BARRIER(w);
-        ack_sample();
+        ack_state();
         COPY_BARRIER(w);
         ack_remember();
         COPY_BARRIER(w);
-        pack_record();
+        pack_record_no_sack();
         COPY_BARRIER(w);
         store_record();
-        store_other();
         data_reg.write(w.half, w.data);
         thinned_reg.write(w.half, w.thinned);
         port_reg.write(w.half, egress_port);
@@ -565,7 +591,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         COPY_BARRIER(w);
         track_data();
         COPY_BARRIER(w);
-        pack_record();
+        pack_record_no_sack();
         COPY_BARRIER(w);
         store_record();
         data_reg.write(w.half, w.data);
@@ -573,31 +599,33 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         port_reg.write(w.half, egress_port);
     }
 
-    // A pure ACK up to its facts: its record, the other side's, and the counters.
+    // A pure ACK up to its facts: its record, the other side's, and the counters. Its own working
+    // header (thinning_ack_h) is made valid here.
     action pure_ack_load() {
+        a.setValid();
         stats.count(STAT_ACKS_SEEN);
         ack.pure_ack = true;
-        w.acc_d = 0;            // set by acc's delay factor only
-        w.absorbed = false;     // set by coalescing only
-        w.policy_keep = false;  // set by the rule of every_d, dynamic_d, tack or acc only
+        a.acc_d = 0;            // set by acc's delay factor only
+        a.absorbed = false;     // set by coalescing only
+        a.policy_keep = false;  // set by the rule of every_d, dynamic_d, tack or acc only
         load_record();
-        load_other();
-        data_reg.read(w.data_other, w.other);
-        acks_reg.read(w.acks, w.half);
+        load_sack();
+        record_reg.read(w.record_other, w.other);
+        data_reg.read(a.data_other, w.other);
+        acks_reg.read(a.acks, w.half);
         thinned_reg.read(w.thinned, w.half);
-        outcome_reg.read(w.outcome, w.half);
+        outcome_reg.read(a.outcome, w.half);
         window_scale();
     }
 
     // ...and after the contract and the policy's rule (acc's once its d is known): the record
     // and counters written back.
     action pure_ack_store() {
-        stats.count(w.stat);
+        stats.count(a.stat);
         store_record();
-        store_other();
-        acks_reg.write(w.half, w.acks);
+        acks_reg.write(w.half, a.acks);
         thinned_reg.write(w.half, w.thinned);
-        outcome_reg.write(w.half, w.outcome);
+        outcome_reg.write(w.half, a.outcome);
         port_reg.write(w.half, egress_port);
     }
 
@@ -605,14 +633,17 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     action pure_ack_facts() {
         pure_ack_load();
         COPY_BARRIER(w);
-        ack_sample();
+        ack_state();
+        ack_windows();
         COPY_BARRIER(w);
+        COPY_BARRIER(a);
         ack_facts();
     }
 
     action pure_ack_finish() {
         ack_outcome();
         COPY_BARRIER(w);
+        COPY_BARRIER(a);
         ack_remember();
         COPY_BARRIER(w);
         pack_record();
@@ -651,6 +682,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     }
                 } else if (has_data) {
                     data_segment();
+                    if (w.sampled) {
+                        rtt_sample();
+                    }
                     if (ipv4.ecn == 3 && params.policy == POLICY_ACC) {
                         acc_signal_data.apply(w.other, ACC_SIGNAL_CE, params.acc_signals);
                     }
@@ -672,6 +706,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         to_agent(STAT_SHARE_BOUNCED);
                     } else {
                         pure_ack_facts();
+                        if (w.sampled) {
+                            rtt_sample();
+                        }
                         if (params.policy == POLICY_EVERY_D) {
                             rule_every_d();
                         } else if (params.policy == POLICY_DYNAMIC_D) {
@@ -679,11 +716,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         } else if (params.policy == POLICY_TACK) {
                             rule_tack();
                         }
-                        safety.apply(w.fact_bits, w.reason);
+                        safety.apply(a.fact_bits, a.reason);
                         if (params.policy == POLICY_ACC) {
                             acc_inputs();
-                            acc_signal_ack.apply(w.half, w.acc_signal, params.acc_signals);
-                            acc_delay_factor.apply(w.half, now, w.acc_rtt_min, w.acc_flight, w.mss, params, w.acc_d);
+                            acc_signal_ack.apply(w.half, a.acc_signal, params.acc_signals);
+                            acc_delay_factor.apply(w.half, now, a.acc_rtt_min, a.acc_flight, a.mss, params, a.acc_d);
                             rule_acc();
                         }
                         // (The policy's own rule is evaluated also for an ACK only the end-of-burst
@@ -694,7 +731,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         // waiting ACK if it may be rewritten later). acc thins by its d rule first
                         // (reason NONE and no policy keep: dropped) and coalesces what that rule keeps.
                         if (params.policy == POLICY_COALESCE || (params.policy == POLICY_ACC && queue.modelled
-                                && (w.reason != KEEP_NONE || w.policy_keep))) {
+                                && (a.reason != KEEP_NONE || a.policy_keep))) {
                             // Never rewritten or folded: options the switch does not interpret, and
                             // SACK blocks it cannot rewrite (any layout but Linux's one-step one).
                             rare.setValid();
@@ -709,23 +746,23 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             // the sender, RFC 5681) is folded too: the waiting ACK leaves with the newest
                             // window, and AckCoalesce folds only one whose right edge moves forward. A
                             // receiver's window grows with nearly every ACK while it autotunes.
-                            bool window_update = w.fact_bits & FACT_WINDOW_UPDATE != 0;
+                            bool window_update = a.fact_bits & FACT_WINDOW_UPDATE != 0;
                             bit<13> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
                                 | (window_update || opts.sack_blocks != 0 ? FACT_DUP_ACK : 0)
                                 | (opts.sack_blocks != 0 ? FACT_SACK_NEWS : 0);
-                            rare.foldable = w.fact_bits & ~foldable_news == 0;
-                            rare.eligible = rare.rewritable && (rare.foldable || w.reason == KEEP_FIRST_ACK || w.reason == KEEP_IDLE
-                                || w.reason == KEEP_ECE_CWR_CHANGE || w.reason == KEEP_WINDOW_REOPEN);
-                            coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + w.window_bytes, rare.rewritable && rare.foldable,
-                                           rare.eligible, queue, w.absorbed, ack.coalesce_serial);
-                            if (w.reason == KEEP_NONE && !w.absorbed) {
-                                w.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
+                            rare.foldable = a.fact_bits & ~foldable_news == 0;
+                            rare.eligible = rare.rewritable && (rare.foldable || a.reason == KEEP_FIRST_ACK || a.reason == KEEP_IDLE
+                                || a.reason == KEEP_ECE_CWR_CHANGE || a.reason == KEEP_WINDOW_REOPEN);
+                            coalesce.apply(w.half, now, tcp, opts, tcp.ack_no + a.window_bytes, rare.rewritable && rare.foldable,
+                                           rare.eligible, queue, a.absorbed, ack.coalesce_serial);
+                            if (a.reason == KEEP_NONE && !a.absorbed) {
+                                a.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
                             }
                         }
 
                         // Hold-back: an ACK the policy would thin and only the end-of-burst rule keeps
                         // goes to the agent, which sends it back after hold_ms unless superseded.
-                        if (!w.absorbed && w.reason == KEEP_ACKS_ALL_DATA && !w.policy_keep && params.hold_ms != 0
+                        if (!a.absorbed && a.reason == KEEP_ACKS_ALL_DATA && !a.policy_keep && params.hold_ms != 0
                                 && (params.policy == POLICY_EVERY_D || params.policy == POLICY_DYNAMIC_D
                                     || params.policy == POLICY_TACK || params.policy == POLICY_ACC)) {
                             holdback_agent_alive.apply(now, ack.hold);
