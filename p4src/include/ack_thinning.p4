@@ -123,7 +123,9 @@ header thinning_ack_h {
     bit<8> acc_signal;
     bool policy_keep;
     bool absorbed;              // folded into the flow's waiting ACK (coalescing)
-    bit<5> unused;
+    bool thinned;               // ack_outcome(): dropped here (reason NONE, policy not filter)
+    bool forwarded;             // ack_outcome(): neither thinned, absorbed, held nor left to filter
+    bit<3> unused;
 }
 
 // What only an ACK the agent sends back (released()) or a coalescing ACK uses: a header of its
@@ -422,10 +424,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         bool first_ack = !w.ack_valid;
         bool window_update = w.ack_valid && tcp.ack_no == w.ack_last && tcp.window != w.flags[39:24];
         bool dup_ack = w.ack_valid && !SEQ_GT(tcp.ack_no, w.ack_last);
-        bool dsack = sack_present && (SEQ_LT(opts.sack_left_0, tcp.ack_no)
+        // The SACK facts are evaluated only for an ACK with SACK blocks (a ?: evaluates only the
+        // branch it takes; && and || evaluate both sides in bmv2): 35 operators.
+        bool dsack = (SEQ_LT(opts.sack_left_0, tcp.ack_no)
             || (opts.sack_blocks >= 2 && SEQ_GEQ(opts.sack_left_0, opts.sack_left_1)
                 && SEQ_LEQ(opts.sack_right_0, opts.sack_right_1)));
-        bool sack_news = sack_present && (state & HALF_SACK_SEEN == 0 || SEQ_GT(opts.sack_right_0, w.high)
+        bool sack_news = (state & HALF_SACK_SEEN == 0 || SEQ_GT(opts.sack_right_0, w.high)
             || opts.sack_left_0 != w.sack[63:32] || opts.sack_right_0 != w.sack[31:0]);
         bool ece_cwr_change = w.ack_valid && w.ece_cwr != w.flags[23:16];
         bool window_reopen = w.ack_valid && a.window_last_bytes < a.mss && a.window_bytes >= a.mss;
@@ -443,8 +447,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             | (first_ack ? FACT_FIRST_ACK : 0)
             | (window_update ? FACT_WINDOW_UPDATE : 0)
             | (dup_ack ? FACT_DUP_ACK : 0)
-            | (dsack ? FACT_DSACK : 0)
-            | (sack_news ? FACT_SACK_NEWS : 0)
+            | (sack_present ? (dsack ? FACT_DSACK : 0) | (sack_news ? FACT_SACK_NEWS : 0) : 0)
             | (ece_cwr_change ? FACT_ECE_CWR_CHANGE : 0)
             | (window_reopen ? FACT_WINDOW_REOPEN : 0)
             | (unknown_option ? FACT_UNKNOWN_OPTION : 0)
@@ -502,16 +505,21 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         // filter: decided at egress; here only whether it may be dropped there.
         ack.filter_candidate = params.policy == POLICY_FILTER && a.reason == KEEP_NONE;
         ack.hold_base_ack = w.fwd[63:32];
-        bool thinned = a.reason == KEEP_NONE && params.policy != POLICY_FILTER;
-        bool forwarded = !thinned && !a.absorbed && !ack.hold && !ack.filter_candidate;
+        a.thinned = a.reason == KEEP_NONE && params.policy != POLICY_FILTER;
+        // Fields, each after a barrier: p4c substituted the two tests into each of their uses
+        // below (the forwarded test, 12 operators, three times).
+        COPY_BARRIER(a);
+        a.forwarded = !a.thinned && !a.absorbed && !ack.hold && !ack.filter_candidate;
+        ack.drop = a.thinned || ack.hold || a.absorbed;
+        COPY_BARRIER(a);
         bit<8> state = w.flags[7:0];
         bool sack_present = opts.sack_blocks != 0;
-        a.acks = a.acks + (1 << 31) + (forwarded ? 62w1 : 62w0);
+        a.acks = a.acks + (1 << 31) + (a.forwarded ? 62w1 : 62w0);
         // Absorbed and held ACKs count as thinned (a held one until it comes back released).
-        w.thinned = thinned || ack.hold || a.absorbed ? w.thinned + (1 << 31) : w.thinned;
+        w.thinned = ack.drop ? w.thinned + (1 << 31) : w.thinned;
         bit<31> dup_acks = a.outcome[38:8] + (a.reason == KEEP_DUP_ACK ? 31w1 : 31w0);
-        a.outcome = dup_acks ++ (forwarded ? a.reason : a.outcome[7:0]);
-        w.fwd = forwarded
+        a.outcome = dup_acks ++ (a.forwarded ? a.reason : a.outcome[7:0]);
+        w.fwd = a.forwarded
             ? (!w.ack_valid || SEQ_GT(tcp.ack_no, w.fwd[63:32]) ? tcp.ack_no : w.fwd[63:32]) ++ (bit<32>)now
             : w.fwd;
         w.sack = sack_present ? opts.sack_left_0 ++ opts.sack_right_0 : 64w0;
@@ -519,12 +527,11 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.high = sack_present && higher ? opts.sack_right_0 : w.high;
         state = sack_present ? state | HALF_SACK_SEEN : state;
         w.flags = w.flags[39:8] ++ state;
-        ack.drop = thinned || ack.hold || a.absorbed;
         // Counted in pure_ack_store: an index computed in the action that counts is a temporary.
         // One of four, as a disjunction of exclusive cases (a held ACK is neither absorbed nor
         // thinned): p4c lowers nested ?: into a chain of temporaries.
         a.stat = (a.absorbed ? STAT_ACKS_ABSORBED : 0)
-            | (thinned && !a.absorbed ? STAT_ACKS_THINNED : 0)
+            | (a.thinned && !a.absorbed ? STAT_ACKS_THINNED : 0)
             | (ack.hold ? STAT_ACKS_HELD : 0)
             | (!ack.drop ? STAT_ACKS_PASSED : 0);
     }
