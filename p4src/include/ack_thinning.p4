@@ -53,6 +53,7 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // sack_high is set
 #define REC_HIGH 31:0
 #define REC_SACK_HIGH 95:0
 #define REC_BELOW_FLAGS 351:0
+#define REC_ABOVE_STATE 391:360
 #define REC_ABOVE_FWD 391:288
 #define REC_BELOW_FWD 223:0
 
@@ -123,7 +124,7 @@ header thinning_ack_h {
     bit<8> acc_signal;
     bool policy_keep;
     bool absorbed;              // folded into the flow's waiting ACK (coalescing)
-    bool thinned;               // ack_outcome(): dropped here (reason NONE, policy not filter)
+    bool policy_thinned;        // ack_outcome(): thinned by the policy here (reason NONE, not filter)
     bool forwarded;             // ack_outcome(): neither thinned, absorbed, held nor left to filter
     bit<3> unused;
 }
@@ -312,7 +313,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         bool newer_min = rtt_min == 0 || sample <= (bit<32>)rtt_min
             || (bit<32>)now - w.rtt_other[31:0] > (bit<32>)RTT_MIN_WINDOW_US;
         w.rtt_other = newer_min ? (bit<31>)sample ++ (bit<32>)now : w.rtt_other;
-        w.record_other = w.record_other[391:360] ++ (w.record_other[REC_STATE] & ~HALF_PROBE)
+        w.record_other = w.record_other[REC_ABOVE_STATE] ++ (w.record_other[REC_STATE] & ~HALF_PROBE)
             ++ w.record_other[REC_BELOW_FLAGS];
         record_reg.write(w.other, w.record_other);
         rtt_reg.write(w.other, w.rtt_other);
@@ -505,12 +506,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         // filter: decided at egress; here only whether it may be dropped there.
         ack.filter_candidate = params.policy == POLICY_FILTER && a.reason == KEEP_NONE;
         ack.hold_base_ack = w.fwd[63:32];
-        a.thinned = a.reason == KEEP_NONE && params.policy != POLICY_FILTER;
+        a.policy_thinned = a.reason == KEEP_NONE && params.policy != POLICY_FILTER;
         // Fields, each after a barrier: p4c substituted the two tests into each of their uses
         // below (the forwarded test, 12 operators, three times).
         COPY_BARRIER(a);
-        a.forwarded = !a.thinned && !a.absorbed && !ack.hold && !ack.filter_candidate;
-        ack.drop = a.thinned || ack.hold || a.absorbed;
+        a.forwarded = !a.policy_thinned && !a.absorbed && !ack.hold && !ack.filter_candidate;
+        ack.drop = a.policy_thinned || ack.hold || a.absorbed;
         COPY_BARRIER(a);
         bit<8> state = w.flags[7:0];
         bool sack_present = opts.sack_blocks != 0;
@@ -531,7 +532,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         // One of four, as a disjunction of exclusive cases (a held ACK is neither absorbed nor
         // thinned): p4c lowers nested ?: into a chain of temporaries.
         a.stat = (a.absorbed ? STAT_ACKS_ABSORBED : 0)
-            | (a.thinned && !a.absorbed ? STAT_ACKS_THINNED : 0)
+            | (a.policy_thinned && !a.absorbed ? STAT_ACKS_THINNED : 0)
             | (ack.hold ? STAT_ACKS_HELD : 0)
             | (!ack.drop ? STAT_ACKS_PASSED : 0);
     }
