@@ -147,7 +147,6 @@ header thinning_rare_h {
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
                     in time_us_t now, in port_t egress_port, in queue_view_t queue, in bool from_agent,
                     inout ack_policy_params_t params, inout ack_meta_t ack) {
-    FlowKey() flow_key;
     AckPolicySelect() policy_select;
     AckSafety() safety;
     AccSignal() acc_signal_data;
@@ -235,7 +234,19 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         slot_reg.write(w.slot, w.stored);
     }
 
+    // The stage's first step on a tracked packet: the working header made valid, the flow key
+    // and slot (flow_key.p4's expressions, each part after a barrier), the claim. As FlowKey's
+    // two actions and a setValid of their own, they were three more steps, each about 6 thousand
+    // instructions on bmv2's default build (docs/performance.md).
     action claim_slot() {
+        w.setValid();
+        w.direction = FLOW_DIRECTION(ipv4, tcp);
+        COPY_BARRIER(w);
+        w.key_a = FLOW_KEY_A(ipv4, w.direction);
+        w.key_b = FLOW_KEY_B(ipv4, w.direction);
+        w.key_ports = FLOW_KEY_PORTS(tcp, w.direction);
+        COPY_BARRIER(w);
+        FLOW_SLOT(w.slot, w.key_a, w.key_b, w.key_ports);
         claim();
         COPY_BARRIER(w);
         claim_write();
@@ -668,8 +679,6 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         // What the agent sends back is looked at under any policy: `off` too may find the agent
         // holding a flow's queue-share ACKs (the policy was coalesce when they were handed over).
         if (params.policy != POLICY_OFF || from_agent) {
-            w.setValid();
-            flow_key.apply(ipv4, tcp, w.key_a, w.key_b, w.key_ports, w.slot, w.direction);
             claim_slot();
             if (!w.owned) {
                 stats.count(STAT_COLLISIONS);

@@ -10,24 +10,34 @@
 
 // key_a, key_b: the lower endpoint's address, then the other's. Two 32-bit values, not one 64-bit
 // one: the control plane reads stored keys over Thrift, which saturates cells of 2^63 and up.
+// Expressions, so that a control's own step computes the key (AckThinning's claim_slot): in bmv2
+// each action applied from a control block is a step of its own (docs/performance.md), and an
+// action with header parameters called from another action copies the headers in. Values, not
+// branches (a branch would be a step of its own too). The key's parts from `direction`, a field
+// assigned before them: p4c substitutes a local's expression into each use.
+#define FLOW_DIRECTION(ipv4, tcp) (ipv4.src_addr < ipv4.dst_addr \
+    || (ipv4.src_addr == ipv4.dst_addr && tcp.src_port <= tcp.dst_port) ? 1w0 : 1w1)
+#define FLOW_KEY_A(ipv4, direction) (direction == 0 ? ipv4.src_addr : ipv4.dst_addr)
+#define FLOW_KEY_B(ipv4, direction) (direction == 0 ? ipv4.dst_addr : ipv4.src_addr)
+#define FLOW_KEY_PORTS(tcp, direction) (direction == 0 ? tcp.src_port ++ tcp.dst_port : tcp.dst_port ++ tcp.src_port)
+// The slot of a key, after the key is known (a step, or a barrier, between: else p4c substitutes
+// each key's expression into the hash's inputs and evaluates it a second time). p4c copies each
+// input of a hash into a temporary, a metadata field every packet pays for: one 96-bit input, not
+// three of 32 (the same 12 bytes, so the same slot).
+#define FLOW_SLOT(slot, key_a, key_b, key_ports) \
+    hash(slot, HashAlgorithm.crc32, (bit<32>)0, { key_a ++ key_b ++ key_ports }, (bit<32>)FLOW_SLOTS)
+
 control FlowKey(in ipv4_h ipv4, in tcp_h tcp, out bit<32> key_a, out bit<32> key_b, out bit<32> key_ports,
                 out bit<32> slot, out bit<1> direction) {
-    // Values, not branches (a branch would be a pipeline step of its own in bmv2). The hash in an
-    // action of its own: in the same action, p4c substitutes each key's expression into the hash's
-    // inputs and evaluates it a second time. p4c copies each input of a hash into a temporary, a
-    // metadata field every packet pays for: one 96-bit input, not three of 32 (the same 12 bytes,
-    // so the same slot).
     action orient() {
-        bool lower = ipv4.src_addr < ipv4.dst_addr
-            || (ipv4.src_addr == ipv4.dst_addr && tcp.src_port <= tcp.dst_port);
-        key_a = lower ? ipv4.src_addr : ipv4.dst_addr;
-        key_b = lower ? ipv4.dst_addr : ipv4.src_addr;
-        key_ports = lower ? tcp.src_port ++ tcp.dst_port : tcp.dst_port ++ tcp.src_port;
-        direction = lower ? 1w0 : 1w1;
+        direction = FLOW_DIRECTION(ipv4, tcp);
+        key_a = FLOW_KEY_A(ipv4, direction);
+        key_b = FLOW_KEY_B(ipv4, direction);
+        key_ports = FLOW_KEY_PORTS(tcp, direction);
     }
 
     action slot_of() {
-        hash(slot, HashAlgorithm.crc32, (bit<32>)0, { key_a ++ key_b ++ key_ports }, (bit<32>)FLOW_SLOTS);
+        FLOW_SLOT(slot, key_a, key_b, key_ports);
     }
 
     apply {
