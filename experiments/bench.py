@@ -7,10 +7,15 @@ the table says what ack_switch's contract and features cost beyond that core.
 Traffic is crafted per flow so that the thinning stage does real work: data segments with
 advancing sequence numbers one way, pure ACKs with advancing ACK numbers the other way, NOP NOP
 Timestamps on every segment. Two mixes: pure-ACK-heavy (1 data segment per 8 ACKs, 66-byte ACKs)
-and data-heavy (2 data segments of 1514 bytes per ACK). The sender offers more than the switch
-can take; the rate is what the switch handled: packets out of it plus ACKs it thinned on purpose.
+and data-heavy (2 data segments of 1514 bytes per ACK). The rate of a configuration is its
+throughput in RFC 2544's sense: the highest rate offered that the switch handles with at most 1 %
+of the frames lost (handled: out of it, or ACKs it thinned on purpose), found by bisection, probe
+after probe on one switch with the traffic continuing. Frames are paced in bursts of at most
+BURST_FRAMES (rawsend.py): simple_switch's libpcap socket cuts longer bursts before the switch
+sees them. Offering more than a switch takes does not measure it: it spends its CPU receiving
+what it then has no room for, and handles less the more it is offered.
 
-    python -m ackwise.experiments.bench [--seconds 3] [--rounds 3] [--offered-pps 30000] [--write-docs]
+    python -m ackwise.experiments.bench [--seconds 2] [--rounds 3] [--max-pps 50000] [--write-docs]
         [--steps-only] [--instructions-only | --no-instructions] [--keep-trace DIR]
         [--simple-switch PATH --label NAME]
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -36,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,12 +54,21 @@ from ackwise.processes import run_until_stopped
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
 
 from . import instructions
-from .rawsend import send_paced, senders
+from .rawsend import BURST_FRAMES, send_paced, senders
 from .record import tool_versions
 
 N_FLOWS = 64  # the main table's; the flow sweep also runs FLOW_SWEEP flows
 FLOW_SWEEP = (64, 1000, 4000)
 SWEEP_POLICY = "every_d d=8"
+# The throughput search (highest_passing_rate): a rate passes when the switch handled all but
+# LOSS_MAX of the frames offered (out of it, or thinned on purpose); bisection between LOW_PPS and
+# the highest rate offered (--max-pps) in PROBE_STEPS probes: within 5 % with these.
+LOSS_MAX = 0.01
+LOW_PPS = 1500.0
+PROBE_STEPS = 6
+# After a probe, what the switch holds comes out: the counts are read once they stand still.
+DRAIN_QUIET_S = 0.15
+DRAIN_MAX_S = 2.0
 MIXES = {"ack-heavy": (1, 8), "data-heavy": (2, 1)}  # (data segments, pure ACKs) per round
 CONFIGS = [
     ("forward_only", None),
@@ -108,25 +124,45 @@ def segment(
     return MAC[in_port] + bytes.fromhex("000000000101") + b"\x08\x00" + ip + tcp + bytes(payload)
 
 
+class TrafficStream:
+    """The bench's traffic, (ingress port, frame) in sending order, as a stream that continues from
+    one probe to the next: every flow's sequence and ACK numbers keep advancing, so a later probe
+    does not replay what the switch has seen (old numbers would be retransmissions and duplicate
+    ACKs, another path through the program)."""
+
+    def __init__(self, mix: str, n_flows: int = N_FLOWS) -> None:
+        self.n_data, self.n_acks = MIXES[mix]
+        self.n_flows = n_flows
+        self.rounds = 0
+        self.sent = [0] * n_flows  # bytes of data per flow
+
+    def take_rounds(self, rounds: int) -> list[tuple[int, bytes]]:
+        host1, host2 = 0x0A000101, 0x0A000201
+        frames: list[tuple[int, bytes]] = []
+        # ACKs lag the data by a flight of 16 segments and share out the data's advance evenly, so
+        # they are neither duplicates nor acknowledgements of everything sent.
+        step = self.n_data * MSS_BYTES // self.n_acks
+        for r in range(self.rounds, self.rounds + rounds):
+            f = r % self.n_flows
+            sport = 20000 + f
+            for _ in range(self.n_data):
+                frames.append((1, segment(1, host1, host2, sport, 5001, 1000 + self.sent[f], 1, MSS_BYTES)))
+                self.sent[f] += MSS_BYTES
+            for i in range(self.n_acks):
+                acked = max(0, self.sent[f] - 16 * MSS_BYTES - (self.n_acks - 1 - i) * step)
+                frames.append((2, segment(2, host2, host1, 5001, sport, 1, 1000 + acked, 0)))
+        self.rounds += rounds
+        return frames
+
+    def take(self, n_frames: int) -> list[tuple[int, bytes]]:
+        """At least n_frames, in whole rounds of the mix."""
+        per_round = self.n_data + self.n_acks
+        return self.take_rounds(-(-n_frames // per_round))
+
+
 def build_traffic(mix: str, rounds: int, n_flows: int = N_FLOWS) -> list[tuple[int, bytes]]:
-    """(ingress port, frame) in sending order."""
-    n_data, n_acks = MIXES[mix]
-    host1, host2 = 0x0A000101, 0x0A000201
-    frames: list[tuple[int, bytes]] = []
-    sent = [0] * n_flows  # bytes of data per flow
-    # ACKs lag the data by a flight of 16 segments and share out the data's advance evenly, so
-    # they are neither duplicates nor acknowledgements of everything sent.
-    step = n_data * MSS_BYTES // n_acks
-    for r in range(rounds):
-        f = r % n_flows
-        sport = 20000 + f
-        for _ in range(n_data):
-            frames.append((1, segment(1, host1, host2, sport, 5001, 1000 + sent[f], 1, MSS_BYTES)))
-            sent[f] += MSS_BYTES
-        for i in range(n_acks):
-            acked = max(0, sent[f] - 16 * MSS_BYTES - (n_acks - 1 - i) * step)
-            frames.append((2, segment(2, host2, host1, 5001, sport, 1, 1000 + acked, 0)))
-    return frames
+    """(ingress port, frame) in sending order: the stream's first `rounds` rounds of the mix."""
+    return TrafficStream(mix, n_flows).take_rounds(rounds)
 
 
 def bench_interfaces(pid: int) -> dict[int, tuple[str, str]]:
@@ -155,16 +191,57 @@ def _rx(iface: str) -> int:
 
 
 @dataclass
+class Probe:
+    """One offered rate for a few seconds on a running switch."""
+
+    offered_pps: float  # frames sent over the seconds the sending took (may be below the rate asked)
+    sent: int
+    forwarded: int  # frames out of the switch
+    thinned: int  # ACKs it thinned on purpose (thinned, absorbed, filtered)
+    cpu_s: float  # the switch's CPU time (all threads) over the probe
+
+    @property
+    def loss(self) -> float:
+        return (self.sent - self.forwarded - self.thinned) / self.sent if self.sent else 0.0
+
+
+def highest_passing_rate(
+    probe: Callable[[float], Probe], low_pps: float, high_pps: float, steps: int
+) -> tuple[Probe | None, bool]:
+    """The switch's throughput (RFC 2544's sense: the highest rate it handles without loss, here
+    with at most LOSS_MAX of the frames lost): (the passing probe with the highest offered rate,
+    or None if none passed; whether high_pps itself passed, so that the throughput is at least
+    that and the search found no limit). Bisection between low_pps and high_pps in log space,
+    `steps` probes after the one at high_pps: the rate is known to within (high/low)^(1/2^steps)."""
+    top = probe(high_pps)
+    if top.loss <= LOSS_MAX:
+        return top, True
+    best: Probe | None = None
+    low, high = low_pps, high_pps
+    for _ in range(steps):
+        rate = math.sqrt(low * high)
+        p = probe(rate)
+        if p.loss <= LOSS_MAX:
+            best = p if best is None or p.offered_pps > best.offered_pps else best
+            low = rate
+        else:
+            high = rate
+    return best, False
+
+
+@dataclass
 class Result:
     program: str
     policy: str
     mix: str
     flows: int
-    offered_pps: float
-    handled_pps: float
-    forwarded: int
+    throughput_pps: float  # the highest rate handled with at most LOSS_MAX lost (0: none was)
+    capped: bool  # the highest rate offered passed: the throughput is at least throughput_pps
+    loss: float  # at that rate
+    forwarded: int  # at that rate
     thinned: int
-    cpu_us_per_packet: float  # the switch's CPU time (all threads) per packet it handled
+    cpu_us_per_packet: float  # the switch's CPU time (all threads) per packet it handled, at that rate
+    probes: int
     round_no: int = 0
 
 
@@ -178,6 +255,11 @@ class Row:
     ratio_low: float
     ratio_high: float
     rounds: int
+    bound: str  # ">=" if the configuration's rate was capped, "<=" if forward_only's was, else ""
+
+
+def _rate(r: Result) -> float:
+    return r.throughput_pps
 
 
 def summarize(results: list[Result]) -> list[Row]:
@@ -186,73 +268,124 @@ def summarize(results: list[Result]) -> list[Row]:
     machine) moves both; the median over rounds is what the table reports, and the range how
     much the rounds disagreed."""
     keys = list(dict.fromkeys((r.mix, r.flows, r.program, r.policy) for r in results))
-    base = {(r.mix, r.flows, r.round_no): r.handled_pps for r in results if r.program == "forward_only"}
+    base = {(r.mix, r.flows, r.round_no): r for r in results if r.program == "forward_only"}
     rows = []
     for key in keys:
-        runs = sorted(
-            (r for r in results if (r.mix, r.flows, r.program, r.policy) == key), key=lambda r: r.handled_pps
+        runs = sorted((r for r in results if (r.mix, r.flows, r.program, r.policy) == key), key=_rate)
+        bases = [base[(r.mix, r.flows, r.round_no)] for r in runs]
+        ratios = sorted(
+            r.throughput_pps / b.throughput_pps if b.throughput_pps else 0.0
+            for r, b in zip(runs, bases, strict=True)
         )
-        ratios = sorted(r.handled_pps / base[(r.mix, r.flows, r.round_no)] for r in runs)
-        rows.append(
-            Row(runs[(len(runs) - 1) // 2], statistics.median(ratios), ratios[0], ratios[-1], len(runs))
-        )
+        own_capped, base_capped = any(r.capped for r in runs), any(b.capped for b in bases)
+        bound = "" if own_capped == base_capped else (">=" if own_capped else "<=")
+        median = runs[(len(runs) - 1) // 2]
+        rows.append(Row(median, statistics.median(ratios), ratios[0], ratios[-1], len(runs), bound))
     return rows
+
+
+def _thinned(client: SwitchClient, program: str) -> int:
+    """ACKs the switch dropped on purpose so far: thinned, absorbed, dropped by filter."""
+    if program == "forward_only":
+        return 0
+    thinned = client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets
+    if program != FLOOR:  # which has no coalescing or filter
+        thinned += (
+            client.counter_read(THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
+            + client.counter_read(FILTER_STATS, 1).packets
+        )
+    return thinned
+
+
+def _drained(ifaces: dict[int, tuple[str, str]]) -> dict[int, int]:
+    """The test sides' received counts once the switch has sent what it holds (unchanged for
+    DRAIN_QUIET_S, at most DRAIN_MAX_S)."""
+    deadline = time.monotonic() + DRAIN_MAX_S
+    rx = {p: _rx(t) for p, (_, t) in ifaces.items()}
+    while time.monotonic() < deadline:
+        time.sleep(DRAIN_QUIET_S)
+        now = {p: _rx(t) for p, (_, t) in ifaces.items()}
+        if now == rx:
+            break
+        rx = now
+    return rx
 
 
 def measure(
     program: str,
     policy: str | None,
     mix: str,
-    frames: list[tuple[int, bytes]],
     seconds: float,
-    offered_pps: float,
+    rates: tuple[float, float, int],
     ifaces: dict[int, tuple[str, str]],
     thrift_port: int,
     n_flows: int = N_FLOWS,
     round_no: int = 0,
 ) -> Result:
+    """The throughput of one configuration: one switch, probes of `seconds` each at the rates
+    highest_passing_rate chooses within rates = (low pps, high pps, steps), the traffic
+    continuing from probe to probe."""
     spec = SwitchSpec(
         program_json=program_json(program),
         ports={p: sw for p, (sw, _) in ifaces.items()},
         thrift_port=thrift_port,
         enable_swap=False,
     )
+    traffic = TrafficStream(mix, n_flows)
     running = start_switch(spec)
     try:
         _routes_and_policy(thrift_port, policy, program)
         time.sleep(0.2)
-        rx_before = {p: _rx(t) for p, (_, t) in ifaces.items()}
-        cpu_before = cpu_s(running.pid)
-        # Pace in batches of 100 frames to the offered rate for `seconds`.
-        total = min(len(frames), int(offered_pps * seconds))
-        with senders({p: t for p, (_, t) in ifaces.items()}) as socks:
-            sent_s = send_paced(socks, frames[:total], offered_pps, batch=100, drop_refused=True)
-        time.sleep(0.5)  # let the switch drain what it accepted
-        forwarded = sum(_rx(t) - rx_before[p] for p, (_, t) in ifaces.items())
-        cpu = cpu_s(running.pid) - cpu_before
-        thinned = 0
-        if program != "forward_only":
-            with SwitchClient("localhost", thrift_port) as client:
-                thinned = client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets
-                if program != FLOOR:  # which has no coalescing or filter
-                    thinned += (
-                        client.counter_read(THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
-                        + client.counter_read(FILTER_STATS, 1).packets
-                    )
-        return Result(
-            program,
-            policy or "-",
-            mix,
-            n_flows,
-            total / sent_s,
-            (forwarded + thinned) / (sent_s + 0.5),
-            forwarded,
-            thinned,
-            cpu / max(1, forwarded + thinned) * 1e6,
-            round_no,
-        )
+        with (
+            SwitchClient("localhost", thrift_port) as client,
+            senders({p: t for p, (_, t) in ifaces.items()}) as socks,
+        ):
+            probes: list[Probe] = []
+
+            def probe(rate_pps: float) -> Probe:
+                frames = traffic.take(int(rate_pps * seconds))
+                rx_before = {p: _rx(t) for p, (_, t) in ifaces.items()}
+                thinned_before = _thinned(client, program)
+                cpu_before = cpu_s(running.pid)
+                sent_s = send_paced(
+                    socks, frames, rate_pps, batch=BURST_FRAMES, drop_refused=True, catch_up=False
+                )
+                rx_after = _drained(ifaces)
+                p = Probe(
+                    len(frames) / sent_s,
+                    len(frames),
+                    sum(rx_after[port] - rx_before[port] for port in ifaces),
+                    _thinned(client, program) - thinned_before,
+                    cpu_s(running.pid) - cpu_before,
+                )
+                probes.append(p)
+                print(
+                    f"    {rate_pps:8.0f} pps asked, {p.offered_pps:8.0f} offered: "
+                    f"{'lost' if p.loss > LOSS_MAX else 'ok  '} {100 * p.loss:5.1f} %",
+                    flush=True,
+                )
+                return p
+
+            best, capped = highest_passing_rate(probe, *rates)
     finally:
         running.stop()
+    if best is None:
+        return Result(program, policy or "-", mix, n_flows, 0.0, False, 1.0, 0, 0, 0.0, len(probes), round_no)
+    handled = best.forwarded + best.thinned
+    return Result(
+        program,
+        policy or "-",
+        mix,
+        n_flows,
+        best.offered_pps,
+        capped,
+        best.loss,
+        best.forwarded,
+        best.thinned,
+        best.cpu_s / max(1, handled) * 1e6,
+        len(probes),
+        round_no,
+    )
 
 
 # ---- the work per packet, from bmv2's own trace ----
@@ -443,14 +576,19 @@ def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=2.0, help="of each probe of the throughput search")
     parser.add_argument(
         "--rounds",
         type=int,
         default=3,
         help="measure every configuration this many times, round by round; the table gives medians",
     )
-    parser.add_argument("--offered-pps", type=float, default=30000)
+    parser.add_argument(
+        "--max-pps",
+        type=float,
+        default=50000,
+        help="the highest rate offered; a configuration that handles it is reported as at least that",
+    )
     parser.add_argument("--no-sweep", action="store_true", help="skip the 1 000 and 4 000 flow runs")
     parser.add_argument("--no-holdback", action="store_true", help="skip the hold-back agent's part")
     parser.add_argument(
@@ -526,22 +664,16 @@ def _main(argv: list[str] | None) -> int:
                 runs += [
                     ("ack-heavy", n, program, policy) for n in FLOW_SWEEP[1:] for program, policy in sweep
                 ]
-        traffic = {
-            (mix, flows): build_traffic(
-                mix, int(args.offered_pps * args.seconds / sum(MIXES[mix])) + 1, flows
-            )
-            for mix, flows, _, _ in runs
-        }
         for round_no in range(args.rounds if runs else 0):
             print(f"round {round_no + 1} of {args.rounds}", flush=True)
             for mix, flows, program, policy in runs:
+                print(f"{mix}, {flows} flows, {program} {policy or ''}", flush=True)
                 r = measure(
                     program,
                     policy,
                     mix,
-                    traffic[(mix, flows)],
                     args.seconds,
-                    args.offered_pps,
+                    (LOW_PPS, args.max_pps, PROBE_STEPS),
                     ifaces,
                     9590,
                     flows,
@@ -603,36 +735,41 @@ def count_instructions_of(
 
 def _print(r: Result) -> None:
     print(
-        f"{r.mix:<10} {r.flows:>5} flows {r.program:<12} {r.policy:<12} offered {r.offered_pps:8.0f} pps, "
-        f"handled {r.handled_pps:8.0f} pps (out {r.forwarded}, thinned {r.thinned}), "
-        f"switch CPU {r.cpu_us_per_packet:.0f} us/packet",
+        f"{r.mix:<10} {r.flows:>5} flows {r.program:<12} {r.policy:<12} throughput "
+        f"{'>=' if r.capped else ''}{r.throughput_pps:.0f} pps (loss {100 * r.loss:.1f} %, "
+        f"out {r.forwarded}, thinned {r.thinned}), switch CPU {r.cpu_us_per_packet:.0f} us/packet, "
+        f"{r.probes} probes",
         flush=True,
     )
 
 
 def render(results: list[Result], args: argparse.Namespace) -> str:
     lines = [
-        "| mix | flows | program | policy | handled pps | ratio to forward_only | ratio range "
-        "| out | thinned | switch CPU us per packet |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| mix | flows | program | policy | throughput pps | ratio to forward_only | ratio range "
+        "| loss | out | thinned | switch CPU us per packet |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = summarize(results)
     for row in rows:
         r = row.median
         lines.append(
-            f"| {r.mix} | {r.flows} | {r.program} | {r.policy} | {r.handled_pps:.0f} | "
-            f"{row.ratio_median:.2f} | {row.ratio_low:.2f}-{row.ratio_high:.2f} | {r.forwarded} | "
-            f"{r.thinned} | {r.cpu_us_per_packet:.0f} |"
+            f"| {r.mix} | {r.flows} | {r.program} | {r.policy} | "
+            f"{'>=' if r.capped else ''}{r.throughput_pps:.0f} | "
+            f"{row.bound}{row.ratio_median:.2f} | {row.ratio_low:.2f}-{row.ratio_high:.2f} | "
+            f"{100 * r.loss:.1f} % | {r.forwarded} | {r.thinned} | {r.cpu_us_per_packet:.0f} |"
         )
-    offered = {mix: next(r.offered_pps for r in results if r.mix == mix) for mix in MIXES}
     v = tool_versions()
     lines += [
         "",
-        f"Offered: {', '.join(f'{m} {o:.0f} pps' for m, o in offered.items())} for {args.seconds:g} s "
-        f"per configuration, {rows[0].rounds} rounds (every configuration once per round, in the "
-        f"order above; handled pps, out, thinned and CPU are of the median round, the ratio is the "
-        f"median of the rounds' ratios); simple_switch {v['simple_switch']}, p4c {v['p4c']}, "
-        f"kernel {v['kernel']}, {os.cpu_count()} cores, ackwise {v['ackwise']}.",
+        f"Throughput: the highest rate offered with at most {100 * LOSS_MAX:g} % of the frames lost "
+        f"(out of the switch or thinned on purpose), bisection between {LOW_PPS:.0f} and "
+        f"{args.max_pps:.0f} pps in {PROBE_STEPS} probes of {args.seconds:g} s after one at "
+        f"{args.max_pps:.0f}, frames in bursts of at most {BURST_FRAMES}; loss, out, thinned and CPU "
+        f"are of that probe. >= : the highest rate passed; a ratio <= or >= is a bound for that reason. "
+        f"{rows[0].rounds} rounds (every configuration once per round, in the order above; the row "
+        f"is the median round, the ratio the median of the rounds' ratios); simple_switch "
+        f"{v['simple_switch']}, p4c {v['p4c']}, kernel {v['kernel']}, {os.cpu_count()} cores, "
+        f"ackwise {v['ackwise']}.",
     ]
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ from ackwise.processes import stop_process
 from ackwise.thinning import THINNING_STATS, ThinningStat, set_default_policy
 
 from .bench import segment, veth
-from .rawsend import send_paced, senders
+from .rawsend import BURST_FRAMES, send_paced, senders
 
 N_FLOWS = 64
 CPU_PORT = 3
@@ -96,7 +96,9 @@ def measure(
         time.sleep(0.3)
         frames = build_traffic(int(rate_pps * seconds / 2) + 1)
         with senders({port: ifaces[port][1] for port in (1, 2)}) as socks:
-            sent_s = send_paced(socks, frames, rate_pps, batch=50, drop_refused=True)
+            sent_s = send_paced(
+                socks, frames, rate_pps, batch=BURST_FRAMES, drop_refused=True, catch_up=False
+            )
             time.sleep(0.5)
         with SwitchClient("localhost", thrift_port) as client:
             held = client.counter_read(THINNING_STATS, ThinningStat.ACKS_HELD).packets

@@ -22,17 +22,31 @@ def senders(test_sides: dict[int, str]) -> Iterator[dict[int, socket.socket]]:
             s.close()
 
 
+# Frames sent back to back at most, by the benches. simple_switch reads each port through a
+# libpcap socket; a burst of more than about 32-46 frames into one port is cut there, before the
+# switch counts anything, at any rate (measured: 100-frame batches at 1 000 pps lost 64 % of the
+# ACKs of the ack-heavy mix into forward_only; batches of 10 or 30 lost none; docs/performance.md,
+# "A sender that burst"). Eight leaves room for the sender's own jitter.
+BURST_FRAMES = 8
+
+
 def send_paced(
     socks: dict[int, socket.socket],
     frames: list[tuple[int, bytes]],
     rate_pps: float,
     batch: int = 1,
     drop_refused: bool = False,
+    catch_up: bool = True,
 ) -> float:
     """Send (port, frame) pairs in order at rate_pps, sleeping after each batch of frames until the
     rate catches up; the seconds it took. With drop_refused, a frame the kernel refuses (its
-    buffer full, when offering more than the switch takes) is skipped rather than an error."""
-    start = time.monotonic()
+    buffer full, when offering more than the switch takes) is skipped rather than an error.
+    Without catch_up, a sender more than a batch behind its schedule (descheduled, or slower than
+    the rate) starts the schedule again from now instead of sending back to back until it has
+    caught up, a burst of any length: then at most two batches go back to back, and the rate
+    offered may be lower than asked (the frames over the seconds returned)."""
+    began = start = time.monotonic()
+    scheduled = 0  # frames sent since `start`
     for i in range(0, len(frames), batch):
         for port, frame in frames[i : i + batch]:
             try:
@@ -40,7 +54,10 @@ def send_paced(
             except OSError:
                 if not drop_refused:
                     raise
-        ahead = start + (i + batch) / rate_pps - time.monotonic()
+        scheduled += batch  # a whole batch's time, the last one too
+        ahead = start + scheduled / rate_pps - time.monotonic()
         if ahead > 0:
             time.sleep(ahead)
-    return time.monotonic() - start
+        elif not catch_up and -ahead > batch / rate_pps:
+            start, scheduled = time.monotonic(), 0
+    return time.monotonic() - began

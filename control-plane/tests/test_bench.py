@@ -1,12 +1,23 @@
 """make bench's pure parts: the operator count of a traced packet, the metadata fields of a program,
-the rounds summarized, the instruction counts read from callgrind."""
+the throughput search, the rounds summarized, the traffic stream, the pacing, the instruction
+counts read from callgrind."""
 
 from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments import instructions
-from ackwise.experiments.bench import Result, expression_operators, metadata_fields, summarize
+from ackwise.experiments import bench, instructions
+from ackwise.experiments.bench import (
+    LOSS_MAX,
+    Probe,
+    Result,
+    TrafficStream,
+    build_traffic,
+    expression_operators,
+    highest_passing_rate,
+    metadata_fields,
+    summarize,
+)
 
 
 def _field(name: str) -> dict[str, object]:
@@ -70,8 +81,8 @@ def test_an_unknown_step_is_an_error_not_a_zero() -> None:
         expression_operators(PROGRAM, [PREFIX + "Action gone"])
 
 
-def _result(program: str, pps: float, round_no: int, policy: str = "-") -> Result:
-    return Result(program, policy, "ack-heavy", 64, 30000.0, pps, int(pps), 0, 100.0, round_no)
+def _result(program: str, pps: float, round_no: int, policy: str = "-", capped: bool = False) -> Result:
+    return Result(program, policy, "ack-heavy", 64, pps, capped, 0.0, int(pps), 0, 100.0, 7, round_no)
 
 
 def test_ratios_are_taken_within_a_round_and_the_median_reported() -> None:
@@ -88,7 +99,86 @@ def test_ratios_are_taken_within_a_round_and_the_median_reported() -> None:
     assert (base.ratio_median, base.ratio_low, base.ratio_high, base.rounds) == (1.0, 1.0, 1.0, 3)
     assert policy.ratio_median == 0.5
     assert (policy.ratio_low, policy.ratio_high) == (0.5, 0.7)
-    assert policy.median.handled_pps == 5000  # the round with the median rate
+    assert policy.median.throughput_pps == 5000  # the round with the median rate
+    assert base.bound == policy.bound == ""
+
+
+def test_a_ratio_against_a_capped_rate_is_marked_as_a_bound() -> None:
+    # forward_only handled the highest rate offered: its throughput is at least that, so the
+    # policy's ratio is at most what the table says; the other way round, at least.
+    results = [
+        _result("forward_only", 50000, 0, capped=True),
+        _result("ack_switch", 20000, 0, "every_d"),
+        _result("forward_only", 30000, 1),
+        _result("ack_switch", 50000, 1, "off", capped=True),
+    ]
+    rows = summarize(results)
+    assert [row.bound for row in rows] == ["", "<=", ">="]
+
+
+def _switch(capacity_pps: float, sender_max_pps: float = 1e9) -> tuple[list[float], object]:
+    """A probe of a switch that handles everything up to capacity_pps and loses the excess, behind
+    a sender that offers at most sender_max_pps; the rates asked are recorded."""
+    asked: list[float] = []
+
+    def probe(rate_pps: float) -> Probe:
+        asked.append(rate_pps)
+        offered = min(rate_pps, sender_max_pps)
+        sent = int(offered * 2)
+        handled = min(sent, int(capacity_pps * 2))
+        return Probe(offered, sent, handled - handled // 4, handled // 4, 1.0)
+
+    return asked, probe
+
+
+def test_the_search_finds_the_highest_rate_handled_without_loss() -> None:
+    asked, probe = _switch(12000)
+    best, capped = highest_passing_rate(probe, 1500, 50000, 6)  # type: ignore[arg-type]
+    assert not capped and best is not None
+    assert asked[0] == 50000 and len(asked) == 7
+    # within (50000 / 1500) ** (1 / 64) = 5.6 % below the capacity, and above it only by what
+    # the loss allowance lets through
+    assert 12000 / 1.056 <= best.offered_pps <= 12000 / (1 - LOSS_MAX)
+    assert best.loss <= LOSS_MAX
+
+
+def test_a_loss_within_the_allowance_passes_and_one_beyond_it_fails() -> None:
+    assert Probe(1000, 2000, 1970, 10, 1.0).loss <= LOSS_MAX  # 1 % lost
+    assert Probe(1000, 2000, 1960, 10, 1.0).loss > LOSS_MAX  # 1.5 % lost
+
+
+def test_a_switch_faster_than_the_highest_rate_is_reported_as_capped() -> None:
+    asked, probe = _switch(80000)
+    best, capped = highest_passing_rate(probe, 1500, 50000, 6)  # type: ignore[arg-type]
+    assert capped and best is not None and best.offered_pps == 50000 and asked == [50000]
+
+
+def test_the_throughput_is_the_rate_offered_not_the_rate_asked() -> None:
+    # The sender could not offer more than 20 000: a pass is credited with what was offered.
+    _, probe = _switch(80000, sender_max_pps=20000)
+    best, capped = highest_passing_rate(probe, 1500, 50000, 6)  # type: ignore[arg-type]
+    assert capped and best is not None and best.offered_pps == 20000
+
+
+def test_a_switch_that_loses_at_every_rate_has_no_throughput() -> None:
+    _, probe = _switch(0)
+    assert highest_passing_rate(probe, 1500, 50000, 6) == (None, False)  # type: ignore[arg-type]
+
+
+def test_the_traffic_stream_continues_where_the_last_probe_stopped() -> None:
+    # Two probes' frames are the first frames of one long stream: no sequence or ACK number repeats.
+    stream = TrafficStream("data-heavy")
+    first, second = stream.take(5), stream.take(7)
+    assert len(first) == 6 and len(second) == 9  # whole rounds of 2 data segments and an ACK
+    assert first + second == build_traffic("data-heavy", 5)
+    assert len(set(first + second)) == len(first + second)
+
+
+def test_the_bench_never_offers_bursts_the_switch_socket_cuts() -> None:
+    from ackwise.experiments.rawsend import BURST_FRAMES
+
+    assert BURST_FRAMES <= 16  # about 32-46 frames into one port are cut (docs/performance.md)
+    assert bench.LOSS_MAX == LOSS_MAX
 
 
 def test_metadata_fields_are_those_of_every_metadata_header_and_no_packet_header() -> None:
@@ -231,3 +321,37 @@ def test_sending_waits_after_each_batch_until_the_rate_catches_up(monkeypatch: p
     took_s = rawsend.send_paced({1: _Port()}, [(1, b"x")] * 10, rate_pps=100.0, batch=4)  # type: ignore[arg-type]
     assert slept == [0.04, 0.04, 0.04]  # batches of 4, 4, 2: each batch's slots end at 40, 80, 120 ms
     assert took_s == pytest.approx(0.12)
+
+
+def test_a_late_sender_starts_its_schedule_again_instead_of_sending_a_burst(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The sender stalls for 100 ms after its first batch (descheduled). Catching up, it would send
+    # the next 8 batches back to back, a burst of 32 frames; without catch_up it sends a batch and
+    # waits a batch's time again, from then on.
+    from ackwise.experiments import rawsend
+
+    clock = [0.0]
+    gaps: list[int] = []  # frames sent between sleeps
+
+    class Port:
+        def send(self, frame: bytes) -> int:
+            gaps[-1] += 1
+            if clock[0] == 0.0 and gaps == [4]:
+                clock[0] += 0.1  # the stall, after the first batch
+            return len(frame)
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+        gaps.append(0)
+
+    monkeypatch.setattr(rawsend.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(rawsend.time, "sleep", sleep)
+    gaps.append(0)
+    rawsend.send_paced({1: Port()}, [(1, b"x")] * 40, rate_pps=1000.0, batch=4, catch_up=False)  # type: ignore[dict-item]
+    assert max(gaps) <= 2 * 4
+    gaps.clear()
+    clock[0] = 0.0
+    gaps.append(0)
+    rawsend.send_paced({1: Port()}, [(1, b"x")] * 40, rate_pps=1000.0, batch=4)  # type: ignore[dict-item]
+    assert max(gaps) > 2 * 4  # catching up: the burst the default still sends (for the PTF-like uses)
