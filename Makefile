@@ -4,6 +4,15 @@ SHELL := /bin/bash
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The pinned P4 toolchain first on PATH when ackwise uses it (tools/toolchain.sh; README, "The P4
+# toolchain"): a bmv2/p4c of the user's own stays in use unless ACKWISE_TOOLCHAIN=pinned.
+ACKWISE_TOOLCHAIN ?= auto
+export ACKWISE_TOOLCHAIN
+TOOLCHAIN_PATH := $(shell ACKWISE_TOOLCHAIN=$(ACKWISE_TOOLCHAIN) \
+  $(if $(ACKWISE_TOOLCHAIN_ROOT),ACKWISE_TOOLCHAIN_ROOT=$(ACKWISE_TOOLCHAIN_ROOT)) tools/toolchain.sh path 2>/dev/null)
+ifneq ($(TOOLCHAIN_PATH),)
+export PATH := $(TOOLCHAIN_PATH):$(PATH)
+endif
 P4C ?= p4c-bm2-ss
 BUILD := build
 RESULTS := $(BUILD)/test-results
@@ -22,7 +31,7 @@ PTF_ARGS ?=
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-deps: ## install Debian and Python dependencies (idempotent), report whether bmv2 and p4c are present
+deps: ## Debian and Python dependencies, and bmv2 + p4c: yours on PATH, else the pinned ones built from source (first time tens of minutes; then seconds)
 	@tools/deps.sh
 
 build: $(P4_JSON) $(BUILD)/linkem ## compile every program in p4src/ into build/<program>.json, and the link emulator

@@ -50,7 +50,8 @@ def headline(directories: list[Path], command: str) -> str:
         f"Measured {time.strftime('%Y-%m-%d')} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
         "of runs, test bed set-up excluded); "
         f"{platform.node()}: {os.cpu_count()} cores, kernel {of_runs('kernel')}; "
-        f"simple_switch {of_runs('simple_switch')}, p4c {of_runs('p4c')}; senders' congestion control "
+        f"simple_switch {of_runs('simple_switch')} ({of_runs('bmv2_build')}), p4c {of_runs('p4c')}; "
+        "senders' congestion control "
         f"{', '.join(sorted({r.congestion_control() for r in records}))}; runs made by ackwise at {code}. "
         "Mean ± 95 % CI half-width (n).",
         "",

@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .record import tool_versions
+
 THRIFT_PORT = 9390
 POLICIES = ("off", "every_d", "dynamic_d", "tack", "filter", "acc", "coalesce")
 CONFIGS = (*POLICIES, "ap_proxy")
@@ -1011,7 +1013,15 @@ def inside(args: argparse.Namespace) -> int:
     finally:
         wire.close()
     Path(args.json).write_text(
-        json.dumps({"seed": args.seed, "packets_per_config": args.packets, "reports": reports}, indent=2)
+        json.dumps(
+            {
+                "seed": args.seed,
+                "packets_per_config": args.packets,
+                "versions": tool_versions(),
+                "reports": reports,
+            },
+            indent=2,
+        )
     )
     return 0
 
@@ -1095,6 +1105,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_docs(doc: dict[str, Any]) -> None:
     path = REPO / "docs" / "robustness.md"
+    versions = doc.get("versions", {})
     text = path.read_text()
     rows = [
         "| configuration | packets | forwarded | dropped (allowed) | thinned | rewritten | to agent "
@@ -1131,7 +1142,10 @@ def write_docs(doc: dict[str, Any]) -> None:
         )
     block = (
         f"{DOCS_START}\nSeed {doc['seed']}, {doc['packets_per_config']} packets per configuration "
-        f"({time.strftime('%Y-%m-%d')}, `make fuzz`).\n\n" + "\n".join(rows) + f"\n{DOCS_END}"
+        f"({time.strftime('%Y-%m-%d')}, `make fuzz`; simple_switch {versions.get('simple_switch', '?')}, "
+        f"{versions.get('bmv2_build', '?')}; ackwise {versions.get('ackwise', '?')}).\n\n"
+        + "\n".join(rows)
+        + f"\n{DOCS_END}"
     )
     start, end = text.index(DOCS_START), text.index(DOCS_END) + len(DOCS_END)
     path.write_text(text[:start] + block + text[end:])

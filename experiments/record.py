@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ackwise import __version__
-from ackwise.bmv2.toolchain import REPO_ROOT, SIMPLE_SWITCH, ToolchainError, find_tool
+from ackwise.bmv2.toolchain import (
+    P4C_BMV2,
+    REPO_ROOT,
+    SIMPLE_SWITCH,
+    ToolchainError,
+    build_config,
+    find_tool,
+)
 
 RESULTS_DIR = REPO_ROOT / "results"
 
@@ -39,6 +46,23 @@ def _simple_switch_version() -> str:
     return version if path == shutil.which(SIMPLE_SWITCH) else f"{version} ({path})"
 
 
+@cache
+def _bmv2_build() -> str:
+    """How the simple_switch ackwise runs was built (its bm/config.h): fast or logging."""
+    try:
+        return build_config(find_tool(SIMPLE_SWITCH)).describe()
+    except ToolchainError:
+        return "missing"
+
+
+@cache
+def _p4c_version() -> str:
+    try:
+        return _first_line([find_tool(P4C_BMV2), "--version"])
+    except ToolchainError:
+        return "missing"
+
+
 def tool_versions() -> dict[str, str]:
     commit = (
         subprocess.run(
@@ -60,7 +84,8 @@ def tool_versions() -> dict[str, str]:
     return {
         "ackwise": f"{__version__} ({commit}{'+dirty' if dirty else ''})",
         "simple_switch": _simple_switch_version(),
-        "p4c": _first_line(["p4c-bm2-ss", "--version"]),
+        "bmv2_build": _bmv2_build(),
+        "p4c": _p4c_version(),
         "kernel": platform.release(),
         "iperf3": _first_line(["iperf3", "--version"]),
         "mininet": mininet_version,

@@ -25,7 +25,15 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "control-plane"))
 
 from ackwise.bmv2.launcher import STATE_DIR_ENV, RunningSwitch  # noqa: E402
-from ackwise.bmv2.toolchain import ensure_bmv2_bindings, missing_tools  # noqa: E402
+from ackwise.bmv2.toolchain import (  # noqa: E402
+    SIMPLE_SWITCH,
+    SIMPLE_SWITCH_ENV,
+    ToolchainError,
+    build_config,
+    ensure_bmv2_bindings,
+    find_tool,
+    missing_tools,
+)
 
 N_PORTS = 4
 
@@ -116,7 +124,7 @@ def main() -> int:
     missing = missing_tools()
     if missing:
         print(
-            f"PTF tests need {' and '.join(missing)}: install bmv2 and p4c (README, Prerequisites)",
+            f"PTF tests need {' and '.join(missing)}: run 'make deps' (README, 'The P4 toolchain')",
             file=sys.stderr,
         )
         return 2
@@ -124,6 +132,19 @@ def main() -> int:
         print("PTF tests create veth interfaces: run them as root (sudo make ptf)", file=sys.stderr)
         return 2
     ensure_bmv2_bindings()
+    # bmv2's log of each test needs a build with logging macros (the pinned logging build where
+    # the default is the fast one); without one, the tests run with their logs off.
+    if args.log_dir:
+        try:
+            switch = find_tool(SIMPLE_SWITCH, logging=True)
+        except ToolchainError as exc:
+            print(f"PTF: bmv2 logs off: {exc}", file=sys.stderr)
+            args.log_dir = ""
+            switch = find_tool(SIMPLE_SWITCH)
+    else:
+        switch = find_tool(SIMPLE_SWITCH)
+    os.environ[SIMPLE_SWITCH_ENV] = switch
+    print(f"PTF: simple_switch {switch}, {build_config(switch).describe()}", flush=True)
     ptf = shutil.which("ptf", path=str(Path(sys.executable).parent)) or shutil.which("ptf")
     if ptf is None:
         print("ptf not found: run 'make deps'", file=sys.stderr)

@@ -5,6 +5,6 @@ for tool in p4c-bm2-ss simple_switch; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "make test: missing ${missing[*]} (bmv2/p4c): install them, see README 'Prerequisites'; no test was run"
+  echo "make: missing ${missing[*]} (bmv2/p4c): run 'make deps' (it builds the pinned toolchain); no test was run"
   exit 1
 fi

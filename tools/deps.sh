@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make deps: Debian packages, then a virtualenv with ackwise and its Python dependencies.
-# Idempotent. bmv2 and p4c are not Debian packages: on Ubuntu this tries p4lang's own repository
-# and carries on without them if it cannot reach it; the last lines say what is present.
+# make deps: Debian packages, a virtualenv with ackwise and its Python dependencies, and bmv2 and
+# p4c: a user's own on PATH, or the pinned ones built from source once per machine
+# (tools/toolchain.sh). Idempotent; the last lines say which toolchain ackwise uses and how its
+# simple_switch was built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,23 +35,6 @@ else
   echo "deps: no apt-get here; install the equivalents of: ${DEBIAN_PACKAGES[*]}"
 fi
 
-# ---- bmv2 and p4c from p4lang's repository (Ubuntu only; fails soft) ----
-if ! command -v simple_switch >/dev/null || ! command -v p4c-bm2-ss >/dev/null; then
-  . /etc/os-release 2>/dev/null || true
-  if [ "${ID:-}" = "ubuntu" ]; then
-    repo="https://download.opensuse.org/repositories/home:/p4lang/xUbuntu_${VERSION_ID}"
-    if curl -fsSL --max-time 20 "$repo/Release.key" 2>/dev/null | gpg --dearmor 2>/dev/null \
-        | as_root tee /etc/apt/trusted.gpg.d/home_p4lang.gpg >/dev/null; then
-      echo "deb $repo/ /" | as_root tee /etc/apt/sources.list.d/home:p4lang.list >/dev/null
-      as_root apt-get update -qq || true
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq p4lang-bmv2 p4lang-p4c >/dev/null \
-        || echo "deps: p4lang packages not installable from $repo"
-    else
-      echo "deps: p4lang's package repository is not reachable ($repo)"
-    fi
-  fi
-fi
-
 # ---- Python ----
 # The system interpreter, because Debian's Mininet is installed for it; --system-site-packages
 # lets the virtualenv import Mininet.
@@ -61,28 +45,17 @@ fi
 "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev]'
 echo "deps: Python packages installed in $VENV"
 
+# ---- bmv2 and p4c ----
+# A toolchain already on PATH is used as it is (ACKWISE_TOOLCHAIN=auto); otherwise, or with
+# ACKWISE_TOOLCHAIN=pinned, the pinned one is built from source once per machine (tools/toolchain.sh;
+# tens of minutes the first time, seconds after that).
+mode=${ACKWISE_TOOLCHAIN:-auto}
+if [ "$mode" = pinned ] || [ -z "$(tools/toolchain.sh user-toolchain)" ]; then
+  tools/toolchain.sh build || { echo "deps: the P4 toolchain did not build (above: the step and its log)"; exit 1; }
+  tools/toolchain.sh link
+fi
+
 # ---- What is there ----
-status=0
-for tool in simple_switch simple_switch_CLI p4c-bm2-ss; do
-  if command -v "$tool" >/dev/null; then
-    echo "deps: $tool: $(command -v "$tool")"
-  else
-    echo "deps: $tool: MISSING"
-    status=1
-  fi
-done
-if "$VENV/bin/python" -c 'from ackwise.bmv2.toolchain import ensure_bmv2_bindings as e; e(); import bm_runtime, sswitch_runtime; print("deps: bmv2 Python bindings:", bm_runtime.__path__[0].rsplit("/", 1)[0])' 2>/dev/null; then
-  :
-else
-  echo "deps: bmv2 Python bindings (bm_runtime, sswitch_runtime): MISSING"
-  status=1
+if ! "$VENV/bin/python" -m ackwise.bmv2.toolchain --deps; then
+  exit 1
 fi
-if [ $status -ne 0 ]; then
-  cat <<'MSG'
-deps: bmv2 and/or p4c are missing. They are not on PyPI or in Debian:
-  Ubuntu: p4lang's packages (p4lang-bmv2, p4lang-p4c) from download.opensuse.org/repositories/home:/p4lang
-  Elsewhere: build https://github.com/p4lang/behavioral-model (with Thrift) and
-  https://github.com/p4lang/p4c (bmv2 backend) from source, following their READMEs.
-MSG
-fi
-exit 0

@@ -56,8 +56,13 @@ class SwitchSpec:
     def notifications_path(self) -> str:
         return f"/tmp/ackwise-bmv2-{self.thrift_port}-notifications.ipc"
 
+    def executable(self) -> str:
+        """The simple_switch this spec runs (toolchain.find_tool's rules)."""
+        return find_tool(SIMPLE_SWITCH, logging=self.log_file is not None)
+
     def command(self) -> list[str]:
-        cmd = [*self.wrapper, find_tool(SIMPLE_SWITCH)]
+        # A log needs a build that writes bmv2's trace: the logging build where the default is fast.
+        cmd = [*self.wrapper, self.executable()]
         for port, iface in sorted(self.ports.items()):
             cmd += ["-i", f"{port}@{iface}"]
         cmd += ["--thrift-port", str(self.thrift_port), "--device-id", str(self.device_id)]
@@ -242,13 +247,23 @@ def not_ready_yet(exc: SwitchOperationError) -> bool:
     return "Unknown service: simple_switch" in str(exc)
 
 
-def listener(port: int) -> str:
-    """ " by NAME (pid N)" for the process listening on TCP ``port``, if ss can tell."""
+def _listeners(port: int) -> list[tuple[str, int]]:
+    """(name, pid) of the processes listening on TCP ``port`` on this machine, as ss tells."""
     out = subprocess.run(
         ["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True, check=False
     ).stdout
-    users = re.findall(r'\("([^"]+)",pid=(\d+)', out)
-    return "".join(f" by {name} (pid {pid})" for name, pid in users[:1])
+    return [(name, int(pid)) for name, pid in re.findall(r'\("([^"]+)",pid=(\d+)', out)]
+
+
+def listener(port: int) -> str:
+    """ " by NAME (pid N)" for the process listening on TCP ``port``, if ss can tell."""
+    return "".join(f" by {name} (pid {pid})" for name, pid in _listeners(port)[:1])
+
+
+def listener_pid(port: int) -> int | None:
+    """The pid of the process listening on TCP ``port`` here, if ss can tell."""
+    found = _listeners(port)
+    return found[0][1] if found else None
 
 
 def _is_simple_switch(pid: int, wrapped: bool = False) -> bool:

@@ -17,8 +17,8 @@ from typing import Any
 from ackwise import __version__, ecn
 from ackwise.apply import ConfigError, execute, load_config, plan_config
 from ackwise.bmv2.client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
-from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
-from ackwise.bmv2.toolchain import ToolchainError, compiled_program
+from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, listener_pid, start_switch
+from ackwise.bmv2.toolchain import ToolchainError, compiled_program, running_build_config
 from ackwise.bmv2.values import format_value
 from ackwise.cli import ap as ap_cli
 from ackwise.cli import controller as controller_cli
@@ -165,9 +165,15 @@ def cmd_switch_status(args: argparse.Namespace) -> int:
         info = client.info()
         program = client.program
     running = RunningSwitch.load(args.thrift_port)
+    pid = running.pid if running and running.alive else None
+    # The build of the process serving this port: ackwise's own switch, or whatever listens there.
+    local = args.thrift_host in ("localhost", "127.0.0.1", "::1")
+    serving = pid or (listener_pid(args.thrift_port) if local else None)
+    build = running_build_config(serving) if serving else None
     data = asdict(info) | {
-        "pid": running.pid if running and running.alive else None,
+        "pid": pid,
         "program_json": running.spec.program_json if running and running.alive else None,
+        "build": build.as_record() if build else None,
         "tables": sorted(program.tables),
         "registers": sorted(program.registers),
         "counters": sorted(program.counters),
@@ -178,6 +184,10 @@ def cmd_switch_status(args: argparse.Namespace) -> int:
     ]
     if data["pid"]:
         lines.append(f"pid {data['pid']}, program {data['program_json']}")
+    if build is not None:
+        lines.append(f"build: {build.describe()}, {build.executable}")
+    elif not local:
+        lines.append("build: not known (the switch runs on another machine)")
     lines.append(
         "ports: "
         + (", ".join(f"{p.port}@{p.interface}{'' if p.up else ' (down)'}" for p in info.ports) or "none")

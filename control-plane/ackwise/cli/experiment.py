@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.bmv2.toolchain import REPO_ROOT, warn_if_logging_build
 from ackwise.cli.args import I32_MAX, int_in
 from ackwise.errors import InputError
 from ackwise.processes import stop_on_signals
@@ -82,6 +82,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ackwise.experiments.store import ResultStore
 
     scenario = load(args.scenario)
+    warn_if_logging_build()
     where = _split(args.where)
     if where is not None and not where <= {"host", "switch", "ap"}:
         raise ExperimentCliError(f"--where {args.where}: give a comma-separated subset of host, switch, ap")
