@@ -31,6 +31,7 @@ Steps are counted from bmv2's trace, which such a build does not write: that tab
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -42,13 +43,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
-from ackwise.bmv2.toolchain import REPO_ROOT, SIMPLE_SWITCH_ENV, compiled_program
+from ackwise.bmv2.toolchain import (
+    FAST,
+    LOGGING,
+    REPO_ROOT,
+    SIMPLE_SWITCH_ENV,
+    ToolchainError,
+    build_config,
+    compiled_program,
+    simple_switch_of_kind,
+    warn_if_logging_build,
+)
 from ackwise.policies import MSS_BYTES, Policy, PolicyParams
 from ackwise.processes import run_until_stopped
 from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
@@ -87,6 +98,59 @@ FLOOR = "thinning_floor"
 MAC = {1: bytes.fromhex("0000000001fe"), 2: bytes.fromhex("0000000002fe")}
 # Programs by name whose JSON is not build/NAME.json (--baseline).
 PROGRAM_JSONS: dict[str, Path] = {}
+
+
+@dataclass(frozen=True)
+class Build:
+    """One simple_switch executable the bench runs every configuration on."""
+
+    label: str  # fast, logging, or the user's name for it
+    executable: str
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.executable}, {build_config(self.executable).describe()}"
+
+
+DEFAULT_BUILDS = f"{FAST},{LOGGING}"
+
+
+def resolve_builds(spec: str, explicit: bool) -> list[Build]:
+    """--builds: comma-separated build kinds (fast, logging) or LABEL=PATH. A kind that is not
+    installed is an error when asked for explicitly, and skipped (with a line saying so) by default."""
+    builds = []
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        label, sep, path = item.partition("=")
+        if sep:
+            if not os.access(path, os.X_OK):
+                raise ToolchainError(f"--builds {item}: {path} is not an executable")
+            builds.append(Build(label, os.path.abspath(path)))
+            continue
+        try:
+            builds.append(Build(label, simple_switch_of_kind(label)))
+        except ToolchainError as exc:
+            if explicit:
+                raise
+            print(f"bench: no {label} build here, measuring without it ({exc})", flush=True)
+    if not builds:
+        raise ToolchainError(f"--builds {spec}: none of them is installed: run 'make deps'")
+    return builds
+
+
+@contextlib.contextmanager
+def using(build: Build) -> Iterator[None]:
+    """Every switch started inside runs this build (SIMPLE_SWITCH_ENV; a log still gets a
+    logging build, toolchain.find_tool)."""
+    before = os.environ.get(SIMPLE_SWITCH_ENV)
+    os.environ[SIMPLE_SWITCH_ENV] = build.executable
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(SIMPLE_SWITCH_ENV, None)
+        else:
+            os.environ[SIMPLE_SWITCH_ENV] = before
 
 
 def program_json(name: str) -> str:
@@ -243,44 +307,73 @@ class Result:
     cpu_us_per_packet: float  # the switch's CPU time (all threads) per packet it handled, at that rate
     probes: int
     round_no: int = 0
+    build: str = ""  # which simple_switch build (Build.label)
+
+
+@dataclass
+class Ratio:
+    """A configuration's rate over a reference's (forward_only, thinning_floor) taken within each
+    round, on the same build: median and range over the rounds."""
+
+    median: float
+    low: float
+    high: float
+    bound: str  # ">=" if the configuration's rate was capped, "<=" if the reference's was, else ""
+
+    def cell(self) -> str:
+        return f"{self.bound}{self.median:.2f} ({self.low:.2f}-{self.high:.2f})"
 
 
 @dataclass
 class Row:
-    """One configuration over every round: the round with the median rate, and the ratio to
-    forward_only taken within each round (both measured back to back), as median and range."""
+    """One configuration on one build over every round: the round with the median rate, and its
+    ratios to forward_only and to the yardstick (both measured back to back with it)."""
 
     median: Result
-    ratio_median: float
-    ratio_low: float
-    ratio_high: float
     rounds: int
-    bound: str  # ">=" if the configuration's rate was capped, "<=" if forward_only's was, else ""
+    to_forward_only: Ratio | None
+    to_floor: Ratio | None
 
 
 def _rate(r: Result) -> float:
     return r.throughput_pps
 
 
+def _key(r: Result) -> tuple[str, str, int, str, str]:
+    return (r.build, r.mix, r.flows, r.program, r.policy)
+
+
+def _ratio(runs: list[Result], references: list[Result]) -> Ratio:
+    ratios = sorted(
+        r.throughput_pps / b.throughput_pps if b.throughput_pps else 0.0
+        for r, b in zip(runs, references, strict=True)
+    )
+    own_capped, base_capped = any(r.capped for r in runs), any(b.capped for b in references)
+    bound = "" if own_capped == base_capped else (">=" if own_capped else "<=")
+    return Ratio(statistics.median(ratios), ratios[0], ratios[-1], bound)
+
+
 def summarize(results: list[Result]) -> list[Row]:
-    """Per (mix, flows, program, policy), in the order first measured. A configuration's ratio in
-    a round is to forward_only's rate in the same round, so a slow round (another process on the
-    machine) moves both; the median over rounds is what the table reports, and the range how
-    much the rounds disagreed."""
-    keys = list(dict.fromkeys((r.mix, r.flows, r.program, r.policy) for r in results))
-    base = {(r.mix, r.flows, r.round_no): r for r in results if r.program == "forward_only"}
+    """Per (build, mix, flows, program, policy), in the order first measured. A configuration's
+    ratio in a round is to the reference's rate in the same round on the same build, so a slow
+    round (another process on the machine) moves both; the median over rounds is what the table
+    reports, and the range how much the rounds disagreed. The yardstick runs with every_d d=8."""
+    keys = list(dict.fromkeys(_key(r) for r in results))
+    references = {
+        name: {(r.build, r.mix, r.flows, r.round_no): r for r in results if r.program == name}
+        for name in ("forward_only", FLOOR)
+    }
     rows = []
     for key in keys:
-        runs = sorted((r for r in results if (r.mix, r.flows, r.program, r.policy) == key), key=_rate)
-        bases = [base[(r.mix, r.flows, r.round_no)] for r in runs]
-        ratios = sorted(
-            r.throughput_pps / b.throughput_pps if b.throughput_pps else 0.0
-            for r, b in zip(runs, bases, strict=True)
+        runs = sorted(
+            (r for r in results if (r.build, r.mix, r.flows, r.program, r.policy) == key), key=_rate
         )
-        own_capped, base_capped = any(r.capped for r in runs), any(b.capped for b in bases)
-        bound = "" if own_capped == base_capped else (">=" if own_capped else "<=")
+        ratios: dict[str, Ratio | None] = {}
+        for name, by_round in references.items():
+            refs = [by_round.get((r.build, r.mix, r.flows, r.round_no)) for r in runs]
+            ratios[name] = _ratio(runs, refs) if all(refs) else None  # type: ignore[arg-type]
         median = runs[(len(runs) - 1) // 2]
-        rows.append(Row(median, statistics.median(ratios), ratios[0], ratios[-1], len(runs), bound))
+        rows.append(Row(median, len(runs), ratios["forward_only"], ratios[FLOOR]))
     return rows
 
 
@@ -580,7 +673,7 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=3,
+        default=5,
         help="measure every configuration this many times, round by round; the table gives medians",
     )
     parser.add_argument(
@@ -588,6 +681,11 @@ def _main(argv: list[str] | None) -> int:
         type=float,
         default=50000,
         help="the highest rate offered; a configuration that handles it is reported as at least that",
+    )
+    parser.add_argument(
+        "--builds",
+        help=f"simple_switch builds to measure side by side: comma-separated {FAST}, {LOGGING} or "
+        f"LABEL=PATH (default {DEFAULT_BUILDS}, those installed)",
     )
     parser.add_argument("--no-sweep", action="store_true", help="skip the 1 000 and 4 000 flow runs")
     parser.add_argument("--no-holdback", action="store_true", help="skip the hold-back agent's part")
@@ -606,14 +704,6 @@ def _main(argv: list[str] | None) -> int:
         "--keep-trace", type=Path, metavar="DIR", help="write the counted packets' trace lines into DIR"
     )
     parser.add_argument(
-        "--simple-switch", metavar="PATH", help="run this simple_switch instead of the one on PATH"
-    )
-    parser.add_argument(
-        "--label",
-        default="",
-        help="with --simple-switch: names the build in the output and in the docs block",
-    )
-    parser.add_argument(
         "--baseline",
         metavar="NAME=JSON",
         help="also run every ack_switch policy on this compiled program (an earlier ack_switch.p4 "
@@ -630,20 +720,26 @@ def _main(argv: list[str] | None) -> int:
             parser.error(f"--baseline {args.baseline}: give NAME=PATH of a compiled program JSON")
         PROGRAM_JSONS[name] = Path(path).resolve()
         configs += [(name, policy) for program, policy in CONFIGS if program == "ack_switch"]
-    if args.simple_switch:
-        if not args.label:
-            parser.error("--simple-switch needs --label (say which build it is)")
-        os.environ[SIMPLE_SWITCH_ENV] = os.path.abspath(args.simple_switch)
     if (args.steps_only or args.instructions_only) and args.write_docs:
         parser.error("--write-docs needs the full run: drop --steps-only / --instructions-only")
     if args.instructions_only and args.no_instructions:
         parser.error("--instructions-only and --no-instructions contradict each other")
+    if args.rounds < 1:
+        parser.error("--rounds: at least 1")
     count_instructions = not (args.steps_only or args.no_instructions)
     if count_instructions and (missing := instructions.available()):
         parser.error(missing)
     if os.geteuid() != 0:
         print("bench creates veth interfaces: run it as root", file=sys.stderr)
         return 2
+    try:
+        builds = resolve_builds(args.builds or DEFAULT_BUILDS, explicit=args.builds is not None)
+    except ToolchainError as exc:
+        parser.error(str(exc))
+    for build in builds:
+        print(f"build {build.describe()}", flush=True)
+    if not any(b.label == FAST for b in builds):
+        warn_if_logging_build()
     ifaces = bench_interfaces(os.getpid())
     results: list[Result] = []
     steps: list[Steps] = []
@@ -651,34 +747,46 @@ def _main(argv: list[str] | None) -> int:
     try:
         for sw, test in ifaces.values():
             veth(sw, test)
-        if not args.simple_switch and not args.instructions_only:  # first: a failure here costs no long run
-            for program, policy in configs:
-                steps += count_steps(program, policy, ifaces, 9591, args.keep_trace)
+        if not args.instructions_only:  # first: a failure here costs no long run
+            try:  # bmv2's trace: the logging build, whichever builds are measured
+                for program, policy in configs:
+                    steps += count_steps(program, policy, ifaces, 9591, args.keep_trace)
+            except ToolchainError as exc:
+                print(f"bench: steps not counted: {exc}", flush=True)
         if count_instructions:
-            counted = count_instructions_of(configs, ifaces, 9592)
-        runs: list[tuple[str, int, str, str | None]] = []  # (mix, flows, program, policy)
+            for build in builds:
+                with using(build):
+                    counted += count_instructions_of(configs, ifaces, 9592, build.label)
+        runs: list[tuple[Build, str, int, str, str | None]] = []  # (build, mix, flows, program, policy)
         if not args.steps_only and not args.instructions_only:
-            runs += [(mix, N_FLOWS, program, policy) for mix in MIXES for program, policy in configs]
-            if not args.no_sweep:
+            for build in builds:
+                runs += [
+                    (build, mix, N_FLOWS, program, policy) for mix in MIXES for program, policy in configs
+                ]
+            if not args.no_sweep:  # on the first build only: it shows whether the rate depends on flows
                 sweep = (("forward_only", None), ("ack_switch", SWEEP_POLICY))
                 runs += [
-                    ("ack-heavy", n, program, policy) for n in FLOW_SWEEP[1:] for program, policy in sweep
+                    (builds[0], "ack-heavy", n, program, policy)
+                    for n in FLOW_SWEEP[1:]
+                    for program, policy in sweep
                 ]
         for round_no in range(args.rounds if runs else 0):
             print(f"round {round_no + 1} of {args.rounds}", flush=True)
-            for mix, flows, program, policy in runs:
-                print(f"{mix}, {flows} flows, {program} {policy or ''}", flush=True)
-                r = measure(
-                    program,
-                    policy,
-                    mix,
-                    args.seconds,
-                    (LOW_PPS, args.max_pps, PROBE_STEPS),
-                    ifaces,
-                    9590,
-                    flows,
-                    round_no,
-                )
+            for build, mix, flows, program, policy in runs:
+                print(f"{build.label}: {mix}, {flows} flows, {program} {policy or ''}", flush=True)
+                with using(build):
+                    r = measure(
+                        program,
+                        policy,
+                        mix,
+                        args.seconds,
+                        (LOW_PPS, args.max_pps, PROBE_STEPS),
+                        ifaces,
+                        9590,
+                        flows,
+                        round_no,
+                    )
+                r.build = build.label
                 results.append(r)
                 _print(r)
     finally:
@@ -686,28 +794,36 @@ def _main(argv: list[str] | None) -> int:
             subprocess.run(["ip", "link", "del", sw], stderr=subprocess.DEVNULL)
     holdback_table = ""
     if not args.no_holdback and not args.steps_only and not args.instructions_only:
-        from . import holdback_bench
+        from . import holdback_bench  # it imports this module: here, not at the top
 
-        holdback_table = holdback_bench.render(holdback_bench.run(args.seconds, [1000.0, 2000.0, 4000.0]))
-    table = render(results, args) if results else ""
-    if steps:
-        table = (table + "\n\n" if table else "") + render_steps(steps)
+        with using(builds[0]):
+            holdback_table = holdback_bench.render(holdback_bench.run(args.seconds, [1000.0, 2000.0, 4000.0]))
+    parts = [
+        "Builds: " + "; ".join(b.describe() for b in builds) + ".",
+    ]
+    if results:
+        parts += [render(results, args), render_builds(results)]
     if counted:
-        table = (table + "\n\n" if table else "") + instructions.render(counted, N_FLOWS)
-        table += "\n\n" + instructions.render_breakdown(counted)
+        parts += [instructions.render(counted, N_FLOWS), instructions.render_breakdown(counted)]
+    if steps:
+        parts.append(render_steps(steps))
     if holdback_table:
-        table += (
-            "\n\nHold-back agent (every_d d=4, hold_ms=200, each ACK right behind its data):\n\n"
-            + holdback_table
+        parts.append(
+            f"Hold-back agent ({builds[0].label} build; every_d d=4, hold_ms=200, each ACK right "
+            f"behind its data):\n\n{holdback_table}"
         )
+    table = "\n\n".join(p for p in parts if p)
     print(table)
     if args.write_docs:
-        write_docs(table, args.label, sys.argv[1:] if argv is None else argv)
+        write_docs(table, "", sys.argv[1:] if argv is None else argv)
     return 0
 
 
 def count_instructions_of(
-    configs: list[tuple[str, str | None]], ifaces: dict[int, tuple[str, str]], thrift_port: int
+    configs: list[tuple[str, str | None]],
+    ifaces: dict[int, tuple[str, str]],
+    thrift_port: int,
+    build: str = "",
 ) -> list[instructions.Instructions]:
     """Every configuration's instructions per packet on each mix (experiments/instructions.py)."""
     counted = []
@@ -724,10 +840,12 @@ def count_instructions_of(
                 ifaces,
                 thrift_port,
             )
-            counted.append(instructions.Instructions(program, policy or "-", mix, per_packet, phv, parts))
+            counted.append(
+                instructions.Instructions(program, policy or "-", mix, per_packet, phv, parts, build)
+            )
             print(
-                f"{mix:<10} {program:<14} {policy or '-':<12} {per_packet / 1000:7.1f} thousand instructions "
-                f"per packet (callgrind)",
+                f"{build or '-'}: {mix:<10} {program:<14} {policy or '-':<12} {per_packet / 1000:7.1f} "
+                "thousand instructions per packet (callgrind)",
                 flush=True,
             )
     return counted
@@ -735,7 +853,7 @@ def count_instructions_of(
 
 def _print(r: Result) -> None:
     print(
-        f"{r.mix:<10} {r.flows:>5} flows {r.program:<12} {r.policy:<12} throughput "
+        f"{r.build or '-'}: {r.mix:<10} {r.flows:>5} flows {r.program:<12} {r.policy:<12} throughput "
         f"{'>=' if r.capped else ''}{r.throughput_pps:.0f} pps (loss {100 * r.loss:.1f} %, "
         f"out {r.forwarded}, thinned {r.thinned}), switch CPU {r.cpu_us_per_packet:.0f} us/packet, "
         f"{r.probes} probes",
@@ -745,17 +863,18 @@ def _print(r: Result) -> None:
 
 def render(results: list[Result], args: argparse.Namespace) -> str:
     lines = [
-        "| mix | flows | program | policy | throughput pps | ratio to forward_only | ratio range "
-        "| loss | out | thinned | switch CPU us per packet |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| build | mix | flows | program | policy | throughput pps | ratio to thinning_floor (range) "
+        "| ratio to forward_only (range) | loss | out | thinned | switch CPU us per packet |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = summarize(results)
     for row in rows:
         r = row.median
         lines.append(
-            f"| {r.mix} | {r.flows} | {r.program} | {r.policy} | "
+            f"| {r.build} | {r.mix} | {r.flows} | {r.program} | {r.policy} | "
             f"{'>=' if r.capped else ''}{r.throughput_pps:.0f} | "
-            f"{row.bound}{row.ratio_median:.2f} | {row.ratio_low:.2f}-{row.ratio_high:.2f} | "
+            f"{row.to_floor.cell() if row.to_floor else '-'} | "
+            f"{row.to_forward_only.cell() if row.to_forward_only else '-'} | "
             f"{100 * r.loss:.1f} % | {r.forwarded} | {r.thinned} | {r.cpu_us_per_packet:.0f} |"
         )
     v = tool_versions()
@@ -766,10 +885,47 @@ def render(results: list[Result], args: argparse.Namespace) -> str:
         f"{args.max_pps:.0f} pps in {PROBE_STEPS} probes of {args.seconds:g} s after one at "
         f"{args.max_pps:.0f}, frames in bursts of at most {BURST_FRAMES}; loss, out, thinned and CPU "
         f"are of that probe. >= : the highest rate passed; a ratio <= or >= is a bound for that reason. "
-        f"{rows[0].rounds} rounds (every configuration once per round, in the order above; the row "
-        f"is the median round, the ratio the median of the rounds' ratios); simple_switch "
-        f"{v['simple_switch']}, p4c {v['p4c']}, kernel {v['kernel']}, {os.cpu_count()} cores, "
-        f"ackwise {v['ackwise']}.",
+        f"{max(row.rounds for row in rows)} rounds (every configuration on every build once per "
+        "round, in the order above; the row is the median round, a ratio the median of the rounds' "
+        f"ratios on the same build, with their range); the yardstick runs every_d d=8. p4c {v['p4c']}, "
+        f"kernel {v['kernel']}, {os.cpu_count()} cores, ackwise {v['ackwise']}.",
+    ]
+    return "\n".join(lines)
+
+
+def render_builds(results: list[Result]) -> str:
+    """Throughput of each configuration on every build against the first build's, ratio taken
+    within each round: what the builds' difference costs in packets per second."""
+    labels = list(dict.fromkeys(r.build for r in results))
+    if len(labels) < 2:
+        return ""
+    first, others = labels[0], labels[1:]
+    by_key = {(r.build, r.mix, r.flows, r.program, r.policy, r.round_no): r for r in results}
+    keys = list(dict.fromkeys((r.mix, r.flows, r.program, r.policy) for r in results if r.build == first))
+    header = ["mix", "program", "policy", f"{first} pps"]
+    for other in others:
+        header += [f"{other} pps", f"{first} ÷ {other} (range)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for mix, flows, program, policy in keys:
+        if flows != N_FLOWS:
+            continue
+        mine = [
+            r for (b, *k, _), r in by_key.items() if b == first and tuple(k) == (mix, flows, program, policy)
+        ]
+        cells = [mix, program, policy, f"{statistics.median(r.throughput_pps for r in mine):.0f}"]
+        for other in others:
+            theirs = [by_key.get((other, mix, flows, program, policy, r.round_no)) for r in mine]
+            pairs = [(r, o) for r, o in zip(mine, theirs, strict=True) if o is not None]
+            if not pairs:
+                cells += ["-", "-"]
+                continue
+            ratio = _ratio([r for r, _ in pairs], [o for _, o in pairs])
+            cells += [f"{statistics.median(o.throughput_pps for _, o in pairs):.0f}", ratio.cell()]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"The same configurations on each build, {N_FLOWS} flows: medians over the rounds, and the "
+        "ratio of the rates within each round (median and range).",
     ]
     return "\n".join(lines)
 

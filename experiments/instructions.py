@@ -69,6 +69,7 @@ class Instructions:
     per_packet: float  # instructions the switch executed per packet sent, PHV building subtracted
     phv_subtracted: float  # per packet
     breakdown: dict[str, float] | None = None  # per packet, by BREAKDOWN_PARTS, ACTION_PARTS and REST
+    build: str = ""  # which simple_switch build ran (bench.Build.label)
 
 
 def available() -> str | None:
@@ -187,12 +188,12 @@ def render_breakdown(rows: list[Instructions]) -> str:
         return ""
     top = [name for name, _ in BREAKDOWN_PARTS if name != "actions"] + [REST, "actions"]
     inside = [name for name, _ in ACTION_PARTS]
-    header = ["mix", "program", "policy", "all", *top, *(f"actions: {name}" for name in inside)]
+    header = ["build", "mix", "program", "policy", "all", *top, *(f"actions: {name}" for name in inside)]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for r in counted:
         assert r.breakdown is not None
         cells = [f"{r.per_packet / 1000:.1f}", *(f"{r.breakdown[name] / 1000:.1f}" for name in top + inside)]
-        lines.append(f"| {r.mix} | {r.program} | {r.policy} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r.build} | {r.mix} | {r.program} | {r.policy} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Thousands of instructions per packet, by the bmv2 functions they were spent in, each with "
@@ -207,16 +208,46 @@ def render_breakdown(rows: list[Instructions]) -> str:
 
 
 def render(
-    rows: list[Instructions], n_flows: int, n_packets: int = N_PACKETS, rate_pps: float = RATE_PPS
+    rows: list[Instructions],
+    n_flows: int,
+    n_packets: int = N_PACKETS,
+    rate_pps: float = RATE_PPS,
+    yardstick: str = "thinning_floor",
 ) -> str:
-    base = {r.mix: r.per_packet for r in rows if r.program == "forward_only"}
-    lines = [
-        "| mix | program | policy | instructions per packet (thousands) | ratio to forward_only |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for r in rows:
-        ratio = f"{r.per_packet / base[r.mix]:.2f}" if r.mix in base else "-"
-        lines.append(f"| {r.mix} | {r.program} | {r.policy} | {r.per_packet / 1000:.0f} | {ratio} |")
+    """Instructions per packet of every configuration, a column group per build: thousands, and
+    the ratios to the yardstick and to forward_only on the same build and mix; with two builds or
+    more, each one's count over the first's."""
+    builds = list(dict.fromkeys(r.build for r in rows))
+    by_key = {(r.build, r.mix, r.program, r.policy): r for r in rows}
+    floor = {(r.build, r.mix): r.per_packet for r in rows if r.program == yardstick}
+    base = {(r.build, r.mix): r.per_packet for r in rows if r.program == "forward_only"}
+    header = ["mix", "program", "policy"]
+    for build in builds:
+        name = build or "this build"
+        header += [f"{name}: thousands", f"{name}: ratio to {yardstick}", f"{name}: ratio to forward_only"]
+    header += [f"{b} ÷ {builds[0]}" for b in builds[1:]]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+
+    def ratio(value: float, reference: float | None) -> str:
+        return f"{value / reference:.2f}" if reference else "-"
+
+    for mix, program, policy in dict.fromkeys((r.mix, r.program, r.policy) for r in rows):
+        cells = [mix, program, policy]
+        for build in builds:
+            r = by_key.get((build, mix, program, policy))
+            if r is None:
+                cells += ["-", "-", "-"]
+                continue
+            cells += [
+                f"{r.per_packet / 1000:.1f}",
+                ratio(r.per_packet, floor.get((build, mix))),
+                ratio(r.per_packet, base.get((build, mix))),
+            ]
+        first = by_key.get((builds[0], mix, program, policy))
+        for build in builds[1:]:
+            r = by_key.get((build, mix, program, policy))
+            cells.append(ratio(r.per_packet, first.per_packet if first else None) if r else "-")
+        lines.append("| " + " | ".join(cells) + " |")
     subtracted = max((r.phv_subtracted for r in rows), default=0.0)
     lines += [
         "",
@@ -224,6 +255,6 @@ def render(
         f"at {rate_pps:g} packets/s after a warm-up of {WARMUP_ROUNDS_PER_FLOW} rounds of the mix per "
         f"flow, {n_flows} flows; PHV objects built while callgrind held packets back subtracted "
         f"(at most {subtracted / 1000:.1f} thousand per packet). Deterministic within about 2 %: "
-        "one run per configuration.",
+        f"one run per configuration and build; {yardstick} runs every_d d=8.",
     ]
     return "\n".join(lines)

@@ -96,11 +96,37 @@ def test_ratios_are_taken_within_a_round_and_the_median_reported() -> None:
         _result("ack_switch", 7000, 2, "every_d"),
     ]
     base, policy = summarize(results)
-    assert (base.ratio_median, base.ratio_low, base.ratio_high, base.rounds) == (1.0, 1.0, 1.0, 3)
-    assert policy.ratio_median == 0.5
-    assert (policy.ratio_low, policy.ratio_high) == (0.5, 0.7)
+    assert base.to_forward_only is not None and policy.to_forward_only is not None
+    assert (base.to_forward_only.median, base.to_forward_only.low, base.to_forward_only.high) == (
+        1.0,
+        1.0,
+        1.0,
+    )
+    assert base.rounds == 3
+    assert policy.to_forward_only.median == 0.5
+    assert (policy.to_forward_only.low, policy.to_forward_only.high) == (0.5, 0.7)
     assert policy.median.throughput_pps == 5000  # the round with the median rate
-    assert base.bound == policy.bound == ""
+    assert base.to_forward_only.bound == policy.to_forward_only.bound == ""
+    assert policy.to_floor is None  # no yardstick measured
+
+
+def test_ratios_to_the_yardstick_are_per_build_and_round() -> None:
+    """A build's configuration is compared with the yardstick on the same build, same round."""
+    results = []
+    for build, scale in (("fast", 2.0), ("logging", 1.0)):
+        for round_no, slow in enumerate((1.0, 0.5)):
+            for program, pps in (("forward_only", 10000), ("thinning_floor", 8000), ("ack_switch", 6000)):
+                r = _result(
+                    program, pps * scale * slow, round_no, "every_d d=8" if program != "forward_only" else "-"
+                )
+                r.build = build
+                results.append(r)
+    rows = {(row.median.build, row.median.program): row for row in summarize(results)}
+    for build in ("fast", "logging"):
+        row = rows[(build, "ack_switch")]
+        assert row.to_floor is not None and row.to_forward_only is not None
+        assert row.to_floor.median == 0.75 and row.to_forward_only.median == 0.6
+        assert row.to_floor.cell() == "0.75 (0.75-0.75)"
 
 
 def test_a_ratio_against_a_capped_rate_is_marked_as_a_bound() -> None:
@@ -113,7 +139,7 @@ def test_a_ratio_against_a_capped_rate_is_marked_as_a_bound() -> None:
         _result("ack_switch", 50000, 1, "off", capped=True),
     ]
     rows = summarize(results)
-    assert [row.bound for row in rows] == ["", "<=", ">="]
+    assert [row.to_forward_only.bound for row in rows if row.to_forward_only] == ["", "<=", ">="]
 
 
 def _switch(capacity_pps: float, sender_max_pps: float = 1e9) -> tuple[list[float], object]:
@@ -248,15 +274,17 @@ def test_the_breakdown_splits_the_total_and_names_what_is_left() -> None:
 def test_the_breakdown_table_has_a_row_per_counted_configuration() -> None:
     parts = {k: v / 200 for k, v in instructions.breakdown(BROKEN_DOWN, total=500_000).items()}
     rows = [
-        instructions.Instructions("ack_switch", "every_d d=8", "ack-heavy", 2_500, 0, parts),
+        instructions.Instructions("ack_switch", "every_d d=8", "ack-heavy", 2_500, 0, parts, "fast"),
         instructions.Instructions("forward_only", "-", "ack-heavy", 1_000, 0),  # no breakdown: no row
     ]
     table = instructions.render_breakdown(rows)
     header, _, row = table.splitlines()[:3]
-    assert header.startswith("| mix | program | policy | all | metadata reset | header invalidation |")
+    assert header.startswith(
+        "| build | mix | program | policy | all | metadata reset | header invalidation |"
+    )
     # all, then metadata reset ... conditions, rest, actions, then the action parts
     cells = "2.5 | 0.5 | 0.2 | 0.1 | 0.0 | 0.0 | 0.0 | 0.2 | 1.5 | 0.6 | 0.3 | 0.1 | 0.0 | 0.0"
-    assert row == f"| ack-heavy | ack_switch | every_d d=8 | {cells} |"
+    assert row == f"| fast | ack-heavy | ack_switch | every_d d=8 | {cells} |"
     assert "forward_only" not in table
     assert instructions.render_breakdown(rows[1:]) == ""
 
@@ -267,16 +295,22 @@ def test_the_total_is_the_dumps_totals_line() -> None:
         instructions.total_instructions("events: Ir\n")
 
 
-def test_instruction_ratios_are_to_forward_only_of_the_same_mix() -> None:
-    rows = [
-        instructions.Instructions("forward_only", "-", "ack-heavy", 400_000, 0),
-        instructions.Instructions("ack_switch", "off", "ack-heavy", 600_000, 0),
-        instructions.Instructions("forward_only", "-", "data-heavy", 500_000, 0),
-        instructions.Instructions("ack_switch", "off", "data-heavy", 600_000, 1_500),
-    ]
+def test_instruction_ratios_are_to_the_yardstick_and_forward_only_of_the_same_mix_and_build() -> None:
+    rows = []
+    for build, scale in (("fast", 1.0), ("logging", 2.0)):
+        rows += [
+            instructions.Instructions("forward_only", "-", "ack-heavy", 400_000 * scale, 0, build=build),
+            instructions.Instructions(
+                "thinning_floor", "every_d d=8", "ack-heavy", 500_000 * scale, 0, build=build
+            ),
+            instructions.Instructions("ack_switch", "off", "ack-heavy", 600_000 * scale, 0, build=build),
+            instructions.Instructions("forward_only", "-", "data-heavy", 500_000 * scale, 0, build=build),
+            instructions.Instructions("ack_switch", "off", "data-heavy", 600_000 * scale, 1_500, build=build),
+        ]
     table = instructions.render(rows, n_flows=64)
-    assert "| ack-heavy | ack_switch | off | 600 | 1.50 |" in table
-    assert "| data-heavy | ack_switch | off | 600 | 1.20 |" in table
+    # per build: thousands, to the yardstick, to forward_only; then logging over fast
+    assert "| ack-heavy | ack_switch | off | 600.0 | 1.20 | 1.50 | 1200.0 | 1.20 | 1.50 | 2.00 |" in table
+    assert "| data-heavy | ack_switch | off | 600.0 | - | 1.20 | 1200.0 | - | 1.20 | 2.00 |" in table
     assert "at most 1.5 thousand per packet" in table
 
 

@@ -26,6 +26,7 @@ from ackwise.bmv2.toolchain import (
     missing_tools,
     parse_config_h,
     running_build_config,
+    simple_switch_of_kind,
 )
 
 # The two kinds of bm/config.h bmv2 1.15.5's configure installs (AX_PREFIX_CONFIG_H), cut to the
@@ -53,13 +54,13 @@ CONFIG_H_LOGGING = """\
 """
 CONFIG_H_FAST = """\
 /* Enable nanomsg event logger */
-/* #undef BM_ELOG_ON */
+/* #undef ELOG_ON */
 
 /* Enable compile-time macro for debug logging */
-/* #undef BM_LOG_DEBUG_ON */
+/* #undef LOG_DEBUG_ON */
 
 /* Enable compile-time macro for trace logging */
-/* #undef BM_LOG_TRACE_ON */
+/* #undef LOG_TRACE_ON */
 
 /* Enable Thrift support */
 #ifndef BM_THRIFT_ON
@@ -72,10 +73,10 @@ def test_config_h_of_each_build() -> None:
     assert parse_config_h(CONFIG_H_LOGGING) == (True, True)
     assert parse_config_h(CONFIG_H_FAST) == (False, False)
     # Logging macros without the event logger (--disable-elogger only).
-    assert parse_config_h(CONFIG_H_LOGGING.replace("#define BM_ELOG_ON", "/* #undef BM_ELOG_ON */")) == (
-        True,
-        False,
-    )
+    without_elogger = CONFIG_H_LOGGING.replace("#ifndef BM_ELOG_ON\n#define BM_ELOG_ON /**/\n#endif", "")
+    assert parse_config_h(without_elogger + "/* #undef ELOG_ON */\n") == (True, False)
+    # A config.h that says nothing of either option (another bmv2 version) tells nothing.
+    assert parse_config_h("#define BM_THRIFT_ON /**/\n") == (None, None)
 
 
 def _install(prefix: Path, config_h: str | None, tools: tuple[str, ...] = (SIMPLE_SWITCH,)) -> Path:
@@ -257,3 +258,19 @@ def test_running_build_config_reads_proc_exe() -> None:
     assert config is not None
     assert config.executable == os.path.realpath(f"/proc/{os.getpid()}/exe")
     assert running_build_config(2**22 + 1) is None  # above pid_max: no such process
+
+
+def test_builds_by_kind_for_the_bench(machine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prefixes = _build_pinned()
+    user = _user_install(machine, monkeypatch, CONFIG_H_LOGGING)
+    # The user's own build has logging macros: the fast one is the pinned one, the logging one theirs.
+    assert simple_switch_of_kind("fast") == str(prefixes[BMV2_FAST] / "bin" / SIMPLE_SWITCH)
+    assert simple_switch_of_kind("logging") == str(user / "bin" / SIMPLE_SWITCH)
+    with pytest.raises(ToolchainError, match="fast or logging"):
+        simple_switch_of_kind("nolog")
+
+
+def test_no_fast_build_says_how_to_get_one(machine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _user_install(machine, monkeypatch, CONFIG_H_LOGGING)
+    with pytest.raises(ToolchainError, match="make deps ACKWISE_TOOLCHAIN=pinned"):
+        simple_switch_of_kind("fast")

@@ -145,6 +145,28 @@ def _find_default(name: str) -> str:
     return path
 
 
+FAST, LOGGING = "fast", "logging"  # BuildConfig.kind of the two builds
+
+
+def simple_switch_of_kind(kind: str) -> str:
+    """The simple_switch of a build kind: FAST (no logging macros; the pinned fast build where the
+    one in use has them) or LOGGING (find_tool(..., logging=True))."""
+    if kind == LOGGING:
+        return find_tool(SIMPLE_SWITCH, logging=True)
+    if kind != FAST:
+        raise ToolchainError(f"build {kind!r}: give {FAST} or {LOGGING}")
+    chosen = find_tool(SIMPLE_SWITCH)
+    if build_config(chosen).logging_macros is False:
+        return chosen
+    pinned = _pinned_tool(SIMPLE_SWITCH, BMV2_FAST)
+    if pinned is None:
+        raise ToolchainError(
+            f"{chosen} has logging macros compiled in (or no bm/config.h to tell) and the pinned fast "
+            f"build is not installed: run 'make deps {TOOLCHAIN_ENV}=pinned'"
+        )
+    return pinned
+
+
 def missing_tools() -> list[str]:
     missing = []
     for name in (P4C_BMV2, SIMPLE_SWITCH):
@@ -187,7 +209,7 @@ class BuildConfig:
     def kind(self) -> str:
         if self.logging_macros is None:
             return "unknown"
-        return "logging" if self.logging_macros else "fast"
+        return LOGGING if self.logging_macros else FAST
 
     def describe(self) -> str:
         if self.logging_macros is None:
@@ -211,14 +233,21 @@ class BuildConfig:
         }
 
 
-def parse_config_h(text: str) -> tuple[bool, bool]:
+def parse_config_h(text: str) -> tuple[bool | None, bool | None]:
     """(logging macros, event logger) from bmv2's installed bm/config.h. An option that is on is
-    defined (``#define BM_LOG_DEBUG_ON /**/``); one that is off is left as ``/* #undef ... */``."""
+    defined with the BM_ prefix (``#define BM_LOG_DEBUG_ON /**/``); one that is off stays as
+    configure left it, unprefixed (``/* #undef LOG_DEBUG_ON */``). None: the file says neither."""
 
-    def defined(name: str) -> bool:
-        return re.search(rf"^\s*#\s*define\s+{name}\b", text, re.MULTILINE) is not None
+    def option(name: str) -> bool | None:
+        if re.search(rf"^\s*#\s*define\s+BM_{name}\b", text, re.MULTILINE):
+            return True
+        if re.search(rf"#\s*undef\s+(?:BM_)?{name}\b", text):
+            return False
+        return None
 
-    return defined("BM_LOG_DEBUG_ON") or defined("BM_LOG_TRACE_ON"), defined("BM_ELOG_ON")
+    debug, trace = option("LOG_DEBUG_ON"), option("LOG_TRACE_ON")
+    logging_macros = True if (debug or trace) else (False if (debug, trace) == (False, False) else None)
+    return logging_macros, option("ELOG_ON")
 
 
 def _optimisation(prefix: Path) -> str | None:
