@@ -1,8 +1,10 @@
 """``ackwise experiment run``: a scenario's matrix, run by run, each in a fresh test bed.
 
-The matrix is point x arm x repeat, in an order shuffled by the seed (so slow drift of the machine
-spreads over every arm instead of falling on the last ones), and every arm of one point and repeat
-gets the same traffic (same transfer seeds; the link emulator runs without random loss). A run's
+The matrix is point x arm x repeat, run as blocks: a block is one point and repeat, every arm once
+with the same traffic (same transfer seeds; the link emulator runs without random loss), its arms
+back to back in an order shuffled by the seed, the blocks in a shuffled order too. Each arm is
+compared with the baseline of its own block (stats.paired_effect), so slow drift of the machine
+moves both sides of every comparison. A run's
 record goes to the results directory as soon as the run ends; a run that fails (bytes not exact,
 timeout, a process of the test bed died, anything raised) is recorded as failed with its reason.
 A resumed matrix skips what the directory already holds for the same configuration and code.
@@ -89,7 +91,10 @@ def plan(
     repeats: int | None = None,
     seed: int = 1,
     quick: bool = False,
+    shard: tuple[int, int] | None = None,
 ) -> list[PlannedRun]:
+    """The runs of a scenario's matrix, in the order to run them. ``shard`` (K, N): only the Kth
+    of N disjoint parts, whole blocks each (``ackwise experiment run --shard K/N``)."""
     points = list(scenario.points)
     arms = select_arms(scenario, where, policies)
     n_repeats = repeats if repeats is not None else scenario.repeats
@@ -102,16 +107,30 @@ def plan(
         n_repeats = repeats if repeats is not None else int(scenario.quick.get("repeats", 1))
     if n_repeats < 1:
         raise ExperimentError("--repeats must be at least 1")
-    runs = []
+    if shard is not None:
+        k, n = shard
+        if not 1 <= k <= n:
+            raise ExperimentError(f"--shard {k}/{n}: give K/N with 1 <= K <= N")
+    # Blocks: one per point and repeat, every arm once with the same traffic seed. Whole blocks
+    # run together (arms shuffled inside), blocks in a shuffled order: an arm's effect is measured
+    # against the baseline of its own block, under the same conditions of the machine.
+    blocks: list[list[PlannedRun]] = []
     for p_index, point in enumerate(points):
         for repeat in range(n_repeats):
             run_seed = seed * 1000 + p_index * 100 + repeat
+            block = []
             for arm in arms:
                 config = run_config(scenario, point, arm, run_seed)
                 rid = run_id(scenario.name, point, arm, repeat, run_seed, config)
-                runs.append(PlannedRun(scenario.name, point, arm, repeat, run_seed, rid, config))
-    random.Random(seed).shuffle(runs)
-    return runs
+                block.append(PlannedRun(scenario.name, point, arm, repeat, run_seed, rid, config))
+            blocks.append(block)
+    if shard is not None:  # every Nth block of the canonical order: disjoint, complete, stable
+        blocks = [b for i, b in enumerate(blocks) if i % shard[1] == shard[0] - 1]
+    rng = random.Random(seed)
+    rng.shuffle(blocks)
+    for block in blocks:
+        rng.shuffle(block)
+    return [run for block in blocks for run in block]
 
 
 def run_config(scenario: Scenario, point: Point, arm: Arm, seed: int) -> dict[str, Any]:

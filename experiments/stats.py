@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
+from scipy.optimize import brentq
 
 from .schema import METRICS, RunRecord
 
@@ -189,3 +190,132 @@ def group_records(
         group.failed.sort(key=lambda r: r.repeat)
         group.metrics = {m: mean_ci(group.values(m), confidence) for m in metrics}
     return list(groups.values())
+
+
+# ---- paired comparisons (blocks: every arm of a point once, same seeds) ----
+
+DEFAULT_POWER = 0.8
+# An arm is "split" when its runs fall into two groups: sorted, the largest gap between neighbours
+# is more than SPLIT_GAP_FACTOR times the larger range inside either group, and more than
+# SPLIT_MIN_GAP of the median (so that 1.000 / 1.000 / 1.001 is not two groups). Needs 3 runs.
+SPLIT_GAP_FACTOR = 3.0
+SPLIT_MIN_GAP = 0.05
+SPLIT_MIN_RUNS = 3
+
+
+@dataclass(frozen=True)
+class PairedEffect:
+    """An arm against the baseline over ``n`` blocks: each block's effect is the arm's value over
+    the baseline's in that block (a ratio), or, where a value is 0 or negative, their difference.
+
+    Ratios: paired t on the logs of the per-block ratios; ``estimate`` is their geometric mean,
+    the interval its exp. Differences: paired t on the differences. ``detectable`` is the smallest
+    true effect (as a ratio above 1, or a difference above 0) a two-sided paired t-test at
+    1 - confidence would find with probability ``power`` for this n and spread: what "no
+    difference detected" can rule out. None where n < 2 (nothing to say about the spread)."""
+
+    n: int
+    scale: str  # "ratio" or "difference"
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    detectable: float | None
+    confidence: float = DEFAULT_CONFIDENCE
+    power: float = DEFAULT_POWER
+
+    @property
+    def neutral(self) -> float:
+        return 1.0 if self.scale == "ratio" else 0.0
+
+    def direction(self) -> int:
+        """+1 when the interval lies above neutral, -1 below, 0 when it holds it (or is missing)."""
+        if self.ci_low is None or self.ci_high is None:
+            return 0
+        if self.ci_low > self.neutral:
+            return 1
+        if self.ci_high < self.neutral:
+            return -1
+        return 0
+
+    def verdict(self, better: str) -> str:
+        """better / worse / no difference detected / too few blocks, for a metric where ``better``
+        is "lower" or "higher"."""
+        if self.n < 2 or self.ci_low is None:
+            return "too few blocks"
+        sign = self.direction()
+        if sign == 0:
+            return "no difference detected"
+        if better not in ("lower", "higher"):
+            raise ValueError(f"better must be 'lower' or 'higher', not {better!r}")
+        return "better" if (sign > 0) == (better == "higher") else "worse"
+
+
+def detectable_shift(
+    n: int, sd: float, confidence: float = DEFAULT_CONFIDENCE, power: float = DEFAULT_POWER
+) -> float:
+    """The smallest mean shift δ (in the units of ``sd``'s values) a two-sided one-sample t-test
+    of n values with standard deviation ``sd`` detects with probability ``power`` at level
+    1 - confidence (noncentral t, solved for δ). 0 when sd is 0; inf when n < 2."""
+    if n < 2:
+        return math.inf
+    if sd == 0:
+        return 0.0
+    df = n - 1
+    t_crit = float(scipy_stats.t.ppf((1 + confidence) / 2, df))
+
+    def power_at(delta: float) -> float:
+        nc = delta * math.sqrt(n) / sd
+        return float(scipy_stats.nct.sf(t_crit, df, nc) + scipy_stats.nct.cdf(-t_crit, df, nc))
+
+    # Bracket from the normal approximation (z_{1-a/2} + z_power) sd / sqrt(n), which the t-test
+    # needs a little more than; noncentral t turns to NaN for noncentralities far beyond it.
+    approx = (scipy_stats.norm.ppf((1 + confidence) / 2) + scipy_stats.norm.ppf(power)) * sd / math.sqrt(n)
+    high = 2 * approx
+    while power_at(high) < power:
+        high *= 2
+    return float(brentq(lambda d: power_at(d) - power, 0.0, high, xtol=sd * 1e-9))
+
+
+def paired_effect(
+    arm: Sequence[float],
+    baseline: Sequence[float],
+    confidence: float = DEFAULT_CONFIDENCE,
+    power: float = DEFAULT_POWER,
+) -> PairedEffect:
+    """The arm's effect over the baseline from values paired by block (arm[i] with baseline[i])."""
+    if len(arm) != len(baseline):
+        raise ValueError(f"paired values need one baseline per arm value: {len(arm)} vs {len(baseline)}")
+    pairs = [(float(a), float(b)) for a, b in zip(arm, baseline, strict=True)]
+    n = len(pairs)
+    as_ratio = all(a > 0 and b > 0 for a, b in pairs)
+    scale = "ratio" if as_ratio else "difference"
+    if n == 0:
+        return PairedEffect(0, scale, None, None, None, None, confidence, power)
+    diffs = [math.log(a / b) for a, b in pairs] if as_ratio else [a - b for a, b in pairs]
+    back = math.exp if as_ratio else (lambda x: x)
+    mean = math.fsum(diffs) / n
+    if n == 1:
+        return PairedEffect(1, scale, back(mean), None, None, None, confidence, power)
+    sd = 0.0 if min(diffs) == max(diffs) else float(np.std(diffs, ddof=1))
+    t = float(scipy_stats.t.ppf((1 + confidence) / 2, df=n - 1))
+    half = t * sd / math.sqrt(n)
+    shift = detectable_shift(n, sd, confidence, power)
+    return PairedEffect(
+        n, scale, back(mean), back(mean - half), back(mean + half), back(shift), confidence, power
+    )
+
+
+def split_groups(values: Iterable[float | int | None]) -> tuple[list[float], list[float]] | None:
+    """The two groups an arm's runs form (lower, upper), or None when they do not form two (the
+    rule beside SPLIT_GAP_FACTOR)."""
+    xs = sorted(present(values))
+    if len(xs) < SPLIT_MIN_RUNS:
+        return None
+    gaps = [(xs[i] - xs[i - 1], i) for i in range(1, len(xs))]
+    gap, cut = max(gaps)
+    lower, upper = xs[:cut], xs[cut:]
+    spread = max(lower[-1] - lower[0], upper[-1] - upper[0])
+    median = float(np.median(xs))
+    if gap <= SPLIT_GAP_FACTOR * spread or gap <= SPLIT_MIN_GAP * abs(median):
+        return None
+    return lower, upper

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ackwise.experiments.runner import plan, select_arms
+from ackwise.experiments.runner import ExperimentError, plan, select_arms
 from ackwise.experiments.scenario import SCENARIO_DIR, ScenarioError, all_scenarios, load
 from ackwise.experiments.schema import METRICS, Arm
 
@@ -50,6 +50,33 @@ def test_every_arm_of_a_point_and_repeat_gets_the_same_traffic_seed() -> None:
         seeds.setdefault((r.point.label, r.repeat), set()).add(r.seed)
     assert all(len(v) == 1 for v in seeds.values())
     assert len({next(iter(v)) for v in seeds.values()}) == len(seeds)
+
+
+def test_a_blocks_arms_run_back_to_back() -> None:
+    s = load("asymmetric")
+    runs = plan(s, seed=3)
+    n_arms = len(s.arms)
+    chunks = [runs[i : i + n_arms] for i in range(0, len(runs), n_arms)]
+    for chunk in chunks:
+        assert len({(r.point.label, r.repeat) for r in chunk}) == 1
+        assert len({r.arm.label() for r in chunk}) == n_arms
+    # and the arms' order inside blocks is shuffled, not always the scenario's
+    assert len({tuple(r.arm.label() for r in chunk) for chunk in chunks}) > 1
+
+
+def test_shards_are_deterministic_disjoint_complete_and_whole_blocks() -> None:
+    s = load("asymmetric")
+    whole = plan(s, seed=5, repeats=4)
+    shards = [plan(s, seed=5, repeats=4, shard=(k, 3)) for k in (1, 2, 3)]
+    assert [r.run_id for r in plan(s, seed=5, repeats=4, shard=(2, 3))] == [r.run_id for r in shards[1]]
+    ids = [{r.run_id for r in part} for part in shards]
+    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    assert ids[0] | ids[1] | ids[2] == {r.run_id for r in whole}
+    blocks = [{(r.point.label, r.repeat) for r in part} for part in shards]
+    assert not (blocks[0] & blocks[1] or blocks[0] & blocks[2] or blocks[1] & blocks[2])
+    assert all(len(part) % len(s.arms) == 0 for part in shards)
+    with pytest.raises(ExperimentError, match="1 <= K <= N"):
+        plan(s, shard=(4, 3))
 
 
 def test_quick_keeps_the_baseline_and_the_named_arms() -> None:
