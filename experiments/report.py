@@ -18,6 +18,7 @@ belongs to the report.
 from __future__ import annotations
 
 import base64
+import csv
 import json
 import math
 from collections import Counter
@@ -29,26 +30,42 @@ from typing import Any
 import jinja2
 import markupsafe
 
+from .comparison import (
+    CATEGORIES,
+    COMBINED,
+    ArmResult,
+    arm_results,
+    best_per_category,
+    category,
+    describe_effect,
+    effect_text,
+    excluded_blocks,
+    provenance_differences,
+    provenance_rows,
+    strength,
+    verdict_text,
+)
 from .figures import FigureData, RenderedFigure, render_figures
-from .schema import BASELINE, METRICS, PLACES, RunRecord
-from .stats import DEFAULT_CONFIDENCE, Group, Summary, better_of, change_percent, group_records
+from .schema import BASELINE, METRICS, RunRecord
+from .stats import DEFAULT_CONFIDENCE, Group, Summary, group_records, present, split_groups
 from .store import ResultStore
 
 HTML_FILE = "report.html"
 MARKDOWN_FILE = "report.md"
 FIGURES_DIR = "figures"
-COMBINED = "combined"
-# The verdict's columns, in this order; "combined" is any arm running at more than one place.
-CATEGORIES = (*PLACES, COMBINED)
+CSV_DIR = "tables"
+CONFIRM_DIR = "confirm"  # the confirmation pass's results, inside the screening's directory
 CATEGORY_TITLES = {"host": "host", "switch": "switch", "ap": "AP", COMBINED: "combined"}
 _WHERE_ORDER = {BASELINE: 0, **{p: i + 1 for i, p in enumerate(CATEGORIES)}}
+assert COMBINED in CATEGORIES
+
+
+class ReportError(Exception):
+    """The records cannot be reported as asked; the message says what to do."""
+
+
 _TEMPLATES = Path(__file__).parent / "templates"
 _SCREEN_PX_PER_IN = 120  # figures drawn in inches shown a little larger than 96 px/in, for legibility
-
-
-def category(where: str) -> str:
-    """The verdict column of an arm: its place, "combined" for several, "none" for the baseline."""
-    return COMBINED if "+" in where else where
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -138,6 +155,9 @@ class ResultRow:
     cells: list[str]
     summaries: list[Summary]
     failed: int
+    runs: list[str] = field(default_factory=list)  # per metric: every ok run's value, by repeat
+    split: list[bool] = field(default_factory=list)  # per metric: the runs form two groups
+    dots: list[markupsafe.Markup] = field(default_factory=list)  # per metric: the runs as an inline SVG
 
 
 @dataclass
@@ -190,6 +210,7 @@ class ScenarioSection:
     verdict: Verdict
     figures: list[FigureView] = field(default_factory=list)
     skipped_figures: list[str] = field(default_factory=list)
+    effects: list[ArmResult] = field(default_factory=list)  # every arm's paired effect (the verdict's runs)
 
 
 @dataclass
@@ -212,6 +233,10 @@ class Report:
     sections: list[ScenarioSection]
     warnings: list[str]
     scenario_json: str
+    run_provenance: list[tuple[str, str]] = field(default_factory=list)  # comparison.provenance_rows
+    excluded: list[str] = field(default_factory=list)  # blocks left out of the verdicts, and why
+    verdict_source: str = ""  # which runs the verdict rests on (screening, or the confirmation pass)
+    csv: list[str] = field(default_factory=list)  # CSV files beside the tables, relative paths
 
 
 @dataclass(frozen=True)
@@ -285,92 +310,96 @@ def _verdict(
     points: list[dict[str, Any]],
     arms: list[dict[str, Any]],
     groups: dict[tuple[str, str], Group],
+    results: list[ArmResult],
 ) -> Verdict:
+    """Per point and place, the arm with the best paired effect against the baseline."""
     categories = [c for c in CATEGORIES if any(category(str(a.get("where"))) == c for a in arms)]
     if metric.better not in ("lower", "higher"):
         note = f"{metric.key} has no better direction in schema.METRICS, so no arm is ranked on it."
         return Verdict(metric, categories, [], note)
+    best = best_per_category(results, metric.better)
     rows = []
     for p in points:
         label = str(p.get("label"))
-        at_point = [(a, groups.get((label, str(a.get("label"))))) for a in arms]
-        summaries = [(a, g.metrics[metric.key]) for a, g in at_point if g is not None]
-        base = next((s for a, s in summaries if a.get("where") == BASELINE), None)
-        base_mean = base.mean if base is not None else None
-
-        def status(s: Summary, base: Summary | None = base) -> str:
-            if base is None or base.mean is None:
-                return "no baseline"
-            overlap = s.overlaps(base)
-            if overlap is None:
-                return "no interval (n = 1)"
-            if overlap:
-                return "not distinguishable from baseline"
-            assert s.mean is not None and base.mean is not None
-            return (
-                "better than baseline" if better_of(metric.key, s.mean, base.mean) else "worse than baseline"
-            )
-
+        base_group = next(
+            (groups.get((label, str(a.get("label")))) for a in arms if a.get("where") == BASELINE), None
+        )
+        base = base_group.metrics.get(metric.key) if base_group is not None else None
         cells = []
-        bests: list[tuple[str, dict[str, Any], Summary]] = []
+        winners: list[tuple[str, ArmResult]] = []
         for c in categories:
-            candidates = [
-                (a, s) for a, s in summaries if category(str(a.get("where"))) == c and s.mean is not None
-            ]
-            if not candidates:
+            r = best.get((label, c))
+            if r is None:
                 cells.append(VerdictCell(None))
                 continue
-            best_arm, best = candidates[0]
-            for a, s in candidates[1:]:
-                assert s.mean is not None and best.mean is not None
-                if better_of(metric.key, s.mean, best.mean):
-                    best_arm, best = a, s
-            bests.append((c, best_arm, best))
-            # A mean over the runs that finished says nothing of those that did not: say so.
-            group = groups.get((label, str(best_arm.get("label"))))
+            winners.append((c, r))
+            group = groups.get((label, r.label))
             failed = group.n_failed if group is not None else 0
             runs = (
                 f"; {failed} of {failed + len(group.ok)} runs failed" if group is not None and failed else ""
             )
+            assert r.effect is not None
             cells.append(
                 VerdictCell(
-                    str(best_arm.get("label")),
-                    format_summary(best),
-                    format_change(change_percent(best.mean, base_mean)),
-                    status(best) + runs,
+                    r.label,
+                    format_summary(group.metrics[metric.key]) if group is not None else "",
+                    effect_text(r.effect),
+                    verdict_text(r.effect, metric.better)
+                    + runs
+                    + ("; its runs split in two groups" if r.split else ""),
                 )
             )
         rows.append(
             VerdictRow(
-                label, format_summary(base) if base else "no baseline run", cells, _best(metric, bests, base)
+                label,
+                format_summary(base) if base is not None else "no baseline run",
+                cells,
+                _best(metric, winners),
             )
         )
     return Verdict(metric, categories, rows)
 
 
-def _best(
-    metric: MetricColumn, bests: list[tuple[str, dict[str, Any], Summary]], base: Summary | None
-) -> str:
-    if not bests:
+def _best(metric: MetricColumn, winners: list[tuple[str, ArmResult]]) -> str:
+    """The best place at a point: the largest effect among the places' best arms that are better."""
+    better = [
+        (c, r) for c, r in winners if r.effect is not None and r.effect.verdict(metric.better) == "better"
+    ]
+    if not winners:
         return "no arm with ACK reduction has a result"
-    place, arm, best = bests[0]
-    for c, a, s in bests[1:]:
-        assert s.mean is not None and best.mean is not None
-        if better_of(metric.key, s.mean, best.mean):
-            place, arm, best = c, a, s
-    name = f"{CATEGORY_TITLES.get(place, place)}: {arm.get('label')}"
-    if base is None or base.mean is None:
-        return f"{name}; no baseline to compare with"
-    assert best.mean is not None
-    if not better_of(metric.key, best.mean, base.mean):
-        return "baseline: no place beats it on the mean"
-    change = format_change(change_percent(best.mean, base.mean))
-    overlap = best.overlaps(base)
-    if overlap is None:
-        return f"{name}, {change}; no interval to judge it (n = 1)"
-    if overlap:
-        return f"{name} by the mean, {change}, but not distinguishable from baseline"
-    return f"{name}, {change}, distinguishable from baseline"
+    if not better:
+        return "none better than the baseline (paired, at the blocks run)"
+    place, r = max(better, key=lambda cr: strength(cr[1].effect, metric.better))  # type: ignore[arg-type]
+    assert r.effect is not None
+    return f"{CATEGORY_TITLES.get(place, place)}: {r.label}, {describe_effect(r.effect, metric.better)}"
+
+
+def _short(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _value_range(columns: Iterable[list[float | int | None]]) -> tuple[float, float]:
+    values = [v for column in columns for v in present(column)]
+    return (min(values), max(values)) if values else (0.0, 1.0)
+
+
+_DOT_WIDTH, _DOT_HEIGHT = 90, 12
+
+
+def _dots(values: list[float], span: tuple[float, float]) -> markupsafe.Markup:
+    """Every run of a cell as a dot on a strip whose ends are the column's smallest and largest
+    run (the same scale down the column), as inline SVG."""
+    low, high = span
+    width = high - low or 1.0
+    circles = "".join(
+        f'<circle cx="{4 + (v - low) / width * (_DOT_WIDTH - 8):.1f}" cy="{_DOT_HEIGHT / 2}" r="2.6"/>'
+        for v in values
+    )
+    return markupsafe.Markup(
+        f'<svg class="dots" width="{_DOT_WIDTH}" height="{_DOT_HEIGHT}" role="img" '
+        f'aria-label="{len(values)} runs"><line x1="2" x2="{_DOT_WIDTH - 2}" y1="{_DOT_HEIGHT / 2}" '
+        f'y2="{_DOT_HEIGHT / 2}"/>{circles}</svg>'
+    )
 
 
 def _failures(groups: Iterable[Group]) -> list[str]:
@@ -387,10 +416,35 @@ def _anchor(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-") or "scenario"
 
 
+def check_provenance(records: list[RunRecord], where: Path, allow_mixed: bool, warnings: list[str]) -> None:
+    """Refuse to pool runs whose provenance differs (comparison.provenance_differences), unless
+    allowed: then say, in the report, what differs."""
+    differences = provenance_differences(records)
+    if not differences:
+        return
+    shown = "; ".join(differences[:_MAX_DIFFERENCES]) + (
+        f"; and {len(differences) - _MAX_DIFFERENCES} more" if len(differences) > _MAX_DIFFERENCES else ""
+    )
+    if not allow_mixed:
+        raise ReportError(
+            f"{where}: its runs were made under different conditions, which a report does not pool "
+            f"unasked: {shown}. Report them apart, or pass --allow-mixed-provenance to pool them."
+        )
+    warnings.append(f"runs pooled although their provenance differs (--allow-mixed-provenance): {shown}")
+
+
+_MAX_DIFFERENCES = 6
+
+
 def build_report(
-    store: ResultStore, *, confidence: float = DEFAULT_CONFIDENCE, draw_figures: bool = True
+    store: ResultStore,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    draw_figures: bool = True,
+    allow_mixed_provenance: bool = False,
 ) -> Report:
-    """Everything the report shows, and (``draw_figures``) its figure files written."""
+    """Everything the report shows, and (``draw_figures``) its figure files written. The verdict
+    rests on the confirmation pass where the directory holds one (CONFIRM_DIR), else on these runs."""
     manifest = store.manifest
     scenario: dict[str, Any] = manifest.get("scenario") or {}
     matrix: dict[str, Any] = manifest.get("matrix") or {}
@@ -399,6 +453,21 @@ def build_report(
     warnings: list[str] = []
     if not records:
         warnings.append(f"{store.runs_path} holds no runs yet: the tables and figures are empty")
+    check_provenance(records, store.directory, allow_mixed_provenance, warnings)
+    excluded = excluded_blocks(records)
+    verdict_records, verdict_excluded = records, excluded
+    verdict_source = "screening runs (no confirmation pass in this directory)"
+    confirm_dir = store.directory / CONFIRM_DIR
+    if (confirm_dir / "manifest.json").is_file():
+        confirmed = ResultStore.load(confirm_dir).records()
+        check_provenance(confirmed, confirm_dir, allow_mixed_provenance, warnings)
+        if confirmed:
+            verdict_records, verdict_excluded = confirmed, excluded_blocks(confirmed)
+            blocks = len({(str(r.point.get("label")), r.repeat) for r in confirmed})
+            verdict_source = (
+                f"the confirmation pass only ({len(confirmed)} runs in {blocks} blocks, {CONFIRM_DIR}/): "
+                "the baseline and the best arm of each place per point, chosen on these screening runs"
+            )
 
     scale = scenario.get("scale")
     record_scales = Counter(json.dumps(r.scale, sort_keys=True) for r in records)
@@ -422,6 +491,7 @@ def build_report(
         points = _ordered_points(_labels(scenario.get("points"), matrix.get("points")), groups)
         arms = _ordered_arms(_labels(matrix.get("arms"), scenario.get("arms")), groups)
         by_key = {(g.point_label, g.arm_label): g for g in groups}
+        ranges = {m.key: _value_range(g.values(m.key) for g in groups) for m in metrics}
         rows = []
         for p in points:
             for a in arms:
@@ -429,6 +499,7 @@ def build_report(
                 if g is None:
                     continue
                 summaries = [g.metrics[m.key] for m in metrics]
+                values = [present(g.values(m.key)) for m in metrics]
                 rows.append(
                     ResultRow(
                         g.point_label,
@@ -437,14 +508,30 @@ def build_report(
                         [format_summary(s) for s in summaries],
                         summaries,
                         g.n_failed,
+                        [", ".join(_short(v) for v in vs) for vs in values],
+                        [split_groups(vs) is not None for vs in values],
+                        [_dots(vs, ranges[m.key]) for vs, m in zip(values, metrics, strict=True)],
                     )
                 )
-        verdict = (
-            _verdict(metrics[0], points, arms, by_key)
-            if metrics
-            else Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge")
+        if metrics:
+            verdict_groups = {
+                (g.point_label, g.arm_label): g
+                for g in group_records(
+                    [r for r in verdict_records if r.scenario == name], [m.key for m in metrics], confidence
+                )
+            }
+            main = arm_results(
+                [r for r in verdict_records if r.scenario == name],
+                metrics[0].key,
+                verdict_excluded,
+                confidence,
+            )
+            verdict = _verdict(metrics[0], points, arms, verdict_groups, main)
+        else:
+            verdict, main = Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge"), []
+        section = ScenarioSection(
+            name, _anchor(name), metrics, rows, _failures(groups), verdict, effects=main
         )
-        section = ScenarioSection(name, _anchor(name), metrics, rows, _failures(groups), verdict)
         if draw_figures:
             data = FigureData(
                 name,
@@ -479,6 +566,9 @@ def build_report(
         sections.append(section)
     if draw_figures:
         _remove_stale_figures(figures_dir, drawn)
+    excluded_text = [
+        f"point {point}, repeat {repeat}: {why}" for (point, repeat), why in sorted(verdict_excluded.items())
+    ]
 
     ok = sum(r.status == "ok" for r in records)
     for mix in manifest.get("mixed", []):
@@ -513,6 +603,9 @@ def build_report(
         sections=sections,
         warnings=warnings,
         scenario_json=json.dumps(scenario, indent=2, sort_keys=True, default=str),
+        run_provenance=provenance_rows(records),
+        excluded=excluded_text,
+        verdict_source=verdict_source,
     )
 
 
@@ -639,9 +732,110 @@ def render_markdown(report: Report) -> str:
     return _environment(autoescape=False).get_template("report.md.j2").render(r=report)
 
 
-def _write(directory: Path, confidence: float) -> tuple[ReportPaths, Report]:
+def write_csv(directory: Path, report: Report) -> list[str]:
+    """The report's tables as CSV in ``directory/tables/``: results (every metric of every arm at
+    every point, with each run's value), effects (every arm against the baseline, paired by
+    block: what the verdict rests on) and provenance. Returns the paths relative to
+    ``directory``."""
+    out = directory / CSV_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    tables: dict[str, tuple[list[str], list[list[Any]]]] = {
+        "results.csv": (
+            [
+                "scenario",
+                "point",
+                "place",
+                "arm",
+                "metric",
+                "unit",
+                "n",
+                "mean",
+                "ci_low",
+                "ci_high",
+                "failed",
+                "runs",
+                "split",
+            ],
+            [
+                [
+                    s.name,
+                    row.point,
+                    row.where,
+                    row.arm,
+                    m.key,
+                    m.unit,
+                    summary.n,
+                    summary.mean,
+                    summary.ci_low,
+                    summary.ci_high,
+                    row.failed,
+                    runs.replace(", ", ";"),
+                    split,
+                ]
+                for s in report.sections
+                for row in s.rows
+                for m, summary, runs, split in zip(s.metrics, row.summaries, row.runs, row.split, strict=True)
+            ],
+        ),
+        "effects.csv": (
+            [
+                "scenario",
+                "point",
+                "place",
+                "arm",
+                "metric",
+                "blocks",
+                "scale",
+                "estimate",
+                "ci_low",
+                "ci_high",
+                "verdict",
+                "detectable",
+                "confidence",
+                "power",
+                "split",
+            ],
+            [
+                [
+                    s.name,
+                    e.point,
+                    e.where,
+                    e.label,
+                    s.verdict.metric.key,
+                    e.effect.n,
+                    e.effect.scale,
+                    e.effect.estimate,
+                    e.effect.ci_low,
+                    e.effect.ci_high,
+                    e.effect.verdict(s.verdict.metric.better) if s.verdict.metric.better else "",
+                    e.effect.detectable,
+                    e.effect.confidence,
+                    e.effect.power,
+                    e.split is not None,
+                ]
+                for s in report.sections
+                for e in s.effects
+                if e.effect is not None
+            ],
+        ),
+        "provenance.csv": (["what", "value"], [list(row) for row in report.run_provenance]),
+    }
+    written = []
+    for name, (header, rows) in tables.items():
+        with (out / name).open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            writer.writerows(["" if v is None else v for v in row] for row in rows)
+        written.append(f"{CSV_DIR}/{name}")
+    return written
+
+
+def _write(
+    directory: Path, confidence: float, allow_mixed_provenance: bool = False
+) -> tuple[ReportPaths, Report]:
     store = ResultStore.load(Path(directory))
-    report = build_report(store, confidence=confidence)
+    report = build_report(store, confidence=confidence, allow_mixed_provenance=allow_mixed_provenance)
+    report.csv = write_csv(store.directory, report)
     html_path = store.directory / HTML_FILE
     md_path = store.directory / MARKDOWN_FILE
     html_path.write_text(render_html(report), encoding="utf-8")
@@ -650,9 +844,11 @@ def _write(directory: Path, confidence: float) -> tuple[ReportPaths, Report]:
     return ReportPaths(store.directory, html_path, md_path, figures), report
 
 
-def write_report(directory: Path, *, confidence: float = DEFAULT_CONFIDENCE) -> ReportPaths:
-    """Write report.html, report.md and figures/ into an experiment's results directory."""
-    return _write(directory, confidence)[0]
+def write_report(
+    directory: Path, *, confidence: float = DEFAULT_CONFIDENCE, allow_mixed_provenance: bool = False
+) -> ReportPaths:
+    """Write report.html, report.md, figures/ and tables/ into an experiment's results directory."""
+    return _write(directory, confidence, allow_mixed_provenance)[0]
 
 
 def _text(report: Report) -> str:
@@ -660,13 +856,16 @@ def _text(report: Report) -> str:
     lines.append(f"runs: {report.runs_ok} ok, {report.runs_failed} failed")
     for w in report.warnings:
         lines.append(f"warning: {w}")
+    if report.excluded:
+        lines.append(f"blocks left out of the verdict: {'; '.join(report.excluded)}")
     for section in report.sections:
         v = section.verdict
         if len(report.sections) > 1:
             lines.append(f"== {section.name}")
         lines.append(
-            f"verdict on {v.metric.key} ({v.metric.direction}); "
-            f"mean ± {report.confidence_pct} CI half-width (n)"
+            f"verdict on {v.metric.key} ({v.metric.direction}): mean ± {report.confidence_pct} CI half-width "
+            f"(n), then the arm over the baseline paired by block [{report.confidence_pct} interval]; "
+            f"from {report.verdict_source}"
         )
         if v.note:
             lines.append(v.note)
@@ -677,22 +876,31 @@ def _text(report: Report) -> str:
             widths = [max([len(x) for x in column] + [0]) for column in columns]
             for title, cell in shown:
                 lines.append(
-                    f"    {title:<{widths[0]}}  {cell.value:>{widths[1]}}  {cell.change:>{widths[2]}}  "
+                    f"    {title:<{widths[0]}}  {cell.value:>{widths[1]}}  {cell.change:<{widths[2]}}  "
                     f"{cell.status}  [{cell.arm}]"
                 )
             lines.append(f"    best: {row.best}")
     return "\n".join(lines)
 
 
-def report_text(directory: Path, *, confidence: float = DEFAULT_CONFIDENCE) -> str:
+def report_text(
+    directory: Path, *, confidence: float = DEFAULT_CONFIDENCE, allow_mixed_provenance: bool = False
+) -> str:
     """The verdict table as plain text for a terminal (draws no figures, writes nothing)."""
-    report = build_report(ResultStore.load(Path(directory)), confidence=confidence, draw_figures=False)
+    report = build_report(
+        ResultStore.load(Path(directory)),
+        confidence=confidence,
+        draw_figures=False,
+        allow_mixed_provenance=allow_mixed_provenance,
+    )
     return _text(report)
 
 
-def report_command(directory: Path, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[ReportPaths, str]:
+def report_command(
+    directory: Path, *, confidence: float = DEFAULT_CONFIDENCE, allow_mixed_provenance: bool = False
+) -> tuple[ReportPaths, str]:
     """For the CLI: write the report, and return its paths with a short summary to print."""
-    paths, report = _write(directory, confidence)
+    paths, report = _write(directory, confidence, allow_mixed_provenance)
     summary = "\n".join(
         [
             f"wrote {paths.html}",

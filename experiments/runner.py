@@ -22,6 +22,7 @@ import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.toolchain import REPO_ROOT
@@ -250,6 +251,12 @@ def _run_in_testbed(
             segments += list(read_segments(capture.path))
             capture.discard()
         agent_reports = [agent.stop() for agent in agents]
+        record.provenance = {
+            **testbed.provenance(),
+            "scenario_file": Path(scenario.source_path).name,
+            "scenario_sha256": scenario.source_sha256,
+            "scale": dict(scenario.scale),
+        }
         health = testbed.health()
         link_stats = testbed.link_stats()
         ips = {h.name: h.IP() for h in testbed.hosts}

@@ -9,6 +9,7 @@ is checked when the file is read: a wrong key or value names the file, the key a
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -56,12 +57,15 @@ class Scenario:
     switch_ecn: tuple[dict[str, Any], ...]  # ECN thresholds set in every run: {switch, toward, k}
     duration_hint_s: float  # one run, for the progress display's first estimate
     source_path: str = ""
+    source_sha256: str = ""  # of the YAML file as read: every run record names the file it ran
 
     def to_dict(self) -> dict[str, Any]:
         """The definition as data (what a results directory records): no absolute paths, so the
-        same scenario from another checkout is the same scenario."""
+        same scenario from another checkout is the same scenario. (The file's hash is in each run's
+        provenance instead: a comment edited in the YAML is not another scenario.)"""
         d = asdict(self)
         d["source_path"] = Path(self.source_path).name
+        del d["source_sha256"]
         d["arms"] = [
             a.to_dict() | {"topology_params": p} for a, p in zip(self.arms, self.arm_params, strict=True)
         ]
@@ -127,8 +131,9 @@ def load(name_or_path: str | Path) -> Scenario:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")))
         raise ScenarioError(f"no scenario {str(name_or_path)!r}; known: {known}")
+    text = path.read_text()
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
     where = path.name
@@ -201,6 +206,7 @@ def load(name_or_path: str | Path) -> Scenario:
         switch_ecn=tuple(dict(e) for e in doc.get("switch_ecn") or ()),
         duration_hint_s=float(doc.get("duration_hint_s", 30)),
         source_path=str(path),
+        source_sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
 
 

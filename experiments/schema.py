@@ -178,6 +178,9 @@ class RunRecord:
     # Per flow, time series: {"flow": "h1->r1", "t_s": [...], "cwnd": [...]} under "cwnd";
     # {"flow": ..., "t_s": [...], "acks_per_s": [...]} under "ack_rate".
     series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # What the run ran with, read back from the test bed (Testbed.provenance()) plus the scenario
+    # file's hash and the scale: runs whose provenance differs are not pooled without saying so.
+    provenance: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

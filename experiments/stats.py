@@ -264,8 +264,14 @@ def detectable_shift(
     t_crit = float(scipy_stats.t.ppf((1 + confidence) / 2, df))
 
     def power_at(delta: float) -> float:
+        # scipy's noncentral t gives NaN far out in a tail: there the tail is 0 (the far side) or
+        # everything (the near side, once the noncentrality is well past the critical value).
         nc = delta * math.sqrt(n) / sd
-        return float(scipy_stats.nct.sf(t_crit, df, nc) + scipy_stats.nct.cdf(-t_crit, df, nc))
+        upper = float(scipy_stats.nct.sf(t_crit, df, nc))
+        if math.isnan(upper):
+            upper = 1.0 if nc > t_crit else 0.0
+        lower = float(scipy_stats.nct.cdf(-t_crit, df, nc))
+        return upper + (0.0 if math.isnan(lower) else lower)
 
     # Bracket from the normal approximation (z_{1-a/2} + z_power) sd / sqrt(n), which the t-test
     # needs a little more than; noncentral t turns to NaN for noncentralities far beyond it.

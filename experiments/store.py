@@ -51,6 +51,8 @@ MANIFEST_SCHEMA = 1
 MANIFEST_FILE = "manifest.json"
 RUNS_FILE = "runs.jsonl"
 STATUSES = ("ok", "failed")
+# Keys records made before they existed lack: such a record reads as "not recorded" there.
+OPTIONAL_KEYS = ("provenance",)
 
 # How many differing places of a scenario definition a mismatch message names before "and N more".
 _MAX_DIFFERENCES_NAMED = 5
@@ -141,7 +143,7 @@ def validate_record(d: Any) -> list[str]:
     if not isinstance(d, dict):
         return [f"a record must be a JSON object, not {type(d).__name__}"]
     problems: list[str] = []
-    missing = [k for k in RunRecord.__dataclass_fields__ if k not in d]
+    missing = [k for k in RunRecord.__dataclass_fields__ if k not in d and k not in OPTIONAL_KEYS]
     if missing:
         problems.append("missing keys: " + ", ".join(missing))
     unknown = sorted(set(d) - set(RunRecord.__dataclass_fields__))
@@ -225,6 +227,7 @@ def validate_record(d: Any) -> list[str]:
         isinstance(d.get("flows"), list) and all(isinstance(f, dict) for f in d.get("flows", [])),
         "a list of dicts",
     )
+    check("provenance", isinstance(d.get("provenance"), dict), "a dict (Testbed.provenance() and more)")
     series = d.get("series")
     check(
         "series",

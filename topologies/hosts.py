@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,17 @@ _SYSCTL = Path("/proc/sys/net/ipv4")
 # Only the root namespace may make an algorithm outside this list the default; a host's namespace
 # asking for one gets EPERM (Linux tcp_set_default_congestion_control), and keeps the root's default.
 ALLOWED_CONGESTION_CONTROLS = _SYSCTL / "tcp_allowed_congestion_control"
+
+
+# The offloads a record names (ethtool -k): what decides whether the wire carries MSS-sized
+# segments with complete checksums.
+OFFLOAD_FEATURES = (
+    "tcp-segmentation-offload",
+    "generic-segmentation-offload",
+    "generic-receive-offload",
+    "tx-checksumming",
+    "rx-checksumming",
+)
 
 
 class CongestionControlError(RuntimeError):
@@ -74,6 +86,29 @@ class AckwiseHost(Host):
             if intf.name != "lo":
                 self.cmd(f"ethtool -K {intf.name} tso off gso off gro off tx off rx off >/dev/null 2>&1")
         return result
+
+    def provenance(self) -> dict[str, Any]:
+        """What this host's TCP runs with, read back from its namespace (not what was asked for):
+        congestion control, ECN, SACK, timestamps, the initial windows its routes set (Linux's
+        default, 10 segments, where none is set) and each interface's offloads."""
+        names = ("tcp_congestion_control", "tcp_ecn", "tcp_sack", "tcp_timestamps")
+        values = self.cmd("sysctl -n " + " ".join(f"net.ipv4.{n}" for n in names)).split()
+        settings: dict[str, Any] = dict(zip(names, [*values, *[""] * len(names)][: len(names)], strict=True))
+        windows = {}
+        for key in ("initcwnd", "initrwnd"):
+            found = sorted(set(re.findall(rf"\b{key} (\d+)", self.cmd("ip route show"))))
+            windows[key] = ",".join(found) or "kernel default"
+        offloads = {}
+        for intf in self.intfList():
+            if intf.name == "lo":
+                continue
+            shown = self.cmd(f"ethtool -k {intf.name} 2>/dev/null")
+            offloads[intf.name] = {
+                feature: state
+                for feature, state in re.findall(r"^([a-z-]+): (on|off)", shown, re.MULTILINE)
+                if feature in OFFLOAD_FEATURES
+            }
+        return {**settings, **windows, "offloads": offloads}
 
     def describe(self) -> dict[str, Any]:
         return {"node": self.name, "ip": self.IP(), "mac": self.MAC(), "cc": self.cc, "ecn": self.ecn}

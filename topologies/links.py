@@ -104,6 +104,16 @@ def link_backend(requested: str = "auto") -> str:
     return requested
 
 
+@cache
+def linkem_version() -> str:
+    """The link model the linkem binary implements (``linkem --version``), for run records."""
+    try:
+        out = subprocess.run([str(linkem_binary()), "--version"], capture_output=True, text=True, timeout=5)
+    except (OSError, LinkEmulationError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    return out.stdout.strip() or f"unknown (exit {out.returncode})"
+
+
 def linkem_binary() -> Path:
     path = Path(os.environ.get(LINKEM_ENV, BUILD_DIR / "linkem"))
     if not os.access(path, os.X_OK):

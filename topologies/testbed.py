@@ -17,6 +17,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from ackwise.ap import StationParams, agent_stats_path, configure_ap, read_agent_report
+from ackwise.bmv2.toolchain import running_build_config
 from ackwise.holdback import agent_stats_path as holdback_stats_path
 from ackwise.p4names import L2_EXACT
 from ackwise.processes import stop_process
@@ -30,8 +31,9 @@ from .hosts import (
     allow_congestion_controls,
     restore_allowed_congestion_controls,
 )
-from .links import LinkEmulator, WirelessMedium, release_root_intfs
+from .links import LinkEmulator, WirelessMedium, linkem_version, release_root_intfs
 from .stale import StaleInterfaceInUse, remove_stale_intfs
+from .wireless import AIRTIME_MODEL_VERSION
 
 
 class TestbedError(RuntimeError):
@@ -237,6 +239,27 @@ class Testbed:
 
     def link_nodes(self) -> list[LinkEmulator | WirelessMedium]:
         return [s for s in self._net().switches if isinstance(s, LinkEmulator | WirelessMedium)]
+
+    def provenance(self) -> dict[str, Any]:
+        """What this test bed runs with, read back from it: each host's TCP settings and offloads,
+        the build of its switches' simple_switch, the link model and, with a shared medium, the
+        airtime model (run records keep this; the report refuses to pool runs where it differs)."""
+        builds = {}
+        for switch in self.switches:
+            config = running_build_config(switch.running.pid) if switch.running is not None else None
+            builds[switch.name] = config.as_record() if config else None
+        doc: dict[str, Any] = {
+            "hosts": {host.name: host.provenance() for host in self.hosts},
+            "bmv2_builds": builds,
+        }
+        nodes = self.link_nodes()
+        media = [n for n in nodes if isinstance(n, WirelessMedium)]
+        if nodes:
+            linkem = media or [n for n in nodes if getattr(n, "backend", "") == "linkem"]
+            doc["link_model"] = linkem_version() if linkem else "netem"
+        if media:
+            doc["airtime_model"] = AIRTIME_MODEL_VERSION
+        return doc
 
     def link_stats(self) -> dict[str, Any]:
         if self.net is None:

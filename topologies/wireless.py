@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+# The airtime model's version, recorded with every experiment run (its provenance): raise it with
+# any change to what a frame costs on the medium.
+AIRTIME_MODEL_VERSION = "1 (per-frame airtime with mean backoff, no contention, no aggregation)"
+
 ETHERNET_HEADER_BYTES = 14
 # An 802.11 data frame carries the IP packet behind a 24-byte MAC header and an 8-byte LLC/SNAP
 # header, with a 4-byte FCS; the Ethernet frame the emulator sees has a 14-byte header instead.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,11 @@ def test_a_wrapped_switch_is_recognised_by_its_argument_and_only_when_wrapped(tm
         [sys.executable, "-c", "import time; time.sleep(30)", str(tmp_path / "simple_switch")]
     )
     try:
+        # Until the child has exec'd, /proc/PID/cmdline is still the parent's (seen under load).
+        deadline = time.monotonic() + 10
+        while b"simple_switch" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the child never exec'd"
+            time.sleep(0.01)
         assert _is_simple_switch(proc.pid, wrapped=True)
         assert not _is_simple_switch(proc.pid)
     finally:

@@ -36,7 +36,7 @@ from ackwise.experiments.report import (
 from ackwise.experiments.stats import Summary
 from ackwise.experiments.store import ResultStore
 
-T_975 = {1: 12.7062, 2: 4.3027}  # two-sided 95 % Student-t quantiles, df = n - 1
+T_975 = {1: 12.7062047, 2: 4.3026527}  # two-sided 95 % Student-t quantiles, df = n - 1
 FIGURE_NAMES = [
     "01-metric_vs_x-completion_s",
     "02-relative_vs_x-completion_s",
@@ -55,6 +55,15 @@ def expected(values: list[float]) -> tuple[float, float | None, int]:
         return mean, None, 1
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     return mean, T_975[n - 1] * sd / math.sqrt(n), n
+
+
+def run_values(point: str, where: str, metric: str) -> list[float]:
+    completion = [v for v in COMPLETION_S[(point, where)] if v is not None]
+    return {
+        "completion_s": completion,
+        "goodput_mbps": [SIZE_MBIT / v for v in completion],
+        "acks_per_data_segment": [ACKS_PER_SEGMENT[where]] * len(completion),
+    }[metric]
 
 
 def expected_metrics(point: str, where: str) -> dict[str, tuple[float, float | None, int]]:
@@ -156,6 +165,9 @@ def test_html_results_table_has_the_statistics_of_each_group(tables: Tables) -> 
         for cell, metric in zip(
             row[3:6], ("completion_s", "goodput_mbps", "acks_per_data_segment"), strict=True
         ):
+            # the summary, then every ok run's value, by repeat
+            assert cell[-1] == ", ".join(f"{v:.4g}" for v in run_values(point, where, metric))
+            cell = cell[:-1]
             assert_cell(text(cell), want[metric])
         assert text(row[6]) == ("1" if (point, where) == ("64 kbit/s", "host") else "0")
         seen.add((point, where, arm))
@@ -165,7 +177,24 @@ def test_html_results_table_has_the_statistics_of_each_group(tables: Tables) -> 
     assert [text(r[1]) for r in body[:4]] == ["none", "host", "switch", "ap"]
 
 
+def expected_effect(arm: list[float], base: list[float]) -> tuple[float, float, float]:
+    """Paired t on the logs of the per-block ratios, from the definition: (estimate, low, high)."""
+    logs = [math.log(a / b) for a, b in zip(arm, base, strict=True)]
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = T_975[n - 1] * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def effect_cell(arm: list[float], base: list[float]) -> str:
+    estimate, low, high = expected_effect(arm, base)
+    return f"{estimate:.3g}× [{low:.3g}, {high:.3g}] ({len(arm)} blocks)"
+
+
 def test_html_verdict_names_the_best_place_per_point(tables: Tables) -> None:
+    """Each place's best arm against the baseline of its own blocks. The host's run of repeat 2
+    at 64 kbit/s failed (results_fixtures), so block (64 kbit/s, 2) is left out for every arm."""
     rows = tables.tables["asym-dumbbell-verdict-table"]
     header = [text(c) for c in rows[0]]
     assert header == ["completion_s at", "baseline", "best host", "best switch", "best AP", "best overall"]
@@ -175,19 +204,27 @@ def test_html_verdict_names_the_best_place_per_point(tables: Tables) -> None:
     low = by_point["64 kbit/s"]
     assert_cell(text(low[1]), expected_metrics("64 kbit/s", "none")["completion_s"])
     host, switch, ap = low[2], low[3], low[4]
-    # The host's repeat 2 at 64 kbit/s failed (results_fixtures): its cell says so.
-    assert host[0] == ARMS[1].label() and host[-1] == "not distinguishable from baseline; 1 of 3 runs failed"
+    base = COMPLETION_S[("64 kbit/s", "none")][:2]
+    assert host[0] == ARMS[1].label()
     assert_cell(host[1], expected_metrics("64 kbit/s", "host")["completion_s"])
-    assert switch[0] == ARMS[2].label() and switch[-1] == "better than baseline"
-    assert switch[2] == f"{(6.2 - 11.0) / 11.0 * 100:+.1f} %"
-    assert ap[-1] == "not distinguishable from baseline"
-    assert text(low[5]).startswith("switch:") and "distinguishable from baseline" in text(low[5])
+    assert host[2] == effect_cell([8.0, 8.5], base)  # type: ignore[list-item]
+    _, _, high = expected_effect([8.0, 8.5], base)  # type: ignore[list-item]
+    assert high < 1 and host[-1] == "better; 1 of 3 runs failed"
+    assert switch[0] == ARMS[2].label() and switch[-1] == "better"
+    assert switch[2] == effect_cell([6.0, 6.2], base)  # type: ignore[list-item]
+    # The AP's runs overlap the baseline's (9.5-12 vs 10-12), but within each block it is 5 %
+    # faster both times: paired, that is a difference (unpaired intervals would hide it).
+    _, _, high_ap = expected_effect([9.5, 10.5], base)  # type: ignore[list-item]
+    assert high_ap < 1 and ap[-1] == "better"
+    assert text(low[5]).startswith("switch:") and "better" in text(low[5])
 
-    high = by_point["256 kbit/s"]
-    assert high[2][-1] == "not distinguishable from baseline"
-    assert high[4][-1] == "better than baseline"
-    assert text(high[5]).startswith("AP:")
-    assert f"{(3.1 - 5.2) / 5.2 * 100:+.1f} %" in text(high[5])
+    high_row = by_point["256 kbit/s"]
+    base = COMPLETION_S[("256 kbit/s", "none")]
+    _, low_host, high_host = expected_effect(COMPLETION_S[("256 kbit/s", "host")], base)  # type: ignore[arg-type]
+    assert low_host < 1 < high_host and high_row[2][-1].startswith("no difference detected")
+    assert high_row[4][-1] == "better"
+    assert text(high_row[5]).startswith("AP:")
+    assert effect_cell(COMPLETION_S[("256 kbit/s", "ap")], base) in text(high_row[5])  # type: ignore[arg-type]
 
 
 def test_html_header_has_scale_command_sources_and_failures(html: str, tables: Tables) -> None:
@@ -223,9 +260,14 @@ def test_markdown_has_the_same_numbers(report: ReportPaths) -> None:
     assert len(results) == 8
     for point, where, _arm, completion, goodput, acks, failed in results:
         want = expected_metrics(point, where)
-        assert_cell(completion, want["completion_s"])
-        assert_cell(goodput, want["goodput_mbps"])
-        assert_cell(acks, want["acks_per_data_segment"])
+        for cell, metric in (
+            (completion, "completion_s"),
+            (goodput, "goodput_mbps"),
+            (acks, "acks_per_data_segment"),
+        ):
+            summary, runs = cell.split(" <br>runs: ")
+            assert_cell(summary, want[metric])
+            assert runs == ", ".join(f"{v:.4g}" for v in run_values(point, where, metric))
         assert failed == ("1" if (point, where) == ("64 kbit/s", "host") else "0")
     verdicts = {r[0]: r for r in rows if len(r) == 6 and r[-1].startswith(("switch:", "AP:"))}
     assert set(verdicts) == {"64 kbit/s", "256 kbit/s"}
@@ -302,8 +344,8 @@ def test_verdict_without_a_baseline_or_a_direction_says_so(tmp_path: Path) -> No
         store.append(make_record(POINTS[0], ARMS[1], repeat, completion_s=value))
     row = build_report(store, draw_figures=False).sections[0].verdict.rows[0]
     assert row.baseline == "no baseline run"
-    assert row.cells[0].status == "no baseline" and row.cells[0].change == "–"
-    assert row.best.endswith("no baseline to compare with")
+    assert row.cells[0].arm is None  # nothing to pair the arm with: no effect, no best
+    assert row.best == "no arm with ACK reduction has a result"
 
     given["scenario"] = {**SCENARIO, "metrics": ["pure_acks"], "figures": []}
     store = ResultStore.open(tmp_path / "neutral", given)

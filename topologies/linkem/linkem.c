@@ -19,7 +19,7 @@
 //   medium NAME phy_bps=R overhead_ns=O mac_bytes=B scale=S loss=P limit_pkts=Q delay_us=D
 //   air IN OUT MEDIUM TRANSMITTER
 //
-// Usage: linkem CONFIG. Prints "ready" on stdout once every socket is bound; exits 0 on SIGTERM or
+// Usage: linkem CONFIG (or linkem --version). Prints "ready" on stdout once every socket is bound; exits 0 on SIGTERM or
 // SIGINT after writing the stats. When an interface it serves disappears, or a socket fails for
 // any other reason, it writes the stats, says which interface and why on stderr, and exits 3:
 // a packet socket whose device is gone reports POLLERR on every poll, so carrying on would spin.
@@ -40,6 +40,10 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+// The link model's version, recorded with every experiment run (its provenance): raise it with
+// any change to what a wire or the medium does to frames, so that runs of two models never mix.
+#define LINKEM_MODEL_VERSION "1 (wire: loss, drop-tail, rate, delay; air: round-robin turns, no contention)"
 
 #define MAX_IFACES 64
 #define MAX_WIRES 64
@@ -444,8 +448,12 @@ static void on_stop(int sig) { (void)sig; stop_requested = 1; }
 static void on_stats(int sig) { (void)sig; stats_requested = 1; }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("linkem %s\n", LINKEM_MODEL_VERSION);
+        return 0;
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: linkem CONFIG\n");
+        fprintf(stderr, "usage: linkem CONFIG | linkem --version\n");
         return 2;
     }
     parse_config(argv[1]);
