@@ -36,7 +36,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .schema import BASELINE, METRICS
-from .stats import DEFAULT_CONFIDENCE, Group, Summary, mean_ci, relative
+from .stats import DEFAULT_CONFIDENCE, Group, PairedEffect, Summary, mean_ci, paired_effect
 
 KINDS = ("metric_vs_x", "relative_vs_x", "acks_vs_goodput", "bars", "timeline")
 _NEEDS_METRIC = ("metric_vs_x", "relative_vs_x", "bars")
@@ -81,6 +81,31 @@ class FigureData:
     scale_note: str = ""
     confidence: float = DEFAULT_CONFIDENCE
     styles: dict[str, ArmStyle] = field(default_factory=dict)
+    excluded: set[tuple[str, int]] = field(default_factory=set)  # blocks (point, repeat) left out
+
+    def paired(
+        self, point: dict[str, Any], arm: dict[str, Any], metric: str
+    ) -> tuple[list[float], PairedEffect | None]:
+        """The arm's value over the baseline's in each block at this point (not excluded), and
+        their paired effect (stats.paired_effect); ([], None) without a baseline or a common block."""
+        base = self.baseline
+        group, base_group = self.group(point, arm), self.group(point, base) if base else None
+        if group is None or base_group is None:
+            return [], None
+        label = str(point.get("label"))
+        base_values = {r.repeat: r.metrics.get(metric) for r in base_group.ok}
+        pairs = [
+            (value, base_value)
+            for r in group.ok
+            if (label, r.repeat) not in self.excluded
+            and (value := r.metrics.get(metric)) is not None
+            and (base_value := base_values.get(r.repeat)) is not None
+        ]
+        if not pairs:
+            return [], None
+        effect = paired_effect([a for a, _ in pairs], [b for _, b in pairs], self.confidence)
+        ratios = [a / b for a, b in pairs if b] if effect.scale == "ratio" else [a - b for a, b in pairs]
+        return ratios, effect
 
     def __post_init__(self) -> None:
         others = 0
@@ -188,8 +213,11 @@ def _errorbar(
         return False
     x = [p[0] for p in pts]
     y = [p[1].mean for p in pts]
-    # A point without an interval (n = 1) is drawn without a bar rather than with a zero-length one.
-    yerr = [p[1].half_width if p[1].half_width is not None else math.nan for p in pts]
+    # From the interval's ends (a paired ratio's interval is not symmetric). A point without an
+    # interval (n = 1) is drawn without a bar rather than with a zero-length one.
+    below = [s.mean - s.ci_low if s.ci_low is not None and s.mean is not None else math.nan for _, s in pts]
+    above = [s.ci_high - s.mean if s.ci_high is not None and s.mean is not None else math.nan for _, s in pts]
+    yerr = [below, above]
     ax.errorbar(
         x,
         y,
@@ -202,6 +230,14 @@ def _errorbar(
         label=label,
     )
     return True
+
+
+def _runs(ax: Axes, xs: list[float], columns: list[list[float]], style: ArmStyle) -> None:
+    """Every run as a small hollow dot at its point's x (beside the mean and its interval)."""
+    x = [xi for xi, column in zip(xs, columns, strict=True) for _ in column]
+    y = [v for column in columns for v in column]
+    if x:
+        ax.scatter(x, y, s=12, facecolors="none", edgecolors=style.color, linewidths=0.8, alpha=0.7, zorder=3)
 
 
 def _set_x_axis(ax: Axes, data: FigureData, spec: dict[str, Any]) -> None:
@@ -223,16 +259,24 @@ def _legend(fig: Figure, ax: Axes) -> None:
         fig.legend(handles, labels, loc="outside right upper", fontsize=8, title="arm", title_fontsize=8)
 
 
+def _step(data: FigureData) -> float:
+    """A small sideways distance on the x axis: 4 % of the closest two points' spacing."""
+    xs = sorted(set(data.x_positions()))
+    if data.numeric_x and data.points and len(xs) > 1:
+        return min(b - a for a, b in itertools.pairwise(xs)) * 0.04
+    return 0.04
+
+
+def _beside(data: FigureData, log_x: bool, x: float) -> float:
+    """How far right of its mean marker a cell's run dots go, so that the marker does not hide them."""
+    return x * 0.015 if log_x else _step(data) * 0.45
+
+
 def _jitter(index: int, count: int, data: FigureData) -> float:
     # Arms at the same x are spread sideways a little so their error bars do not hide each other.
     if count <= 1:
         return 0.0
-    xs = sorted(set(data.x_positions()))
-    if data.numeric_x and data.points and len(xs) > 1:
-        step = min(b - a for a, b in itertools.pairwise(xs)) * 0.04
-    else:
-        step = 0.04
-    return (index - (count - 1) / 2) * step
+    return (index - (count - 1) / 2) * _step(data)
 
 
 def draw_metric_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
@@ -246,6 +290,12 @@ def draw_metric_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, st
         summaries = [_summary(data.group(p, arm), metric, data) for p in data.points]
         offset = 0.0 if log_x else _jitter(i, len(data.arms), data)
         drawn |= _errorbar(ax, xs, summaries, data.styles[arm["label"]], arm["label"], offset)
+        _runs(
+            ax,
+            [x + offset + _beside(data, log_x, x) for x in xs],
+            [_values(data.group(p, arm), metric) for p in data.points],
+            data.styles[arm["label"]],
+        )
     if not drawn:
         _no_data(ax, f"no ok run measured {metric}")
     _set_x_axis(ax, data, spec)
@@ -254,9 +304,9 @@ def draw_metric_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, st
         ax.set_yscale("log")
     _legend(fig, ax)
     caption = (
-        f"{METRICS[metric].label} against {data.axis_name}, one line per arm. Markers are means over the "
-        f"ok repeats; error bars are {_pct(data.confidence)} Student-t confidence intervals of the mean "
-        "(none where an arm has a single ok run)."
+        f"{METRICS[metric].label} against {data.axis_name}, one line per arm. Filled markers are means "
+        f"over the ok repeats, with {_pct(data.confidence)} Student-t confidence intervals of the mean "
+        "(none where an arm has a single ok run); hollow dots are the runs themselves."
     )
     return fig, caption
 
@@ -275,16 +325,14 @@ def draw_relative_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, 
         ax.axhline(1.0, color="#444444", linestyle="--", linewidth=1, label="baseline (= 1)")
         others = [a for a in data.arms if a is not baseline]
         for i, arm in enumerate(others):
-            summaries = []
+            summaries, columns = [], []
             for p in data.points:
-                base = _summary(data.group(p, baseline), metric, data)
-                group = data.group(p, arm)
-                if group is None or base.mean is None or base.mean == 0:
-                    summaries.append(Summary(0, None, None, None, None, None))
-                else:
-                    summaries.append(mean_ci(relative(group.values(metric), base.mean), data.confidence))
+                ratios, effect = data.paired(p, arm, metric)
+                columns.append(ratios if effect is not None and effect.scale == "ratio" else [])
+                summaries.append(_as_summary(effect))
             offset = 0.0 if log_x else _jitter(i, len(others), data)
             drawn |= _errorbar(ax, xs, summaries, data.styles[arm["label"]], arm["label"], offset)
+            _runs(ax, [x + offset + _beside(data, log_x, x) for x in xs], columns, data.styles[arm["label"]])
         if not drawn:
             _no_data(ax, f"no arm has {metric} where the baseline has it too")
     _set_x_axis(ax, data, spec)
@@ -296,10 +344,10 @@ def draw_relative_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, 
         "higher": "Above 1 is better than the baseline. ",
     }
     caption = (
-        f"{METRICS[metric].label} of each arm divided by the baseline arm's mean at the same "
-        f"{data.axis_name}. {reading.get(direction, '')}Error bars: the arm's {_pct(data.confidence)} "
-        "confidence interval divided by the baseline mean (the baseline's own uncertainty is not "
-        "included; the results table has it)."
+        f"{METRICS[metric].label} of each arm over the baseline's in the same block (same {data.axis_name}, "
+        f"repeat and traffic). {reading.get(direction, '')}Filled markers: the geometric mean of the "
+        f"per-block ratios, with its {_pct(data.confidence)} interval (paired t on the logs; the verdict's "
+        "test); hollow dots: each block's ratio. Blocks with a failed run are left out."
     )
     return fig, caption
 
@@ -372,6 +420,12 @@ def draw_bars(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
             alpha=0.85 if arm.get("where") != BASELINE else 0.55,
             label=arm["label"],
         )
+        _runs(
+            ax,
+            centers,
+            [_values(data.group(p, arm), metric) for p in data.points],
+            ArmStyle("#222222", "o", "-"),
+        )
         with_ci = [(c, s) for c, s in bars if s.half_width is not None]
         if with_ci:
             ax.errorbar(
@@ -394,7 +448,7 @@ def draw_bars(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
     caption = (
         f"{METRICS[metric].label} per {data.axis_name} (group) and arm (bar): means over the ok repeats "
         f"with {_pct(data.confidence)} Student-t confidence intervals (no bar where an arm has a single "
-        "ok run)."
+        "ok run); hollow dots are the runs themselves."
     )
     return fig, caption
 
@@ -460,6 +514,20 @@ def draw_timeline(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
         "these show dynamics, not averages."
     )
     return fig, caption
+
+
+def _values(group: Group | None, metric: str) -> list[float]:
+    return [float(v) for v in group.values(metric) if v is not None] if group is not None else []
+
+
+def _as_summary(effect: PairedEffect | None) -> Summary:
+    """A paired effect drawn like a mean with its interval (a ratio; nothing for a difference)."""
+    if effect is None or effect.estimate is None or effect.scale != "ratio":
+        return Summary(0, None, None, None, None, None)
+    if effect.ci_low is None or effect.ci_high is None:
+        return Summary(effect.n, effect.estimate, None, None, None, None)
+    half = max(effect.estimate - effect.ci_low, effect.ci_high - effect.estimate)  # not drawn: the ends are
+    return Summary(effect.n, effect.estimate, effect.ci_low, effect.ci_high, half, None)
 
 
 def _summary(group: Group | None, metric: str, data: FigureData) -> Summary:

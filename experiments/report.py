@@ -29,6 +29,7 @@ from typing import Any
 
 import jinja2
 import markupsafe
+import numpy as np
 
 from .comparison import (
     CATEGORIES,
@@ -378,27 +379,31 @@ def _short(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _value_range(columns: Iterable[list[float | int | None]]) -> tuple[float, float]:
-    values = [v for column in columns for v in present(column)]
-    return (min(values), max(values)) if values else (0.0, 1.0)
-
-
 _DOT_WIDTH, _DOT_HEIGHT = 90, 12
+_DOT_SPAN = 0.25  # the strip spans the cell's median ± 25 % (at least ± 1 where the median is near 0)
 
 
-def _dots(values: list[float], span: tuple[float, float]) -> markupsafe.Markup:
-    """Every run of a cell as a dot on a strip whose ends are the column's smallest and largest
-    run (the same scale down the column), as inline SVG."""
-    low, high = span
-    width = high - low or 1.0
-    circles = "".join(
-        f'<circle cx="{4 + (v - low) / width * (_DOT_WIDTH - 8):.1f}" cy="{_DOT_HEIGHT / 2}" r="2.6"/>'
-        for v in values
-    )
+def _dots(values: list[float]) -> markupsafe.Markup:
+    """Every run of a cell as a dot on a strip spanning its median ± 25 %, as inline SVG: the
+    same relative scale in every cell, so a wide spread looks wide anywhere. A run beyond the
+    strip sits at its end as an open dot."""
+    if not values:
+        return markupsafe.Markup("")
+    median = float(np.median(values))
+    half = max(abs(median) * _DOT_SPAN, 1.0 if abs(median) < 4 else 0.0)
+    circles = []
+    for v in values:
+        position = min(1.0, max(0.0, (v - (median - half)) / (2 * half)))
+        outside = abs(v - median) > half
+        circles.append(
+            f'<circle cx="{4 + position * (_DOT_WIDTH - 8):.1f}" cy="{_DOT_HEIGHT / 2}" r="2.6"'
+            + (' class="beyond"/>' if outside else "/>")
+        )
     return markupsafe.Markup(
         f'<svg class="dots" width="{_DOT_WIDTH}" height="{_DOT_HEIGHT}" role="img" '
         f'aria-label="{len(values)} runs"><line x1="2" x2="{_DOT_WIDTH - 2}" y1="{_DOT_HEIGHT / 2}" '
-        f'y2="{_DOT_HEIGHT / 2}"/>{circles}</svg>'
+        f'y2="{_DOT_HEIGHT / 2}"/><line class="mid" x1="{_DOT_WIDTH / 2}" x2="{_DOT_WIDTH / 2}" y1="2" '
+        f'y2="{_DOT_HEIGHT - 2}"/>{"".join(circles)}</svg>'
     )
 
 
@@ -491,7 +496,6 @@ def build_report(
         points = _ordered_points(_labels(scenario.get("points"), matrix.get("points")), groups)
         arms = _ordered_arms(_labels(matrix.get("arms"), scenario.get("arms")), groups)
         by_key = {(g.point_label, g.arm_label): g for g in groups}
-        ranges = {m.key: _value_range(g.values(m.key) for g in groups) for m in metrics}
         rows = []
         for p in points:
             for a in arms:
@@ -510,7 +514,7 @@ def build_report(
                         g.n_failed,
                         [", ".join(_short(v) for v in vs) for vs in values],
                         [split_groups(vs) is not None for vs in values],
-                        [_dots(vs, ranges[m.key]) for vs, m in zip(values, metrics, strict=True)],
+                        [_dots(vs) for vs in values],
                     )
                 )
         if metrics:
@@ -542,6 +546,7 @@ def build_report(
                 axis_unit=str(axis.get("unit") or ""),
                 scale_note=note,
                 confidence=confidence,
+                excluded=set(excluded),
             )
             specs = scenario.get("figures") or []
             if len(names) > 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
 import subprocess
 import time
 import traceback
@@ -134,6 +135,44 @@ def plan(
     return [run for block in blocks for run in block]
 
 
+CONFIRM_BLOCKS = 10  # the confirmation pass's blocks per point (ackwise experiment run --confirm)
+
+
+def plan_confirmation(
+    scenario: Scenario,
+    chosen: dict[str, list[Arm]],
+    *,
+    blocks: int = CONFIRM_BLOCKS,
+    first_repeat: int = 0,
+    seed: int = 1,
+) -> list[PlannedRun]:
+    """The confirmation pass: at each point of ``chosen``, the baseline and the arms chosen there
+    (the best of each place on the screening runs), ``blocks`` blocks numbered from
+    ``first_repeat`` up, so that their traffic seeds are not the screening's (a winner picked on
+    some draws is confirmed on fresh ones). Blocks and arms in a seeded order, as plan()."""
+    if blocks < 2:
+        raise ExperimentError("--confirm-blocks must be at least 2 (a paired interval needs two blocks)")
+    if first_repeat + blocks > 100:
+        raise ExperimentError("confirmation blocks would reach repeat 100 and reuse another point's seeds")
+    index = {p.label: i for i, p in enumerate(scenario.points)}
+    planned: list[list[PlannedRun]] = []
+    for label, arms in chosen.items():
+        point = scenario.point(label)
+        for repeat in range(first_repeat, first_repeat + blocks):
+            run_seed = seed * 1000 + index[label] * 100 + repeat
+            block = []
+            for arm in [Arm(), *(a for a in arms if a != Arm())]:
+                config = run_config(scenario, point, arm, run_seed)
+                rid = run_id(scenario.name, point, arm, repeat, run_seed, config)
+                block.append(PlannedRun(scenario.name, point, arm, repeat, run_seed, rid, config))
+            planned.append(block)
+    rng = random.Random(seed)
+    rng.shuffle(planned)
+    for block in planned:
+        rng.shuffle(block)
+    return [run for block in planned for run in block]
+
+
 def run_config(scenario: Scenario, point: Point, arm: Arm, seed: int) -> dict[str, Any]:
     params = dict(scenario.params) | dict(point.params) | scenario.arm_topology_params(arm)
     return {
@@ -172,9 +211,13 @@ def _topology_params(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def execute(
-    run: PlannedRun, scenario: Scenario, on_progress: Callable[[str], None] | None = None
+    run: PlannedRun,
+    scenario: Scenario,
+    on_progress: Callable[[str], None] | None = None,
+    keep_captures: Path | None = None,
 ) -> RunRecord:
-    """Run one point x arm x repeat in a fresh test bed and return its record (failed or not)."""
+    """Run one point x arm x repeat in a fresh test bed and return its record (failed or not).
+    ``keep_captures``: a directory to keep the run's pcaps in (RUN_ID-INTERFACE.pcap)."""
     started = time.time()
     started_iso = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     record = RunRecord(
@@ -195,7 +238,7 @@ def execute(
         duration_s=0.0,
     )
     try:
-        _run_in_testbed(run, scenario, record, on_progress)
+        _run_in_testbed(run, scenario, record, on_progress, keep_captures)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a run that fails is a result: record why
@@ -209,7 +252,11 @@ def execute(
 
 
 def _run_in_testbed(
-    run: PlannedRun, scenario: Scenario, record: RunRecord, on_progress: Callable[[str], None] | None
+    run: PlannedRun,
+    scenario: Scenario,
+    record: RunRecord,
+    on_progress: Callable[[str], None] | None,
+    keep_captures: Path | None = None,
 ) -> None:
     from ackwise.hosts.mininet_agent import HostAgent
     from ackwise.topologies.links import link_backend
@@ -234,6 +281,7 @@ def _run_in_testbed(
                 agents.append(agent.start())
                 stack.callback(agent.stop)
         captures = [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
+        kept_pcaps: list[dict[str, Any]] = []
         for capture in captures:
             stack.callback(capture.discard)
         # One sampler per sender (its host's counters), watching its first flow's cwnd and RTT.
@@ -249,6 +297,11 @@ def _run_in_testbed(
         for capture in captures:
             capture.stop(keep_pcap=True)
             segments += list(read_segments(capture.path))
+            if keep_captures is not None:
+                keep_captures.mkdir(parents=True, exist_ok=True)
+                kept = keep_captures / f"{run.run_id}-{capture.path.name}"
+                shutil.move(capture.path, kept)
+                kept_pcaps.append({"interface": capture.path.stem, "file": kept.name})
             capture.discard()
         agent_reports = [agent.stop() for agent in agents]
         record.provenance = {
@@ -268,6 +321,8 @@ def _run_in_testbed(
     _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, params)
     if decisions is not None:
         record.series["controller"] = decisions
+    if kept_pcaps:
+        record.series["captures"] = kept_pcaps  # in the results directory's captures/
     failed = [f for f in record.flows if not f["byte_exact"]]
     if failed:
         raise ExperimentError(

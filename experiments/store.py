@@ -527,3 +527,67 @@ def _last_line(path: Path, size: int, chunk_bytes: int = 65536) -> tuple[int, by
             start = 0
         f.seek(start)
         return start, f.read(size - start)
+
+
+def merge_shards(directories: Sequence[Path], out: Path) -> ResultStore:
+    """One results directory from the shards of one matrix (``ackwise experiment run --shard K/N``,
+    on one machine or several): the same scenario definition, seed and quick flag, every shard of
+    one N given once, no run in two shards. Their runs go into ``out`` (new, or a merge of exactly
+    these shards made before, which is then rebuilt). The report then checks that their provenance
+    agrees (report.check_provenance)."""
+    stores = [ResultStore.load(Path(d)) for d in directories]
+    manifests = [s.manifest for s in stores]
+    first = manifests[0]
+    problems = []
+    for store, m in zip(stores[1:], manifests[1:], strict=True):
+        diffs = _diff_paths(first.get("scenario"), m.get("scenario"))
+        if diffs:
+            problems.append(f"{store.directory}: another scenario definition ({', '.join(diffs[:3])})")
+        for key in ("seed", "quick"):
+            if first.get("matrix", {}).get(key) != m.get("matrix", {}).get(key):
+                problems.append(
+                    f"{store.directory}: matrix {key} {m.get('matrix', {}).get(key)!r}, "
+                    f"not {first.get('matrix', {}).get(key)!r}"
+                )
+    shards = [tuple(m.get("matrix", {}).get("shard") or ()) for m in manifests]
+    if any(len(s) != 2 for s in shards):
+        unsharded = [str(s.directory) for s, k in zip(stores, shards, strict=True) if len(k) != 2]
+        problems.append(f"not a shard (no --shard K/N in its manifest): {', '.join(unsharded)}")
+    elif len({n for _, n in shards}) != 1:
+        problems.append(f"shards of different splits: {', '.join(f'{k}/{n}' for k, n in shards)}")
+    elif len(set(shards)) != len(shards):
+        problems.append("a shard is given twice: " + ", ".join(f"{k}/{n}" for k, n in shards))
+    seen: dict[str, Path] = {}
+    for store in stores:
+        for record in store.all_records():
+            other = seen.setdefault(record.run_id, store.directory)
+            if other != store.directory:
+                problems.append(f"run {record.run_id} is in both {other} and {store.directory}")
+                break
+    if problems:
+        raise StoreMismatch("cannot merge these shards: " + "; ".join(problems))
+    missing = sorted(set(range(1, shards[0][1] + 1)) - {k for k, _ in shards}) if shards and shards[0] else []
+    merged_manifest = copy.deepcopy(first)
+    matrix = merged_manifest["matrix"]
+    for m in manifests[1:]:
+        matrix["points"] = _union(matrix.get("points", []), m["matrix"].get("points", []))
+        matrix["arms"] = _union(matrix.get("arms", []), m["matrix"].get("arms", []))
+        matrix["repeats"] = max(int(matrix.get("repeats", 0)), int(m["matrix"].get("repeats", 0)))
+    matrix.pop("shard", None)
+    matrix["merged_shards"] = sorted(f"{k}/{n}" for k, n in shards)
+    if missing:
+        matrix["missing_shards"] = [f"{k}/{shards[0][1]}" for k in missing]
+    merged_manifest["code_versions"] = _union([], [v for m in manifests for v in m.get("code_versions", [])])
+    merged_manifest["commands"] = _union([], [c for m in manifests for c in m.get("commands", [])])
+    merged_manifest["merged_from"] = [str(s.directory) for s in stores]
+    target = ResultStore(out)
+    if target.manifest_path.exists():
+        if sorted(target.manifest.get("merged_from", [])) != sorted(merged_manifest["merged_from"]):
+            raise StoreError(f"{out} exists and is not a merge of these shards: give another directory")
+        target.runs_path.unlink(missing_ok=True)
+    target.directory.mkdir(parents=True, exist_ok=True)
+    _write_json_atomically(target.manifest_path, _json_roundtrip(merged_manifest))
+    for store in stores:
+        for record in store.all_records():
+            target.append(record)
+    return target

@@ -78,3 +78,57 @@ def test_run_resume_report(tmp_path: Path) -> None:
     assert "none: a test" in page and "none: a test" in markdown
     assert (out / "figures").is_dir() and any((out / "figures").glob("*.png"))
     assert not (SCENARIO_DIR / "e2e.yaml").exists()
+
+
+def test_two_shards_merged_are_the_unsharded_matrix(tmp_path: Path) -> None:
+    """Shards 1/2 and 2/2, run one after another and merged by `report`, hold the same runs (ids,
+    configurations, seeds) as the matrix run unsharded; every record carries its provenance, and
+    the merged report shows it and writes its tables as CSV."""
+    scenario = tmp_path / "e2e.yaml"
+    scenario.write_text(yaml.safe_dump({**SCENARIO, "repeats": 2}))
+    shards = [tmp_path / f"shard-{k}" for k in (1, 2)]
+    for k, out in enumerate(shards, start=1):
+        done = ackwise("experiment", "run", str(scenario), "--out", str(out), "--shard", f"{k}/2", "--json")
+        assert done.returncode == 0, done.stderr[-2000:]
+    whole = tmp_path / "whole"
+    done = ackwise("experiment", "run", str(scenario), "--out", str(whole), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    merged = tmp_path / "merged"
+    report = ackwise("experiment", "report", *map(str, shards), "--merged-out", str(merged))
+    assert report.returncode == 0, report.stderr[-2000:]
+
+    def identities(directory: Path) -> set[tuple[str, str, str, int, int, str]]:
+        rows = [json.loads(line) for line in (directory / "runs.jsonl").read_text().splitlines()]
+        assert all(r["status"] == "ok" for r in rows), [r["reason"] for r in rows]
+        return {
+            (
+                r["run_id"],
+                r["point"]["label"],
+                r["arm"]["label"],
+                r["repeat"],
+                r["seed"],
+                json.dumps(r["config"]),
+            )
+            for r in rows
+        }
+
+    per_shard = [identities(out) for out in shards]
+    assert per_shard[0] and per_shard[1] and not per_shard[0] & per_shard[1]
+    assert identities(merged) == per_shard[0] | per_shard[1] == identities(whole)
+    assert len(identities(whole)) == 4  # 2 blocks x 2 arms
+
+    records = [json.loads(line) for line in (merged / "runs.jsonl").read_text().splitlines()]
+    for r in records:
+        p = r["provenance"]
+        assert {"h1", "r1"} <= set(p["hosts"]) and p["hosts"]["h1"]["tcp_sack"] in ("0", "1")
+        assert all(b["kind"] in ("fast", "logging", "unknown") for b in p["bmv2_builds"].values())
+        assert p["scenario_sha256"] and p["scale"]["factor"] == 1
+    page = html.unescape((merged / "report.html").read_text())
+    assert 'id="run-provenance"' in page and "bmv2 build of the switches" in page
+    assert (merged / "tables" / "effects.csv").is_file() and (merged / "tables" / "results.csv").is_file()
+    # a shard given twice is refused, in one line
+    again = ackwise(
+        "experiment", "report", str(shards[0]), str(shards[0]), "--merged-out", str(tmp_path / "x")
+    )
+    assert again.returncode == 2 and "given twice" in again.stderr

@@ -18,6 +18,7 @@ from typing import Any
 
 from ackwise.bmv2.toolchain import REPO_ROOT, warn_if_logging_build
 from ackwise.cli.args import I32_MAX, int_in
+from ackwise.cli.output import render_table
 from ackwise.errors import InputError
 from ackwise.processes import stop_on_signals
 
@@ -70,8 +71,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def default_out(scenario: str, quick: bool) -> Path:
-    return REPO_ROOT / "results" / f"{scenario}{'-quick' if quick else ''}"
+def default_out(scenario: str, quick: bool, shard: tuple[int, int] | None = None) -> Path:
+    suffix = ("-quick" if quick else "") + (f"-shard-{shard[0]}-of-{shard[1]}" if shard else "")
+    return REPO_ROOT / "results" / f"{scenario}{suffix}"
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """'K/N' -> (K, N), 1 <= K <= N."""
+    if text is None:
+        return None
+    k, sep, n = text.partition("/")
+    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise ExperimentCliError(f"--shard {text}: give K/N with 1 <= K <= N, e.g. 2/4")
+    return int(k), int(n)
 
 
 @store_errors
@@ -86,30 +98,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     where = _split(args.where)
     if where is not None and not where <= {"host", "switch", "ap"}:
         raise ExperimentCliError(f"--where {args.where}: give a comma-separated subset of host, switch, ap")
-    runs = plan(
-        scenario,
-        where=where,
-        policies=_split(args.policies),
-        repeats=args.repeats,
-        seed=args.seed,
-        quick=args.quick,
-    )
-    out = Path(args.out) if args.out else default_out(scenario.name, args.quick)
+    shard = parse_shard(args.shard)
+    options = {"where": where, "policies": _split(args.policies), "repeats": args.repeats, "seed": args.seed}
+    whole = plan(scenario, quick=args.quick, **options)  # type: ignore[arg-type]
+    out = Path(args.out) if args.out else default_out(scenario.name, args.quick, shard)
+    matrix: dict[str, Any] = {
+        "points": sorted({r.point.label for r in whole}),
+        "arms": [a.to_dict() for a in dict.fromkeys(r.arm for r in whole)],
+        "repeats": max(r.repeat for r in whole) + 1,
+        "seed": args.seed,
+        "quick": args.quick,
+    }
+    if args.confirm:
+        if shard is not None:
+            raise ExperimentCliError("--confirm runs on one machine: drop --shard (merge the shards first)")
+        runs, matrix, out = _confirmation(scenario, out, args.confirm_blocks, args.seed)
+    else:
+        runs = plan(scenario, quick=args.quick, shard=shard, **options)  # type: ignore[arg-type]
+        if shard is not None:
+            matrix["shard"] = list(shard)
     manifest = {
         "schema": 1,
         "scenario": scenario.to_dict(),
-        "matrix": {
-            "points": sorted({r.point.label for r in runs}),
-            "arms": [a.to_dict() for a in dict.fromkeys(r.arm for r in runs)],
-            "repeats": max(r.repeat for r in runs) + 1,
-            "seed": args.seed,
-            "quick": args.quick,
-        },
+        "matrix": matrix,
         "code_version": code_version(),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": " ".join(["ackwise", *(shlex.quote(a) for a in sys.argv[1:])]),
     }
     store = ResultStore.open(out, manifest, allow_mixing=args.allow_mixing)
+    captures = out / "captures" if args.keep_captures else None
     done = store.completed(retry_failed=args.retry_failed)
     todo = [r for r in runs if r.run_id not in done]
     progress = Progress(
@@ -124,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with stop_on_signals(), progress:
         for run in todo:
             progress.start_run(run.label())
-            record = execute(run, scenario, on_progress=progress.update_run)
+            record = execute(run, scenario, on_progress=progress.update_run, keep_captures=captures)
             store.append(record)
             failed += record.status != "ok"
             progress.end_run(record)
@@ -144,25 +161,141 @@ def cmd_run(args: argparse.Namespace) -> int:
                     flush=True,
                 )
     if not args.json:
-        print(f"{len(todo)} runs done ({failed} failed) in {out}; report: ackwise experiment report {out}")
+        report_dir = out.parent if args.confirm else out
+        done_text = f"{len(todo)} runs done ({failed} failed) in {out}"
+        print(f"{done_text}; report: ackwise experiment report {report_dir}")
     return 0
+
+
+def _confirmation(
+    scenario: Any, screening: Path, blocks: int, seed: int
+) -> tuple[list[Any], dict[str, Any], Path]:
+    """The confirmation pass of a screened matrix: at every point, the baseline and the best arm
+    of each place on the screening runs' main metric, ``blocks`` fresh blocks each, into
+    SCREENING/confirm (report.CONFIRM_DIR), whose runs the report's verdict then rests on."""
+    from ackwise.experiments.comparison import arm_results, best_per_category, excluded_blocks
+    from ackwise.experiments.report import CONFIRM_DIR
+    from ackwise.experiments.runner import plan_confirmation
+    from ackwise.experiments.schema import METRICS, Arm
+    from ackwise.experiments.store import ResultStore
+
+    if not (screening / "runs.jsonl").exists():
+        raise ExperimentCliError(
+            f"--confirm: {screening} holds no screening runs: run the matrix first (same --out), "
+            "then --confirm"
+        )
+    records = [r for r in ResultStore.load(screening).records() if r.scenario == scenario.name]
+    metric = scenario.metrics[0]
+    better = METRICS[metric].better
+    if better not in ("lower", "higher"):
+        raise ExperimentCliError(
+            f"--confirm: the main metric {metric} has no better direction to pick arms by"
+        )
+    best = best_per_category(arm_results(records, metric, excluded_blocks(records)), better)
+    chosen: dict[str, list[Arm]] = {}
+    for (point, _place), result in best.items():
+        chosen.setdefault(point, []).append(Arm.from_dict(result.arm))
+    if not chosen:
+        raise ExperimentCliError(f"--confirm: no arm in {screening} has an effect on {metric} to confirm")
+    first_repeat = max(r.repeat for r in records) + 1
+    runs = plan_confirmation(scenario, chosen, blocks=blocks, first_repeat=first_repeat, seed=seed)
+    matrix = {
+        "points": sorted(chosen),
+        "arms": [a.to_dict() for a in dict.fromkeys(r.arm for r in runs)],
+        "repeats": first_repeat + blocks,
+        "seed": seed,
+        "quick": False,
+        "stage": "confirm",
+        "chosen": {point: [a.label() for a in arms] for point, arms in sorted(chosen.items())},
+        "chosen_on": metric,
+    }
+    return runs, matrix, screening / CONFIRM_DIR
 
 
 @store_errors
 def cmd_report(args: argparse.Namespace) -> int:
-    from ackwise.experiments.report import report_text, write_report
+    from ackwise.experiments.report import ReportError, report_text, write_report
+    from ackwise.experiments.store import merge_shards
 
-    directory = Path(args.dir)
-    if not (directory / "runs.jsonl").exists():
-        raise ExperimentCliError(
-            f"{directory} holds no runs.jsonl: give the --out of 'ackwise experiment run'"
+    directories = [Path(d) for d in args.dirs]
+    for directory in directories:
+        if not (directory / "runs.jsonl").exists():
+            raise ExperimentCliError(
+                f"{directory} holds no runs.jsonl: give the --out of 'ackwise experiment run'"
+            )
+    if len(directories) > 1:
+        out = (
+            Path(args.merged_out)
+            if args.merged_out
+            else directories[0].parent / (directories[0].name.split("-shard-")[0] + "-merged")
         )
-    paths = write_report(directory)
+        directory = merge_shards(directories, out).directory
+        print(f"merged {len(directories)} shards into {directory}", file=sys.stderr)
+    else:
+        directory = directories[0]
+    mixed = args.allow_mixed_provenance
+    try:
+        paths = write_report(directory, allow_mixed_provenance=mixed)
+        text = report_text(directory, allow_mixed_provenance=mixed)
+    except ReportError as exc:
+        raise ExperimentCliError(str(exc)) from exc
     if args.json:
         print(json.dumps({k: str(v) for k, v in vars(paths).items()}))
     else:
-        print(report_text(directory))
-        print(f"\nwrote {paths.html} and {paths.markdown}")
+        print(text)
+        print(f"\nwrote {paths.html} and {paths.markdown}, tables as CSV in {directory / 'tables'}")
+    return 0
+
+
+@store_errors
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Two result sets of one scenario: per point and arm, the second's metric over the first's."""
+    import csv
+
+    from ackwise.experiments.comparison import compare_sets
+    from ackwise.experiments.schema import METRICS
+    from ackwise.experiments.store import ResultStore
+
+    first, second = ResultStore.load(Path(args.first)), ResultStore.load(Path(args.second))
+    names = [str((s.manifest.get("scenario") or {}).get("name")) for s in (first, second)]
+    if names[0] != names[1]:
+        raise ExperimentCliError(f"compare: {args.first} is scenario {names[0]}, {args.second} is {names[1]}")
+    metric = args.metric or next(iter((first.manifest.get("scenario") or {}).get("metrics") or []), None)
+    if metric not in METRICS:
+        raise ExperimentCliError(f"--metric {metric}: give one of {', '.join(METRICS)}")
+    rows = compare_sets(first.records(), second.records(), metric)
+    if not rows:
+        raise ExperimentCliError(f"compare: no point and arm has ok runs of {metric} in both sets")
+    header = ["point", "arm", "runs A", "runs B", "B ÷ A", "95 % interval", "pairing", "verdict"]
+    table = [
+        [
+            c.point,
+            c.arm,
+            str(c.n_first),
+            str(c.n_second),
+            "-" if c.ratio is None else f"{c.ratio:.3g}",
+            "-" if c.ci_low is None else f"[{c.ci_low:.3g}, {c.ci_high:.3g}]",
+            "by block" if c.paired else "unpaired (Welch, logs)",
+            "; ".join([c.verdict, *c.notes]).strip("; "),
+        ]
+        for c in rows
+    ]
+    if args.csv:
+        with open(args.csv, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(
+                ["point", "arm", "runs_a", "runs_b", "ratio", "ci_low", "ci_high", "paired", "verdict"]
+            )
+            writer.writerows(
+                [c.point, c.arm, c.n_first, c.n_second, c.ratio, c.ci_low, c.ci_high, c.paired, c.verdict]
+                for c in rows
+            )
+    if args.json:
+        print(json.dumps([vars(c) for c in rows], default=str))
+        return 0
+    print(f"{names[0]}: {metric} ({METRICS[metric].label}), B = {args.second} over A = {args.first}")
+
+    print(render_table(header, table))
     return 0
 
 
@@ -185,5 +318,39 @@ def add_commands(sub: Any, add: Any, group: Any) -> None:
     p.add_argument("--out", help="results directory (default results/SCENARIO[-quick])")
     p.add_argument("--allow-mixing", action="store_true", help="add to a directory made by other code")
     p.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
-    p = add(ex, "report", cmd_report, "write report.html, report.md and figures for a results directory")
-    p.add_argument("dir", help="a results directory (the --out of a run)")
+    p.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="only the Kth of N disjoint parts of the matrix (whole blocks; merge them with report DIR...)",
+    )
+    p.add_argument(
+        "--confirm",
+        action="store_true",
+        help="the confirmation pass: the baseline and the best arm of each place per point, on fresh blocks, "
+        "into OUT/confirm (the report's verdict then rests on it)",
+    )
+    p.add_argument(
+        "--confirm-blocks",
+        type=int_in(2, 90),
+        default=10,
+        help="blocks per point of the confirmation pass (default 10)",
+    )
+    p.add_argument("--keep-captures", action="store_true", help="keep each run's pcaps in OUT/captures/")
+    p = add(
+        ex,
+        "report",
+        cmd_report,
+        "write report.html, report.md, figures and CSV tables for a results directory (or merged shards)",
+    )
+    p.add_argument("dirs", nargs="+", metavar="dir", help="a results directory, or every shard of one matrix")
+    p.add_argument("--merged-out", help="with several shards: where the merged directory goes")
+    p.add_argument(
+        "--allow-mixed-provenance",
+        action="store_true",
+        help="pool runs whose provenance differs (the report then lists what differs)",
+    )
+    p = add(ex, "compare", cmd_compare, "compare two result sets of one scenario: per arm, B over A")
+    p.add_argument("first", help="results directory A")
+    p.add_argument("second", help="results directory B")
+    p.add_argument("--metric", help="the metric to compare (default: the scenario's main metric)")
+    p.add_argument("--csv", help="also write the comparison as CSV to this file")
