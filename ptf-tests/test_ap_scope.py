@@ -8,7 +8,7 @@ Ports: 1 the wired uplink (host 1, 10.0.1.1), 2 and 3 wireless (stations 10.0.2.
 from __future__ import annotations
 
 from ackwise.ap import ApStat, StationParams, configure_ap, list_stations, read_flows
-from ackwise.p4names import L2_EXACT
+from ackwise.p4names import TABLE_FORWARDING_L2_EXACT
 from base_test import AckwiseTest, host_mac, tcp_segment
 
 UPLINK, STA_A, STA_B, CPU = 1, 2, 3, 0
@@ -24,7 +24,9 @@ class ApScopeTest(AckwiseTest):
     def install_entries(self) -> None:
         assert self.client is not None
         for port in (UPLINK, STA_A, STA_B):
-            self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port})
+            self.client.table_add(
+                TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port}
+            )
         configure_ap(self.client, [UPLINK], [STA_A, STA_B], CPU, [(p, PARAMS) for p in self.served])
         self.heartbeat()
 

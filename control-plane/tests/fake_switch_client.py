@@ -19,7 +19,7 @@ from ackwise.bmv2.client import (
     TableEntry,
 )
 from ackwise.flowkey import FLOW_SLOTS, FlowKey
-from ackwise.p4names import IPV4_LPM
+from ackwise.p4names import TABLE_FORWARDING_IPV4_LPM
 from ackwise.policies import FLOW_POLICY_TABLE, POLICY_KEY_FIELD, POLICY_TABLE
 from ackwise.thinning import HALF_FIELDS, KEY_REGISTERS, SLOT_REGISTER, TICK_US
 
@@ -53,7 +53,7 @@ class FakeSwitchClient:
         self.entries: dict[str, dict[int, TableEntry]] = {
             POLICY_TABLE: {},
             FLOW_POLICY_TABLE: {},
-            IPV4_LPM: {},
+            TABLE_FORWARDING_IPV4_LPM: {},
         }
         self.default: dict[str, DefaultAction] = {}
         self.counters: dict[tuple[str, int], int] = {}
@@ -104,7 +104,7 @@ class FakeSwitchClient:
         """As a restarted simple_switch: tables empty, registers zero, the clock from 0."""
         self.uptime_us = 0
         self.registers.clear()
-        self.entries = {POLICY_TABLE: {}, FLOW_POLICY_TABLE: {}, IPV4_LPM: {}}
+        self.entries = {POLICY_TABLE: {}, FLOW_POLICY_TABLE: {}, TABLE_FORWARDING_IPV4_LPM: {}}
         self.counters.clear()
 
     def _array(self, name: str, size: int) -> list[int]:
@@ -141,7 +141,7 @@ class FakeSwitchClient:
         from types import SimpleNamespace
 
         return SimpleNamespace(
-            tables={POLICY_TABLE: None, FLOW_POLICY_TABLE: None, IPV4_LPM: None},
+            tables={POLICY_TABLE: None, FLOW_POLICY_TABLE: None, TABLE_FORWARDING_IPV4_LPM: None},
             registers={name: None for name in (*KEY_REGISTERS, SLOT_REGISTER, *self.registers)},
         )
 
