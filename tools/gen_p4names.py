@@ -28,7 +28,7 @@ not a guess:
   that includes it; a local ``@name("y")`` on such an object is refused, since bmv2 would qualify
   it with instance names that differ between programs. Objects without ``@name`` are internal.
   Also each register's cell width (Thrift reads at most 63 bits of a cell) and each action's
-  parameter names, in order.
+  parameters (name and width), in order.
 - ``@name("field")`` on a table's key field: ``KEY_FIELD = "field"``, what a table entry's key is
   given by.
 - ``header name_h { ... }`` for each header type in ``struct headers_t`` (what the programs put on
@@ -93,7 +93,7 @@ class P4Object:
     name: str  # the global @name, without its dot
     path: str
     line: int
-    params: tuple[str, ...] = ()  # an action's parameter names
+    params: tuple[tuple[str, str], ...] = ()  # an action's parameters: (name, type as written)
     width_expr: str = ""  # a register's cell width, as written (bit<W>)
 
 
@@ -549,7 +549,7 @@ def _read_name(
         skipped = _ANNOTATION.match(rest)
     rest = rest.lstrip()
     kind = None
-    params: tuple[str, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
     width_expr = ""
     if re.match(r"table\b", rest):
         kind = "table"
@@ -558,7 +558,7 @@ def _read_name(
         signature = re.match(r"action\s+\w+\s*\(([^)]*)\)", rest)
         if signature is None:
             raise P4ParseError(f"{where}: cannot read the action after @name({name!r})")
-        params = tuple(p.split()[-1] for p in signature.group(1).split(",") if p.strip())
+        params = tuple(_action_param(p, where) for p in signature.group(1).split(",") if p.strip())
     elif re.match(r"register\s*<", rest):
         kind = "register"
         cell = re.match(r"register\s*<\s*(bit\s*<[^>]+>|\w+)\s*>", rest)
@@ -588,6 +588,14 @@ def _read_name(
             f'names that differ between programs; give it a global name, @name(".{name}")'
         )
     facts.add_object(P4Object(kind, name[1:], source.path, line, params, width_expr))
+
+
+def _action_param(text: str, where: str) -> tuple[str, str]:
+    """``bit<16> mss`` -> (mss, bit<16>); a direction (in, out, inout) is left out."""
+    m = re.fullmatch(r"\s*(?:(?:in|out|inout)\s+)?(.+?)\s+(\w+)\s*", text)
+    if m is None:
+        raise P4ParseError(f"{where}: action parameter {text!r}")
+    return m.group(2), re.sub(r"\s+", "", m.group(1))
 
 
 def _const_entry(text: str, path: str) -> tuple[tuple[str | tuple[str, str], ...], str, tuple[str, ...]]:
@@ -794,9 +802,16 @@ def _objects(facts: P4Facts) -> list[str]:
     ]
     for r in sorted((o for o in facts.objects.values() if o.kind == "register"), key=lambda o: o.name):
         out += [f"    {object_constant('register', r.name)}: {facts.width_of(r.width_expr, r.name)},"]
-    out += ["}", "", "# Each action's parameters, in order.", "ACTION_PARAMS: dict[str, tuple[str, ...]] = {"]
+    out += [
+        "}",
+        "",
+        "# Each action's parameters, in order: (name, bits).",
+        "ACTION_PARAMS_BITS: dict[str, tuple[tuple[str, int], ...]] = {",
+    ]
     for a in sorted((o for o in facts.objects.values() if o.kind == "action"), key=lambda o: o.name):
-        out += _dict_item(object_constant("action", a.name), [f'"{p}"' for p in a.params])
+        where = f"{a.path}:{a.line}: action {a.name}"
+        params = [f'("{name}", {_field_width(p4_type, facts, where)})' for name, p4_type in a.params]
+        out += _dict_item(object_constant("action", a.name), params)
     out += ["}"]
     return out
 

@@ -52,7 +52,7 @@ control Demo(inout headers_t hdr) {
     @name(".demo.cells") register<bit<48>>(CELLS) cells;
 
     @name(".demo.set")
-    action set(bit<16> mss, bit<8> d,
+    action set(bit<16> mss, drop_reason_t d,
                bit<32> idle_ms) {
     }
     action internal() {}
@@ -123,7 +123,7 @@ def test_object_names_widths_and_action_parameters(demo: tuple[str, Any]) -> Non
     )
     assert (m.REGISTER_DEMO_CELLS, m.REGISTER_DEMO_WIDE) == ("demo.cells", "demo.wide")
     assert m.REGISTER_WIDTHS_BITS == {"demo.cells": 48, "demo.wide": 32768}
-    assert m.ACTION_PARAMS == {"demo.set": ("mss", "d", "idle_ms")}
+    assert m.ACTION_PARAMS_BITS == {"demo.set": (("mss", 16), ("d", 8), ("idle_ms", 32))}
     assert m.KEY_HOLD == "hold"
     assert not any(name.endswith("INTERNAL") or name.endswith("VERDICT") for name in vars(m))
 
