@@ -54,6 +54,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ackwise.p4names import (
+    ACTION_FORWARDING_L2_FORWARD,
+    ACTION_FORWARDING_ROUTE,
+    ETHERTYPE_AGENT_HEARTBEAT,
+    KEY_DST_ADDR,
+    TABLE_FORWARDING_IPV4_LPM,
+    TABLE_FORWARDING_L2_EXACT,
+)
+
 from .record import tool_versions
 
 THRIFT_PORT = 9390
@@ -638,7 +647,7 @@ NUDGE = b"\x02" + bytes(4) + b"\x99" + mac(9, True) + b"\x88\xb6" + bytes(46)  #
 
 
 def heartbeat() -> bytes:
-    return b"\xff" * 6 + mac(CPU, True) + b"\x88\xb5" + bytes(46)
+    return b"\xff" * 6 + mac(CPU, True) + ETHERTYPE_AGENT_HEARTBEAT.to_bytes(2, "big") + bytes(46)
 
 
 class Fuzzer:
@@ -924,16 +933,16 @@ def configure(client: Any, config: str) -> None:
 
     for port in (UPLINK, DOWNLINK):
         client.table_add(
-            "forwarding.ipv4_lpm",
-            "route",
-            {"dst_addr": f"10.0.{port}.0/24"},
+            TABLE_FORWARDING_IPV4_LPM,
+            ACTION_FORWARDING_ROUTE,
+            {KEY_DST_ADDR: f"10.0.{port}.0/24"},
             {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
         )
     # Frames that are not IPv4 are switched on their destination, the switch's MAC: across.
-    client.table_add(
-        "forwarding.l2_exact", "l2_forward", {"dst_addr": "00:00:00:00:01:fe"}, {"port": DOWNLINK}
-    )
-    client.table_add("forwarding.l2_exact", "l2_forward", {"dst_addr": "00:00:00:00:02:fe"}, {"port": UPLINK})
+    for mac, port in (("00:00:00:00:01:fe", DOWNLINK), ("00:00:00:00:02:fe", UPLINK)):
+        client.table_add(
+            TABLE_FORWARDING_L2_EXACT, ACTION_FORWARDING_L2_FORWARD, {KEY_DST_ADDR: mac}, {"port": port}
+        )
     if config == "ap_proxy":
         params = StationParams(
             budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=60_000, holdoff_ms=0

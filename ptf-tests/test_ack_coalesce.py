@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from ackwise.bmv2.toolchain import compiled_program
 from ackwise.flowkey import FlowKey
+from ackwise.p4names import COALESCE_SLOTS, COUNTER_ACK_THINNING_STATS, ThinningStat
 from ackwise.policies import PolicyParams
 from ackwise.queues import set_queue_depth, set_queue_rate
-from ackwise.thinning import COALESCE_SLOTS
 from base_test import TcpFlow, routed, set_tcp_checksum, udp_datagram
 from test_ack_thinning import ThinningTest
 
@@ -162,7 +162,7 @@ class CoalesceRewritesTheWaitingAckTest(CoalesceTest):
         side = self.flow_record(flow)["ack_side"]
         self.assertEqual((side.acks_seen, side.acks_forwarded, side.acks_thinned), (10, 2, 8))
         self.assertEqual((side.acks_absorbed, side.acks_rewritten), (8, 1))
-        self.assertEqual(self.counter("ack_thinning.stats", 6), 8)  # STAT_ACKS_ABSORBED
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_ABSORBED), 8)
 
 
 class CoalesceTwoFlowsTest(CoalesceTest):

@@ -11,8 +11,8 @@ import time
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from ackwise.ap import ApMode, ApStat, StationParams, configure_ap, read_flows
-from ackwise.p4names import TABLE_FORWARDING_L2_EXACT
+from ackwise.ap import StationParams, configure_ap, read_flows
+from ackwise.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApMode, ApStat
 from base_test import AckwiseTest, host_ip, host_mac, tcp_segment
 
 UPLINK, STATION, CPU = 1, 2, 3
@@ -234,7 +234,7 @@ class ApProxyTest(AckwiseTest):
         return bytes(out)
 
     def stat(self, s: ApStat) -> int:
-        return self.counter("ap.stats", s)
+        return self.counter(COUNTER_AP_STATS, s)
 
 
 SYNACK_EDGE = S_ISN + 1 + SYNACK_WINDOW  # the station's right edge from its SYN-ACK

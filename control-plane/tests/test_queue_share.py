@@ -4,8 +4,7 @@ one says replaces it, never over what the contract keeps."""
 
 from __future__ import annotations
 
-from ackwise import holdback, p4names, queue_share
-from ackwise.holdback import AgentKind
+from ackwise.p4names import AgentKind
 from ackwise.packets import ACK, TcpSegment
 from ackwise.queue_share import SHARE_ANSWER_TIMEOUT_S, ShareQueues, says_all_of
 
@@ -38,14 +37,6 @@ def seg(
 
 
 PLAIN = seg(1000)
-
-
-def test_agent_kinds_match_the_p4() -> None:
-    assert {k.name: k.value for k in p4names.AgentKind} == {
-        name: getattr(holdback.AgentKind, name)
-        for name in ("HOLD", "SHARE_KEEP", "SHARE_BOUNCED", "SHARE_TAKEN")
-    }
-    assert queue_share.SHARE_SAID_S * 1e6 == p4names.COALESCE_SAID_US
 
 
 def test_share_sends_each_flows_oldest_after_the_wait_and_the_next_only_once_taken() -> None:
