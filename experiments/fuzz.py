@@ -70,6 +70,7 @@ from ackwise.p4names import (
     REGISTER_AP_WINDOW_UPDATES,
     TABLE_FORWARDING_IPV4_LPM,
     TABLE_FORWARDING_L2_EXACT,
+    TCP_OPTIONS_MAX,
     ApStat,
     FilterStat,
     MalformedReason,
@@ -189,7 +190,6 @@ def sack_option(blocks: list[tuple[int, int]]) -> bytes:
 
 KNOWN_OPTIONS = {0, 1, 2, 3, 4, 5, 8}
 OPTION_LENGTHS = {2: (4,), 3: (3,), 4: (2,), 5: (10, 18, 26, 34), 8: (10,)}
-TCP_OPTIONS_MAX = 10
 
 
 @dataclass
