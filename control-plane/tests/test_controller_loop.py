@@ -20,7 +20,7 @@ from ackwise.controller.loop import (
     exact_stream,
     print_json_line,
 )
-from ackwise.p4names import TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
+from ackwise.p4names import FLOW_POLICY_TABLE_SIZE, TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
 from ackwise.policies import PolicyMatch, PolicyParams
 from ackwise.thinning import list_flow_policies, set_flow_policy, set_policy
 
@@ -319,16 +319,16 @@ def test_a_switch_that_stops_answering_is_retried() -> None:
 def test_a_failed_write_is_logged_and_retried() -> None:
     rig = Rig()
     # Per-flow rules of flows this controller does not manage fill the table (written straight into
-    # the fake: 8192 table_add calls check for duplicates 8192 times each).
+    # the fake: a table_add call per entry would check each for duplicates against all the others).
     template = rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY][
         set_flow_policy(rig.client, ACKS.match(), PolicyParams.parse("tack", []))
     ]
     rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY].clear()
-    for handle in range(8192):
+    for handle in range(FLOW_POLICY_TABLE_SIZE):
         stream = AckStream.parse("10.0.3.1", 5001, "10.0.1.1", handle)
         key = (replace(template.key[0], value=int(stream.match().exact_key()["flow"], 0)),)
         rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY][handle] = replace(template, handle=handle, key=key)
-    rig.fake._next_handle = 8192
+    rig.fake._next_handle = FLOW_POLICY_TABLE_SIZE
     events = rig.step(segments=10)
     assert kinds(events) == ["connected", "error"]
     assert "TABLE_FULL" in events[1]["error"]
