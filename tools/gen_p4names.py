@@ -14,8 +14,8 @@ not a guess:
 
 - ``#define NAME <integer expression>``. Function-like macros, include guards and macros that are
   not integer expressions (bit slices such as ``223:128``, lists of expressions) are not constants
-  and are left out. A ``#define`` inside ``#if``/``#ifdef`` (other than an include guard) is
-  refused: which branch p4c takes is not known here.
+  and are left out. Code under ``#if``/``#ifdef`` (other than an include guard) is refused: which
+  branch p4c takes is not known here (an ``#if`` that holds only an ``#error`` is a check, and fine).
 - ``typedef bit<N> name_t;`` and ``const TYPE NAME = <integer expression>;`` at the top level.
   Expressions may use integer literals (``0x10``, ``8w3``), other constants, ``( )`` and
   ``~ * + - << >> & ^ |`` with P4's (C's) precedence. A value must fit its ``bit<N>``.
@@ -119,6 +119,21 @@ class ConstEntries:
     # Per entry: the keys (an expression, or a (value, mask) pair of expressions), the action, its
     # arguments.
     entries: list[tuple[tuple[str | tuple[str, str], ...], str, tuple[str, ...]]]
+
+
+@dataclass(frozen=True)
+class TableSpan:
+    """Where a table's declaration is in its file's text, and what it is called."""
+
+    start: int
+    end: int  # its closing brace
+    global_name: str | None  # its @name, without the dot
+    local: str
+    control: str  # the control it is declared in
+
+    @property
+    def name(self) -> str:
+        return self.global_name or f"{self.control}.{self.local}"
 
 
 @dataclass
@@ -484,25 +499,29 @@ def parse_source(source: Source, facts: P4Facts) -> None:
                 if p4_type not in facts.wire_headers:
                     facts.wire_headers.append(p4_type)
 
-    tables = []  # (start, end, @name or None, local name, control)
-    for m in _TABLE.finditer(code):
-        end = matching_brace(code, m.end() - 1)
-        tables.append(
-            (m.start(), end, _global_name_before(code, m.start()), m.group(1), _control_at(code, m.start()))
+    tables = [
+        TableSpan(
+            m.start(),
+            matching_brace(code, m.end() - 1),
+            _global_name_before(code, m.start()),
+            m.group(1),
+            _control_at(code, m.start()),
         )
+        for m in _TABLE.finditer(code)
+    ]
 
     for m in _NAME.finditer(code):
         _read_name(source, code, m, tables, facts)
 
-    for start, end, global_name, local, control in tables:
-        entries = re.search(r"\bconst\s+entries\s*=\s*\{", code[start:end])
+    for table in tables:
+        entries = re.search(r"\bconst\s+entries\s*=\s*\{", code[table.start : table.end])
         if entries is None:
             continue
-        open_at = start + entries.end() - 1
+        open_at = table.start + entries.end() - 1
         body = code[open_at + 1 : matching_brace(code, open_at)]
         facts.const_entries.append(
             ConstEntries(
-                global_name or f"{control}.{local}",
+                table.name,
                 source.path,
                 source.line_of(open_at),
                 [_const_entry(e.strip(), source.path) for e in body.split(";") if e.strip()],
@@ -529,7 +548,7 @@ def _global_name_before(code: str, at: int) -> str | None:
 
 
 def _control_at(code: str, at: int) -> str:
-    controls = [m for m in _CONTROL.finditer(code, 0, at)]
+    controls = list(_CONTROL.finditer(code, 0, at))
     return controls[-1].group(1) if controls else ""
 
 
@@ -537,7 +556,7 @@ def _read_name(
     source: Source,
     code: str,
     m: re.Match[str],
-    tables: list[tuple[int, int, str | None, str, str]],
+    tables: list[TableSpan],
     facts: P4Facts,
 ) -> None:
     name, line = m.group(1), source.line_of(m.start())
@@ -572,13 +591,12 @@ def _read_name(
     elif re.search(r":\s*(exact|ternary|lpm|range|optional)\s*$", code[: m.start()]):
         if name.startswith("."):
             raise P4ParseError(f"{where}: a key field's @name is local: {name!r}")
-        table = next((t for t in tables if t[0] <= m.start() <= t[1]), None)
+        table = next((t for t in tables if t.start <= m.start() <= t.end), None)
         if table is None:
             raise P4ParseError(f"{where}: key field @name({name!r}) outside a table")
         key = facts.key_fields.setdefault(name, KeyField(name, []))
-        table_name = table[2] or f"{table[4]}.{table[3]}"
-        if table_name not in key.tables:
-            key.tables.append(table_name)
+        if table.name not in key.tables:
+            key.tables.append(table.name)
         return
     if kind is None:
         raise P4ParseError(f"{where}: @name({name!r}) on something the generator does not read")
