@@ -743,8 +743,9 @@ def _docstring(summary: str, source: str, indent: str) -> list[str]:
 
 def _enum_lines(typedef: Typedef, consts: list[Const]) -> list[str]:
     prefix = member_prefix([c.name for c in consts])
-    summary = " ".join(d for d in typedef.doc if d and not _is_section_rule(d))
-    if summary and summary[-1] not in ".:)":
+    # A section heading right above the typedef (---- Why ... ----) is its summary too.
+    summary = " ".join(d.strip("- ") if _is_section_rule(d) else d for d in typedef.doc if d)
+    if summary and not summary.endswith("."):
         summary += "."
     source = f"P4: {typedef.name}, {prefix}* in {typedef.path}."
     lines = [f"class {class_name(typedef.name)}(IntEnum):", *_docstring(summary, source, "    "), ""]

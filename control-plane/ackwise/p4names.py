@@ -131,7 +131,10 @@ TCP_OPT_TIMESTAMPS = 8
 
 
 class MalformedReason(IntEnum):
-    """P4: malformed_reason_t, MALFORMED_* in p4src/include/constants.p4."""
+    """Why the parser gave up on a packet (index into the `malformed` counter).
+
+    P4: malformed_reason_t, MALFORMED_* in p4src/include/constants.p4.
+    """
 
     NONE = 0
     TCP_OPTION_LENGTH = 1  # option length 0 or 1
@@ -147,7 +150,10 @@ class MalformedReason(IntEnum):
 
 
 class DropReason(IntEnum):
-    """P4: drop_reason_t, DROP_* in p4src/include/constants.p4."""
+    """Why the forwarding stage dropped a packet (index into the `drops` counter).
+
+    P4: drop_reason_t, DROP_* in p4src/include/constants.p4.
+    """
 
     NONE = 0
     NO_ENTRY = 1  # no IPv4 route and no L2 entry
