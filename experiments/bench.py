@@ -60,9 +60,20 @@ from ackwise.bmv2.toolchain import (
     simple_switch_of_kind,
     warn_if_logging_build,
 )
+from ackwise.p4names import (
+    ACTION_FLOOR_EVERY_D,
+    ACTION_FORWARDING_ROUTE,
+    COUNTER_ACK_FILTER_STATS,
+    COUNTER_ACK_THINNING_STATS,
+    KEY_DST_ADDR,
+    TABLE_FLOOR_POLICY,
+    TABLE_FORWARDING_IPV4_LPM,
+    FilterStat,
+    ThinningStat,
+)
 from ackwise.policies import MSS_BYTES, Policy, PolicyParams
 from ackwise.processes import run_until_stopped
-from ackwise.thinning import FILTER_STATS, THINNING_STATS, ThinningStat, set_default_policy
+from ackwise.thinning import set_default_policy
 
 from . import instructions
 from .rawsend import BURST_FRAMES, send_paced, senders
@@ -381,11 +392,11 @@ def _thinned(client: SwitchClient, program: str) -> int:
     """ACKs the switch dropped on purpose so far: thinned, absorbed, dropped by filter."""
     if program == "forward_only":
         return 0
-    thinned = client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets
+    thinned = client.counter_read(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_THINNED).packets
     if program != FLOOR:  # which has no coalescing or filter
         thinned += (
-            client.counter_read(THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
-            + client.counter_read(FILTER_STATS, 1).packets
+            client.counter_read(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_ABSORBED).packets
+            + client.counter_read(COUNTER_ACK_FILTER_STATS, FilterStat.FILTERED).packets
         )
     return thinned
 
@@ -620,9 +631,9 @@ def set_floor_policy(client: SwitchClient, params: PolicyParams) -> None:
     if params.policy != Policy.EVERY_D:
         raise ValueError(f"{FLOOR} has every_d only, not {params.policy}")
     client.table_add(
-        "floor.policy",
-        "floor.every_d",
-        {"dst_addr": "0&&&0"},
+        TABLE_FLOOR_POLICY,
+        ACTION_FLOOR_EVERY_D,
+        {KEY_DST_ADDR: "0&&&0"},
         {"d_segments": params.d, "mss_bytes": params.mss},
         priority=1,
     )
@@ -632,9 +643,9 @@ def _routes_and_policy(thrift_port: int, policy: str | None, program: str) -> No
     with SwitchClient("localhost", thrift_port) as client:
         for port in (1, 2):
             client.table_add(
-                "forwarding.ipv4_lpm",
-                "route",
-                {"dst_addr": f"10.0.{port}.0/24"},
+                TABLE_FORWARDING_IPV4_LPM,
+                ACTION_FORWARDING_ROUTE,
+                {KEY_DST_ADDR: f"10.0.{port}.0/24"},
                 {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
             )
         if policy is None:

@@ -32,7 +32,9 @@ not one it may have, an output with a checksum that was right on input and is wr
 no input explains, a valid flow's data segment that did not come out, or a burst whose markers did
 not (the switch stopped forwarding). At the end of each configuration the switch's own counters
 must add up: the inputs dropped equal forwarding.drops + parser.malformed[IHL] + the ACKs thinned
-and filtered, and parser.malformed counts exactly the inputs the model calls malformed.
+and filtered, and parser.malformed counts exactly the inputs the model calls malformed. The stats
+counters (ack_thinning.stats, ack_filter.stats, ap.stats) are reported cell by cell, by name, as
+many cells as the program has.
 """
 
 from __future__ import annotations
@@ -53,6 +55,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ackwise.bmv2.client import named_cells
+from ackwise.p4names import (
+    ACTION_FORWARDING_L2_FORWARD,
+    ACTION_FORWARDING_ROUTE,
+    COUNTER_ACK_FILTER_STATS,
+    COUNTER_ACK_THINNING_STATS,
+    COUNTER_AP_STATS,
+    COUNTER_FORWARDING_DROPS,
+    COUNTER_PARSER_MALFORMED,
+    ETHERTYPE_AGENT_HEARTBEAT,
+    KEY_DST_ADDR,
+    REGISTER_AP_WINDOW_UPDATES,
+    TABLE_FORWARDING_IPV4_LPM,
+    TABLE_FORWARDING_L2_EXACT,
+    TCP_OPTIONS_MAX,
+    ApStat,
+    FilterStat,
+    MalformedReason,
+    ThinningStat,
+)
 
 from .record import tool_versions
 
@@ -167,7 +190,6 @@ def sack_option(blocks: list[tuple[int, int]]) -> bytes:
 
 KNOWN_OPTIONS = {0, 1, 2, 3, 4, 5, 8}
 OPTION_LENGTHS = {2: (4,), 3: (3,), 4: (2,), 5: (10, 18, 26, 34), 8: (10,)}
-TCP_OPTIONS_MAX = 10
 
 
 @dataclass
@@ -638,7 +660,7 @@ NUDGE = b"\x02" + bytes(4) + b"\x99" + mac(9, True) + b"\x88\xb6" + bytes(46)  #
 
 
 def heartbeat() -> bytes:
-    return b"\xff" * 6 + mac(CPU, True) + b"\x88\xb5" + bytes(46)
+    return b"\xff" * 6 + mac(CPU, True) + ETHERTYPE_AGENT_HEARTBEAT.to_bytes(2, "big") + bytes(46)
 
 
 class Fuzzer:
@@ -853,49 +875,48 @@ class Fuzzer:
 
     def _check_counters(self) -> None:
         c = self.client
-        drops = [c.counter_read("forwarding.drops", i).packets for i in range(8)]
-        malformed = [c.counter_read("parser.malformed", i).packets for i in range(8)]
-        names = [
-            "none",
-            "tcp_option_length",
-            "tcp_option_overrun",
-            "tcp_data_offset",
-            "truncated",
-            "ipv4_ihl",
-            "other",
-            "ipv4_header",
-        ]
-        switch_malformed = {names[i]: v for i, v in enumerate(malformed) if v}
-        self.report.counters["forwarding.drops"] = drops
-        self.report.counters["parser.malformed"] = switch_malformed
+        # Every cell the program has (its JSON says how many); indexed by the P4's enums, reported
+        # by their names.
+        drops = [cell.packets for cell in c.counter_read_all(COUNTER_FORWARDING_DROPS)]
+        malformed = c.counter_read_all(COUNTER_PARSER_MALFORMED)
+        switch_malformed = {name: n for name, n in named_cells(malformed, MalformedReason).items() if n}
+        dropped_malformed = {
+            r: malformed[r].packets for r in (MalformedReason.IPV4_IHL, MalformedReason.IPV4_HEADER)
+        }
+        self.report.counters[COUNTER_FORWARDING_DROPS] = drops
+        self.report.counters[COUNTER_PARSER_MALFORMED] = switch_malformed
         self.report.counters["model.malformed"] = dict(self.malformed)
         thinned = filtered = 0
         if self.config != "ap_proxy":
-            stats = [c.counter_read("ack_thinning.stats", i).packets for i in range(8)]
-            filter_stats = [c.counter_read("ack_filter.stats", i).packets for i in range(3)]
+            stats = c.counter_read_all(COUNTER_ACK_THINNING_STATS)
+            filter_stats = c.counter_read_all(COUNTER_ACK_FILTER_STATS)
             # Thinned at ingress, folded into a waiting ACK (coalesce), dropped at egress (filter).
-            thinned, filtered = stats[4] + stats[6], filter_stats[1]
-            self.report.counters["ack_thinning.stats"] = stats
-            self.report.counters["ack_filter.stats"] = filter_stats
+            thinned = stats[ThinningStat.ACKS_THINNED].packets + stats[ThinningStat.ACKS_ABSORBED].packets
+            filtered = filter_stats[FilterStat.FILTERED].packets
+            self.report.counters[COUNTER_ACK_THINNING_STATS] = named_cells(stats, ThinningStat)
+            self.report.counters[COUNTER_ACK_FILTER_STATS] = named_cells(filter_stats, FilterStat)
         else:
-            ap_stats = [c.counter_read("ap.stats", i).packets for i in range(7)]
-            self.report.counters["ap.stats"] = ap_stats
-            updates = sum(c.register_read_all("ap.window_updates"))
+            ap_cells = c.counter_read_all(COUNTER_AP_STATS)
+            ap_stats = {
+                s: ap_cells[s].packets for s in (ApStat.SPOOFED, ApStat.CONSUMED, ApStat.DUP_TO_AGENT)
+            }
+            self.report.counters[COUNTER_AP_STATS] = named_cells(ap_cells, ApStat)
+            updates = sum(c.register_read_all(REGISTER_AP_WINDOW_UPDATES))
             to_agent = sum(
                 n for v in self.report.outcomes.values() for k, n in v.items() if k.startswith("to agent")
             )
-            if self.spoofs != ap_stats[0] + updates:
+            if self.spoofs != ap_stats[ApStat.SPOOFED] + updates:
                 self.report.violate(
-                    f"{self.spoofs} ACKs made for senders came out, the AP counts {ap_stats[0]} spoofed "
-                    f"and {updates} window updates"
+                    f"{self.spoofs} ACKs made for senders came out, the AP counts "
+                    f"{ap_stats[ApStat.SPOOFED]} spoofed and {updates} window updates"
                 )
-            if to_agent != ap_stats[1] + ap_stats[2]:
+            if to_agent != ap_stats[ApStat.CONSUMED] + ap_stats[ApStat.DUP_TO_AGENT]:
                 self.report.violate(
-                    f"{to_agent} station ACKs went to the agent only, the AP counts {ap_stats[1]} consumed "
-                    f"and {ap_stats[2]} duplicates"
+                    f"{to_agent} station ACKs went to the agent only, the AP counts "
+                    f"{ap_stats[ApStat.CONSUMED]} consumed and {ap_stats[ApStat.DUP_TO_AGENT]} duplicates"
                 )
         self.report.counters["nudges"] = self.nudges
-        switch_dropped = sum(drops) - self.nudges + malformed[5] + malformed[7] + thinned + filtered
+        switch_dropped = sum(drops) - self.nudges + sum(dropped_malformed.values()) + thinned + filtered
         observed = self.dropped
         self.report.counters["dropped_observed"] = observed
         self.report.counters["dropped_by_switch_counters"] = switch_dropped
@@ -905,7 +926,8 @@ class Fuzzer:
         if switch_dropped != observed:
             self.report.violate(
                 f"counters do not add up: {observed} inputs dropped, the switch counts {switch_dropped} "
-                f"(forwarding.drops {sum(drops)}, IHL {malformed[5]}, IPv4 header {malformed[7]}, "
+                f"(forwarding.drops {sum(drops)}, IHL {dropped_malformed[MalformedReason.IPV4_IHL]}, "
+                f"IPv4 header {dropped_malformed[MalformedReason.IPV4_HEADER]}, "
                 f"thinned {thinned}, filtered {filtered})"
             )
         if switch_malformed != dict(self.malformed):
@@ -924,16 +946,16 @@ def configure(client: Any, config: str) -> None:
 
     for port in (UPLINK, DOWNLINK):
         client.table_add(
-            "forwarding.ipv4_lpm",
-            "route",
-            {"dst_addr": f"10.0.{port}.0/24"},
+            TABLE_FORWARDING_IPV4_LPM,
+            ACTION_FORWARDING_ROUTE,
+            {KEY_DST_ADDR: f"10.0.{port}.0/24"},
             {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
         )
     # Frames that are not IPv4 are switched on their destination, the switch's MAC: across.
-    client.table_add(
-        "forwarding.l2_exact", "l2_forward", {"dst_addr": "00:00:00:00:01:fe"}, {"port": DOWNLINK}
-    )
-    client.table_add("forwarding.l2_exact", "l2_forward", {"dst_addr": "00:00:00:00:02:fe"}, {"port": UPLINK})
+    for mac, port in (("00:00:00:00:01:fe", DOWNLINK), ("00:00:00:00:02:fe", UPLINK)):
+        client.table_add(
+            TABLE_FORWARDING_L2_EXACT, ACTION_FORWARDING_L2_FORWARD, {KEY_DST_ADDR: mac}, {"port": port}
+        )
     if config == "ap_proxy":
         params = StationParams(
             budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=60_000, holdoff_ms=0
@@ -1010,6 +1032,8 @@ def inside(args: argparse.Namespace) -> int:
                 switch.stop()
             reports.append(report.to_dict())
             print(summary_line(report.to_dict()), file=sys.stderr, flush=True)
+            for line in counter_lines(report.to_dict()):
+                print(f"  {line}", file=sys.stderr, flush=True)
     finally:
         wire.close()
     Path(args.json).write_text(
@@ -1035,6 +1059,19 @@ def summary_line(r: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in sorted(fates.items()))
         + f"; {len(r['violations'])} violations"
     )
+
+
+# The switch's counters with a name per cell, printed after each configuration's summary line.
+NAMED_COUNTERS = (COUNTER_ACK_THINNING_STATS, COUNTER_ACK_FILTER_STATS, COUNTER_AP_STATS)
+
+
+def counter_lines(r: dict[str, Any]) -> list[str]:
+    """One line per named counter the report holds: every cell, by name."""
+    return [
+        f"{name}: " + ", ".join(f"{cell} {n}" for cell, n in r["counters"][name].items())
+        for name in NAMED_COUNTERS
+        if name in r["counters"]
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

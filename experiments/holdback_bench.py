@@ -25,9 +25,16 @@ from pathlib import Path
 from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import compiled_program
+from ackwise.p4names import (
+    ACTION_FORWARDING_ROUTE,
+    COUNTER_ACK_THINNING_STATS,
+    KEY_DST_ADDR,
+    TABLE_FORWARDING_IPV4_LPM,
+    ThinningStat,
+)
 from ackwise.policies import MSS_BYTES, PolicyParams
 from ackwise.processes import stop_process
-from ackwise.thinning import THINNING_STATS, ThinningStat, set_default_policy
+from ackwise.thinning import set_default_policy
 
 from .bench import segment, veth
 from .rawsend import BURST_FRAMES, send_paced, senders
@@ -75,9 +82,9 @@ def measure(
         with SwitchClient("localhost", thrift_port) as client:
             for port in (1, 2):
                 client.table_add(
-                    "forwarding.ipv4_lpm",
-                    "route",
-                    {"dst_addr": f"10.0.{port}.0/24"},
+                    TABLE_FORWARDING_IPV4_LPM,
+                    ACTION_FORWARDING_ROUTE,
+                    {KEY_DST_ADDR: f"10.0.{port}.0/24"},
                     {
                         "port": port,
                         "src_mac": f"00:00:00:00:0{port}:fe",
@@ -101,7 +108,7 @@ def measure(
             )
             time.sleep(0.5)
         with SwitchClient("localhost", thrift_port) as client:
-            held = client.counter_read(THINNING_STATS, ThinningStat.ACKS_HELD).packets
+            held = client.counter_read(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_HELD).packets
         stop_process(agent, timeout_s=10)
         report = json.loads(stats.read_text())
         counters = report["counters"]

@@ -1,5 +1,5 @@
-"""Many concurrent flows through ack_switch's 4096 flow records: collisions and reclamation against
-the birthday bound, and that no flow is ever thinned on another flow's record.
+"""Many concurrent flows through ack_switch's flow records (FLOW_SLOTS): collisions and reclamation
+against the birthday bound, and that no flow is ever thinned on another flow's record.
 
     python -m ackwise.experiments.scale [--flows 10000] [--reclaim-flows 2000] [--json FILE]
 
@@ -28,10 +28,12 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ackwise.bmv2.client import CounterValue, named_cells
 from ackwise.experiments.fuzz import (
     DOWNLINK,
     MARK,
@@ -47,7 +49,8 @@ from ackwise.experiments.fuzz import (
     tcp_header,
     ts_option,
 )
-from ackwise.flowkey import FLOW_SLOTS, FlowKey
+from ackwise.flowkey import FlowKey
+from ackwise.p4names import COUNTER_ACK_THINNING_STATS, FLOW_SLOTS, REGISTER_ACK_THINNING_SLOT, ThinningStat
 
 SEGMENT = 200
 BATCH = 8  # flows per burst: 48 packets, within what bmv2's port buffers take at once
@@ -134,6 +137,38 @@ def expected_birthday(flows: int, slots: int = FLOW_SLOTS) -> float:
     return slots * (1 - (1 - 1 / slots) ** flows)
 
 
+def phase1_report(
+    stats: Sequence[CounterValue], flows: int, owners: set[int], slots: set[int], seconds: float
+) -> dict[str, Any]:
+    """Phase 1 as ack_thinning.stats counted it, against the twin's expectations; every cell of the
+    counter (as many as the program has) by name under "stats"."""
+    return {
+        "seconds": round(seconds, 1),
+        "records_expected": len(slots),
+        "records_birthday_bound": round(expected_birthday(flows), 1),
+        "new_records": stats[ThinningStat.NEW_FLOWS].packets,
+        "collision_packets": stats[ThinningStat.COLLISIONS].packets,
+        "collision_packets_expected": 6 * (flows - len(owners)),
+        "acks_thinned": stats[ThinningStat.ACKS_THINNED].packets,
+        "stats": named_cells(stats, ThinningStat),
+    }
+
+
+def phase2_report(
+    stats: Sequence[CounterValue], flows: int, owners: set[int], slots: set[int], phase1_slots: set[int]
+) -> dict[str, Any]:
+    """Phase 2 (the counter reset after phase 1) likewise: reclaimed records and new ones."""
+    return {
+        "reclaimed": stats[ThinningStat.RECLAIMED].packets,
+        "reclaimed_expected": len(slots & phase1_slots),
+        "new_records": stats[ThinningStat.NEW_FLOWS].packets,
+        "new_records_expected": len(slots - phase1_slots),
+        "collision_packets": stats[ThinningStat.COLLISIONS].packets,
+        "collision_packets_expected": 6 * (flows - len(owners)),
+        "stats": named_cells(stats, ThinningStat),
+    }
+
+
 def run_phase(wire: Wire, flows: list[Flow], owners: set[int]) -> dict[str, Any]:
     """Send the flows; return the fates of their ACKs, checked against ownership."""
     fates: dict[str, Any] = {"owner_ok": 0, "collided_ok": 0, "violations": []}
@@ -201,9 +236,10 @@ def inside(args: argparse.Namespace) -> int:
         program_json=str(REPO / "build" / "ack_switch.json"), ports=ifaces, thrift_port=THRIFT_PORT
     )
     switch = start_switch(spec)
-    result: dict[str, Any] = {"flows": args.flows, "slots": FLOW_SLOTS, "random_keys": args.random_keys}
+    result: dict[str, Any] = {"flows": args.flows, "random_keys": args.random_keys}
     try:
         client = switch.client()
+        result["slots"] = client.program.registers[REGISTER_ACK_THINNING_SLOT].size
         configure(client, "every_d")
         set_reclaim_idle_ms(client, 600_000)
         time.sleep(0.2)
@@ -214,22 +250,14 @@ def inside(args: argparse.Namespace) -> int:
         owners1, slots1 = first_touch(phase1, set())
         started = time.monotonic()
         fates1 = run_phase(wire, phase1, owners1)
-        stats = [client.counter_read("ack_thinning.stats", i).packets for i in range(8)]
-        result["phase1"] = {
-            "seconds": round(time.monotonic() - started, 1),
-            "records_expected": len(slots1),
-            "records_birthday_bound": round(expected_birthday(args.flows), 1),
-            "new_records": stats[2],
-            "collision_packets": stats[0],
-            "collision_packets_expected": 6 * (args.flows - len(owners1)),
-            "acks_thinned": stats[4],
-            **fates1,
-        }
+        stats = client.counter_read_all(COUNTER_ACK_THINNING_STATS)
+        seconds = time.monotonic() - started
+        result["phase1"] = phase1_report(stats, args.flows, owners1, slots1, seconds) | fates1
 
         # Phase 2: every record idle more than a second may be taken over.
         set_reclaim_idle_ms(client, 1000)
         time.sleep(1.5)
-        client.counter_reset("ack_thinning.stats")
+        client.counter_reset(COUNTER_ACK_THINNING_STATS)
         # Flows of distinct slots: a phase-2 record may itself be idle a second before the phase
         # ends, and another phase-2 flow on its slot would then reclaim it, at a time no twin knows.
         phase1_keys = {(f.src, f.sport) for f in phase1}
@@ -242,16 +270,8 @@ def inside(args: argparse.Namespace) -> int:
                 phase2.append(Flow(len(phase2), 1, flow.src, flow.sport))
         owners2, slots2 = first_touch(phase2, set())  # every slot is free or reclaimable now
         fates2 = run_phase(wire, phase2, owners2)
-        stats = [client.counter_read("ack_thinning.stats", i).packets for i in range(8)]
-        result["phase2"] = {
-            "reclaimed": stats[1],
-            "reclaimed_expected": len(slots2 & slots1),
-            "new_records": stats[2],
-            "new_records_expected": len(slots2 - slots1),
-            "collision_packets": stats[0],
-            "collision_packets_expected": 6 * (args.reclaim_flows - len(owners2)),
-            **fates2,
-        }
+        stats = client.counter_read_all(COUNTER_ACK_THINNING_STATS)
+        result["phase2"] = phase2_report(stats, args.reclaim_flows, owners2, slots2, slots1) | fates2
 
         # ackwise flows over the full table; read_flows against one bulk read of the program's
         # largest register (no register named here: the layout is the thinning module's business).

@@ -15,8 +15,9 @@ import pytest
 from conftest import assert_each_byte_once, loss_free_buffer_pkts
 
 from ackwise.experiments.traffic import Capture, TcpSampler, run_transfers
+from ackwise.p4names import COUNTER_ACK_FILTER_STATS, FilterStat
 from ackwise.policies import PolicyParams
-from ackwise.thinning import FILTER_STATS, read_flows, set_default_policy
+from ackwise.thinning import read_flows, set_default_policy
 from ackwise.topologies.testbed import Testbed
 
 SIZE = 2_000_000
@@ -57,7 +58,7 @@ def transfer_through(
     acks = sum(s.pure_acks for d, s in directions.items() if d.startswith(f"{receiver.IP()}:"))
     with sw.client() as client:
         flows = read_flows(client)
-        filtered = client.counter_read(FILTER_STATS, 1).packets
+        filtered = client.counter_read(COUNTER_ACK_FILTER_STATS, FilterStat.FILTERED).packets
     thinned = sum(h.acks_thinned for f in flows for h in f.halves)
     print(
         f"{switch} {policy.describe()}: {SIZE / 1e6:.0f} MB in {result.completion_s:.2f} s, "

@@ -25,7 +25,7 @@ from conftest import REPO
 from ackwise.apply import apply_config, load_config
 from ackwise.bmv2.launcher import start_switch
 from ackwise.experiments.traffic import Transfer
-from ackwise.p4names import L2_EXACT
+from ackwise.p4names import TABLE_FORWARDING_L2_EXACT
 from ackwise.thinning import list_policies, read_flows
 from ackwise.topologies.testbed import Testbed
 
@@ -42,10 +42,15 @@ def wait_for(transfer: Transfer, done_bytes: int, limit_s: float = 60) -> None:
 def saved_configuration(testbed: Testbed, path: Path) -> Path:
     """s1's configuration as an operator keeps it: its L2 entries (the test bed's) and a policy."""
     with testbed.switch("s1").client() as client:
-        entries = client.table_entries(L2_EXACT)
+        entries = client.table_entries(TABLE_FORWARDING_L2_EXACT)
     doc = {
         "tables": [
-            {"table": L2_EXACT, "action": e.action, "key": [str(m) for m in e.key], "params": e.params}
+            {
+                "table": TABLE_FORWARDING_L2_EXACT,
+                "action": e.action,
+                "key": [str(m) for m in e.key],
+                "params": e.params,
+            }
             for e in entries
         ],
         "policies": [{"match": "default", "policy": "every_d", "params": {"d": 4}}],
@@ -72,7 +77,7 @@ def test_switch_killed_mid_transfer_comes_back_with_its_file(tmp_path: Path) -> 
             s1.running = start_switch(spec)
             testbed.pids["s1 simple_switch"] = s1.running.pid
             with s1.client() as client:
-                assert client.table_entries(L2_EXACT) == []  # a new switch knows nothing
+                assert client.table_entries(TABLE_FORWARDING_L2_EXACT) == []  # a new switch knows nothing
                 apply_config(client, config)
                 result = transfer.wait()
                 flows = read_flows(client)

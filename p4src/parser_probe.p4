@@ -11,22 +11,23 @@
 #include "include/forwarding.p4"
 #include "include/checksums.p4"
 
-// Cells of the probe.parsed register (mirrored in ptf-tests/test_parser.py).
-const bit<32> PROBE_MSS_PRESENT = 0;
-const bit<32> PROBE_MSS = 1;
-const bit<32> PROBE_WS_PRESENT = 2;
-const bit<32> PROBE_WS_SHIFT = 3;
-const bit<32> PROBE_SACK_PERMITTED = 4;
-const bit<32> PROBE_TS_PRESENT = 5;
-const bit<32> PROBE_TS_VAL = 6;
-const bit<32> PROBE_TS_ECR = 7;
-const bit<32> PROBE_SACK_BLOCKS = 8;
-const bit<32> PROBE_SACK_LEFT_0 = 9;    // left_i at 9 + 2i, right_i at 10 + 2i
-const bit<32> PROBE_UNKNOWN_PRESENT = 17;
-const bit<32> PROBE_MALFORMED_REASON = 18;
-const bit<32> PROBE_PAYLOAD_LEN = 19;
-const bit<32> PROBE_OPTION_COUNT = 20;
-const bit<32> PROBE_SEGMENTS = 21;      // TCP segments probed so far
+// Cells of the probe.parsed register (ptf-tests/test_tcp_options.py reads them).
+typedef bit<32> probe_cell_t;
+const probe_cell_t PROBE_MSS_PRESENT = 0;
+const probe_cell_t PROBE_MSS = 1;
+const probe_cell_t PROBE_WS_PRESENT = 2;
+const probe_cell_t PROBE_WS_SHIFT = 3;
+const probe_cell_t PROBE_SACK_PERMITTED = 4;
+const probe_cell_t PROBE_TS_PRESENT = 5;
+const probe_cell_t PROBE_TS_VAL = 6;
+const probe_cell_t PROBE_TS_ECR = 7;
+const probe_cell_t PROBE_SACK_BLOCKS = 8;
+const probe_cell_t PROBE_SACK_LEFT_0 = 9;    // left_i at 9 + 2i, right_i at 10 + 2i
+const probe_cell_t PROBE_UNKNOWN_PRESENT = 17;
+const probe_cell_t PROBE_MALFORMED_REASON = 18;
+const probe_cell_t PROBE_PAYLOAD_LEN = 19;
+const probe_cell_t PROBE_OPTION_COUNT = 20;
+const probe_cell_t PROBE_SEGMENTS = 21;      // TCP segments probed so far
 #define PROBE_CELLS 22
 
 control ParserProbe(in tcp_options_meta_t opts, in parser_meta_t parser_meta, in bit<16> payload_len) {

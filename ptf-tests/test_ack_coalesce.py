@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from ackwise.bmv2.toolchain import compiled_program
 from ackwise.flowkey import FlowKey
+from ackwise.p4names import COALESCE_SLOTS, COALESCE_WAITING, COUNTER_ACK_THINNING_STATS, ThinningStat
 from ackwise.policies import PolicyParams
 from ackwise.queues import set_queue_depth, set_queue_rate
-from ackwise.thinning import COALESCE_SLOTS
 from base_test import TcpFlow, routed, set_tcp_checksum, udp_datagram
 from test_ack_thinning import ThinningTest
 
@@ -102,7 +102,7 @@ class CoalesceTest(ThinningTest):
         return pkt
 
     def coalesce_flags(self, flow: TcpFlow) -> int:
-        """The flags of the ACK side's coalescing state (bit 0: an ACK waits in the queue)."""
+        """The flags of the ACK side's coalescing state (COALESCE_WAITING: an ACK waits in the queue)."""
         record = self.flow_record(flow)["record"]
         _, direction = FlowKey.of(
             f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
@@ -162,7 +162,7 @@ class CoalesceRewritesTheWaitingAckTest(CoalesceTest):
         side = self.flow_record(flow)["ack_side"]
         self.assertEqual((side.acks_seen, side.acks_forwarded, side.acks_thinned), (10, 2, 8))
         self.assertEqual((side.acks_absorbed, side.acks_rewritten), (8, 1))
-        self.assertEqual(self.counter("ack_thinning.stats", 6), 8)  # STAT_ACKS_ABSORBED
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_ABSORBED), 8)
 
 
 class CoalesceTwoFlowsTest(CoalesceTest):
@@ -418,7 +418,9 @@ class CoalesceTailDropTest(CoalesceTest):
         for k in (1, 2, 3):
             self.send(flow.ack_port, flow.ack(k))  # tail-dropped by the program
         time.sleep(0.1)
-        self.assertEqual(self.coalesce_flags(flow) & 1, 0, "a tail-dropped ACK became the waiting ACK")
+        self.assertEqual(
+            self.coalesce_flags(flow) & COALESCE_WAITING, 0, "a tail-dropped ACK became the waiting ACK"
+        )
         time.sleep(0.4)  # the two fillers have left
         last = flow.ack(4)
         self.send(flow.ack_port, last)

@@ -3,6 +3,7 @@ supersedes it entered the queue behind it."""
 
 from __future__ import annotations
 
+from ackwise.p4names import COUNTER_ACK_FILTER_STATS, FilterStat
 from ackwise.policies import PolicyParams
 from ackwise.queues import set_queue_depth, set_queue_rate
 from base_test import TcpFlow
@@ -31,7 +32,7 @@ class QueuedFilterTest(SlowQueueFilterTest):
         flow = TcpFlow()
         self.send_data(flow, range(12))
         self.run_acks(flow, [flow.ack(k) for k in range(1, 11)], [0, 9], quiet_s=2.5)
-        self.assertEqual(self.counter("ack_filter.stats", 1), 8)
+        self.assertEqual(self.counter(COUNTER_ACK_FILTER_STATS, FilterStat.FILTERED), 8)
 
 
 class FilterKeepsNewsTest(SlowQueueFilterTest):
@@ -84,7 +85,6 @@ class FilterTailDropTest(SlowQueueFilterTest):
         # ack(1) leaves at once, the queue holds four: ack(2) to ack(5); ack(6) to ack(10) are
         # tail-dropped.
         self.run_acks(flow, [flow.ack(k) for k in range(1, 11)], [0, 1, 2, 3, 4], quiet_s=2.5)
-        self.assertEqual(self.counter("ack_filter.stats", 1), 0)
-        self.assertEqual(
-            self.counter("ack_filter.stats", 2), 4
-        )  # ack(2) to ack(5), each behind a dropped one
+        self.assertEqual(self.counter(COUNTER_ACK_FILTER_STATS, FilterStat.FILTERED), 0)
+        # ack(2) to ack(5), each behind a dropped one
+        self.assertEqual(self.counter(COUNTER_ACK_FILTER_STATS, FilterStat.KEPT_QUEUE_FULL), 4)

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 
 from ackwise.flowkey import FlowKey
+from ackwise.p4names import KeepReason
 from ackwise.policies import PolicyParams
-from ackwise.safety import KeepReason
 from ackwise.thinning import read_half_field
 from base_test import TcpFlow, routed
 from test_ack_thinning import ThinningTest

@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 
 from ackwise import holdback
-from ackwise.holdback import AgentKind
-from ackwise.p4names import ETHERTYPE_AGENT_HEARTBEAT
+from ackwise.p4names import COUNTER_ACK_THINNING_STATS, ETHERTYPE_AGENT_HEARTBEAT, AgentKind, ThinningStat
 from ackwise.policies import PolicyParams
 from ackwise.queues import set_queue_rate
-from ackwise.thinning import ThinningStat, set_default_policy
+from ackwise.thinning import set_default_policy
 from base_test import TcpFlow, param, routed
 from test_ack_coalesce import QUEUE_PPS, CoalesceTest, rewritten
 from test_ack_holdback import CPU_PORT, HoldbackTest
@@ -151,7 +150,7 @@ class ShareHandsOverInOrderTest(ShareTest):
             self.assertGreater(wait_us, 0, "the flow's two ACKs are queued: it must wait")
             self.assertLessEqual(wait_us, 200_000)
         self.check_out(a, [waiting, dsack, b1], quiet_s=0.8)
-        self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.ACKS_SHARED), 3)
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SHARED), 3)
         side = self.flow_record(a)["ack_side"]
         self.assertEqual(side.acks_seen, 3, "an ACK the agent holds is seen when it comes back")
         self.assertEqual((side.acks_shared, side.share_bounced), (3, 0))
@@ -196,7 +195,7 @@ class ShareBounceAndTakeTest(ShareTest):
         self.assertEqual(self.agent.copies(0.1), [], "one answer per ACK sent back")
 
         self.check_out(a, [waiting, dsack, rewritten(ack4, ack5)], quiet_s=0.8)
-        self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.SHARE_BOUNCED), 2)
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.SHARE_BOUNCED), 2)
         side = self.flow_record(a)["ack_side"]
         self.assertEqual((side.acks_seen, side.acks_absorbed, side.acks_rewritten), (5, 1, 1))
         self.assertEqual((side.acks_shared, side.share_bounced), (2, 2))
@@ -216,7 +215,7 @@ class ShareAgentSilentTest(ShareTest):
             self.send(a.ack_port, pkt)
         self.assertEqual(self.agent.copies(0.1), [])
         self.check_out(a, [waiting, dsack, rewritten(later[0], later[-1])], quiet_s=0.8)
-        self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.ACKS_SHARED), 0)
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SHARED), 0)
 
 
 class ShareAgentGoneTakesWhatComesBackTest(ShareTest):
@@ -275,7 +274,7 @@ class SharePolicyChangedTest(ShareTest):
             )
         self.assertEqual(self.agent.copies(0.1), [], "one answer per ACK sent back")
         self.check_out(a, [waiting, dsack, *held], quiet_s=0.8)
-        self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.ACKS_SHARED), 3)
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SHARED), 3)
         side = self.flow_record(a)["ack_side"]
         self.assertEqual(side.acks_seen, 6, "each ACK the agent held is seen when it comes back")
 

@@ -11,8 +11,8 @@ import time
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from ackwise.ap import ApMode, ApStat, StationParams, configure_ap, read_flows
-from ackwise.p4names import L2_EXACT
+from ackwise.ap import StationParams, configure_ap, read_flows
+from ackwise.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApMode, ApStat
 from base_test import AckwiseTest, host_ip, host_mac, tcp_segment
 
 UPLINK, STATION, CPU = 1, 2, 3
@@ -34,7 +34,9 @@ class ApProxyTest(AckwiseTest):
     def install_entries(self) -> None:
         assert self.client is not None
         for port in (UPLINK, STATION):
-            self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port})
+            self.client.table_add(
+                TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port}
+            )
         configure_ap(self.client, [UPLINK], [STATION], CPU, [("10.0.2.0/24", self.station_params)])
         self.heartbeat()
 
@@ -232,7 +234,7 @@ class ApProxyTest(AckwiseTest):
         return bytes(out)
 
     def stat(self, s: ApStat) -> int:
-        return self.counter("ap.stats", s)
+        return self.counter(COUNTER_AP_STATS, s)
 
 
 SYNACK_EDGE = S_ISN + 1 + SYNACK_WINDOW  # the station's right edge from its SYN-ACK
@@ -500,7 +502,9 @@ class HighAddressesTest(ApProxyTest):
     def install_entries(self) -> None:
         assert self.client is not None
         for port in (UPLINK, STATION):
-            self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port})
+            self.client.table_add(
+                TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port}
+            )
         configure_ap(self.client, [UPLINK], [STATION], CPU, [("192.168.2.0/24", self.station_params)])
         self.heartbeat()
 

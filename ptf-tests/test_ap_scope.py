@@ -7,8 +7,8 @@ Ports: 1 the wired uplink (host 1, 10.0.1.1), 2 and 3 wireless (stations 10.0.2.
 
 from __future__ import annotations
 
-from ackwise.ap import ApStat, StationParams, configure_ap, list_stations, read_flows
-from ackwise.p4names import L2_EXACT
+from ackwise.ap import StationParams, configure_ap, list_stations, read_flows
+from ackwise.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApStat
 from base_test import AckwiseTest, host_mac, tcp_segment
 
 UPLINK, STA_A, STA_B, CPU = 1, 2, 3, 0
@@ -24,7 +24,9 @@ class ApScopeTest(AckwiseTest):
     def install_entries(self) -> None:
         assert self.client is not None
         for port in (UPLINK, STA_A, STA_B):
-            self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port})
+            self.client.table_add(
+                TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port}
+            )
         configure_ap(self.client, [UPLINK], [STA_A, STA_B], CPU, [(p, PARAMS) for p in self.served])
         self.heartbeat()
 
@@ -106,7 +108,7 @@ class ApScopeTest(AckwiseTest):
         return bytes(frame)
 
     def spoofed(self) -> int:
-        return self.counter("ap.stats", ApStat.SPOOFED)
+        return self.counter(COUNTER_AP_STATS, ApStat.SPOOFED)
 
 
 class ServedPrefixOnlyTest(ApScopeTest):
@@ -151,7 +153,7 @@ class StationToStationTest(ApScopeTest):
             ack = self.segment(STA_B, STA_A, b_isn + 1, seq + MSS, sport=40000, dport=5001)
             self.through(STA_B, STA_A, ack)
         self.assertEqual(self.spoofed(), 0)
-        self.assertEqual(self.counter("ap.stats", ApStat.CONSUMED), 0)
+        self.assertEqual(self.counter(COUNTER_AP_STATS, ApStat.CONSUMED), 0)
         assert self.client is not None
         self.assertEqual(read_flows(self.client), [])
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 from ackwise.flowkey import FlowKey
+from ackwise.p4names import COUNTER_ACK_THINNING_STATS, ThinningStat
 from ackwise.policies import PolicyParams
-from ackwise.thinning import ThinningStat, read_flows, set_reclaim_idle_ms
+from ackwise.thinning import read_flows, set_reclaim_idle_ms
 from base_test import TcpFlow, routed
 from test_ack_thinning import ThinningTest
 
@@ -50,7 +51,7 @@ class HashCollisionTest(ThinningTest):
         self.run_acks(owner, [owner.ack(k) for k in range(1, 6)], [0, 4])
         self.send_data(other, range(8))
         self.run_acks(other, [other.ack(k) for k in range(1, 9)], list(range(8)))  # untouched
-        self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.COLLISIONS), 16)
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.COLLISIONS), 16)
         self.run_acks(owner, [owner.ack(k) for k in range(6, 13)], [3, 6])  # ack(9), then ack(12) (all data)
         flows = read_flows(self.client)
         self.assertEqual(
@@ -75,7 +76,7 @@ class ReclaimIdleTest(ThinningTest):
         self.run_acks(owner, [owner.ack(k) for k in range(1, 4)], [0])
         time.sleep(0.25)
         self.send_data(other, range(8))
-        self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.RECLAIMED), 1)
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.RECLAIMED), 1)
         self.run_acks(other, [other.ack(k) for k in range(1, 9)], [0, 4, 7])  # thinned on its own record
         self.run_acks(owner, [owner.ack(k) for k in range(4, 7)], [0, 1, 2])  # now the one left untouched
 
@@ -94,9 +95,9 @@ class ReclaimClosedTest(ThinningTest):
                 fin = owner.data(4, flags=closing, payload_len=0)
                 self.send(owner.data_port, fin)
                 self.expect_next(routed(fin, owner.ack_port), owner.ack_port)
-                before = self.counter("ack_thinning.stats", ThinningStat.RECLAIMED)
+                before = self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.RECLAIMED)
                 self.send_data(other, range(8))
-                self.assertEqual(self.counter("ack_thinning.stats", ThinningStat.RECLAIMED), before + 1)
+                self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.RECLAIMED), before + 1)
                 self.run_acks(other, [other.ack(k) for k in range(1, 9)], [0, 4, 7])
 
 

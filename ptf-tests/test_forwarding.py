@@ -7,7 +7,12 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
-from ackwise.p4names import FORWARDING_DROPS, IPV4_LPM, L2_EXACT, DropReason
+from ackwise.p4names import (
+    COUNTER_FORWARDING_DROPS,
+    TABLE_FORWARDING_IPV4_LPM,
+    TABLE_FORWARDING_L2_EXACT,
+    DropReason,
+)
 from base_test import (
     AckwiseTest,
     host_ip,
@@ -43,7 +48,7 @@ class LongestPrefixTest(AckwiseTest):
         self.install_routes()
         assert self.client is not None
         self.client.table_add(
-            IPV4_LPM,
+            TABLE_FORWARDING_IPV4_LPM,
             "route",
             {"dst_addr": "10.0.0.0/16"},
             {"port": 3, "src_mac": switch_mac(3), "dst_mac": "00:00:00:00:09:01"},
@@ -68,7 +73,7 @@ class TtlExpiryTest(AckwiseTest):
         for ttl in (0, 1):
             self.send(1, tcp_segment(1, 2, ttl=ttl))
         self.expect_nothing_else()
-        self.assertEqual(self.counter(FORWARDING_DROPS, DropReason.TTL_EXPIRED), 2)
+        self.assertEqual(self.counter(COUNTER_FORWARDING_DROPS, DropReason.TTL_EXPIRED), 2)
         pkt = tcp_segment(1, 2, ttl=2)
         self.send(1, pkt)
         self.expect(routed(pkt, 2), 2)
@@ -83,7 +88,7 @@ class BadIpv4ChecksumTest(AckwiseTest):
         raw[24] ^= 0xFF
         self.send(1, bytes(raw))
         self.expect_nothing_else()
-        self.assertEqual(self.counter(FORWARDING_DROPS, DropReason.IPV4_CHECKSUM), 1)
+        self.assertEqual(self.counter(COUNTER_FORWARDING_DROPS, DropReason.IPV4_CHECKSUM), 1)
 
 
 class Ipv4OptionsTest(AckwiseTest):
@@ -121,7 +126,7 @@ class L2SwitchTest(AckwiseTest):
 
     def install_entries(self) -> None:
         assert self.client is not None
-        self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(2)}, {"port": 2})
+        self.client.table_add(TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(2)}, {"port": 2})
 
     def runTest(self) -> None:
         pkt = tcp_segment(1, 2, eth_dst=host_mac(2), payload=b"abc")
@@ -137,7 +142,7 @@ class NonIpv4Test(AckwiseTest):
     def install_entries(self) -> None:
         self.install_routes()
         assert self.client is not None
-        self.client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host_mac(3)}, {"port": 3})
+        self.client.table_add(TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(3)}, {"port": 3})
 
     def runTest(self) -> None:
         arp = Ether(src=host_mac(1), dst=host_mac(3)) / ARP(
@@ -156,4 +161,4 @@ class NonIpv4Test(AckwiseTest):
         )
         self.send(1, unknown)
         self.expect_nothing_else()
-        self.assertEqual(self.counter(FORWARDING_DROPS, DropReason.NO_ENTRY), 1)
+        self.assertEqual(self.counter(COUNTER_FORWARDING_DROPS, DropReason.NO_ENTRY), 1)

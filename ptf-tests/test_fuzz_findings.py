@@ -18,7 +18,7 @@ from __future__ import annotations
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from ackwise.p4names import PARSER_MALFORMED, MalformedReason
+from ackwise.p4names import COUNTER_PARSER_MALFORMED, MalformedReason
 from ackwise.policies import PolicyParams
 from ackwise.thinning import set_default_policy
 from base_test import AckwiseTest, TcpFlow, routed, tcp_segment
@@ -87,13 +87,15 @@ class BadIpv4HeaderDroppedTest(AckwiseTest):
             with_ip({"ihl": 6, "len": 22}),
             bytes(ihl15),
         ]
-        before = self.counter(PARSER_MALFORMED, MalformedReason.IPV4_HEADER)
+        before = self.counter(COUNTER_PARSER_MALFORMED, MalformedReason.IPV4_HEADER)
         for frame in cases:
             self.send(1, frame)
         self.send(1, good)
         self.expect_next(routed(good, 2), 2)
         self.expect_nothing_else()
-        self.assertEqual(self.counter(PARSER_MALFORMED, MalformedReason.IPV4_HEADER) - before, len(cases))
+        self.assertEqual(
+            self.counter(COUNTER_PARSER_MALFORMED, MalformedReason.IPV4_HEADER) - before, len(cases)
+        )
 
 
 class CoalescedAckWithTrailerTest(CoalesceTest):

@@ -10,7 +10,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from ackwise.p4names import PARSER_MALFORMED, MalformedReason
+from ackwise.p4names import COUNTER_PARSER_MALFORMED, MalformedReason
 from base_test import AckwiseTest, host_ip, host_mac, routed, switch_mac, tcp_segment
 
 TS = struct.pack("!BBII", 8, 10, 100, 200)
@@ -65,16 +65,16 @@ class MalformedForwardedTest(AckwiseTest):
     def runTest(self) -> None:
         for name, pkt, reason in CASES:
             with self.subTest(name):
-                before = self.counter(PARSER_MALFORMED, reason)
+                before = self.counter(COUNTER_PARSER_MALFORMED, reason)
                 self.send(1, pkt)
                 self.expect(routed(pkt, 2), 2)
-                self.assertEqual(self.counter(PARSER_MALFORMED, reason), before + 1)
+                self.assertEqual(self.counter(COUNTER_PARSER_MALFORMED, reason), before + 1)
                 # ...and an ordinary segment right behind it still goes through.
                 good = tcp_segment(raw_options=b"\x01\x01" + TS, payload=b"ok")
                 self.send(1, good)
                 self.expect(routed(good, 2), 2)
         self.expect_nothing_else()
-        self.assertEqual(self.counter(PARSER_MALFORMED, MalformedReason.NONE), 0)
+        self.assertEqual(self.counter(COUNTER_PARSER_MALFORMED, MalformedReason.NONE), 0)
 
 
 class MalformedReasonProbeTest(AckwiseTest):
@@ -98,7 +98,7 @@ class Ipv4IhlShortTest(AckwiseTest):
         raw[14] = 0x44
         self.send(1, bytes(raw))
         self.expect_nothing_else()
-        self.assertEqual(self.counter(PARSER_MALFORMED, MalformedReason.IPV4_IHL), 1)
+        self.assertEqual(self.counter(COUNTER_PARSER_MALFORMED, MalformedReason.IPV4_IHL), 1)
         good = tcp_segment()
         self.send(1, good)
         self.expect(routed(good, 2), 2)

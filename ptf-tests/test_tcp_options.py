@@ -9,12 +9,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from ackwise.p4names import REGISTER_PROBE_PARSED, ProbeCell
 from base_test import AckwiseTest, routed, set_tcp_checksum, tcp_segment
-
-# Cells of the probe.parsed register (PROBE_* in p4src/parser_probe.p4).
-MSS_PRESENT, MSS, WS_PRESENT, WS_SHIFT, SACK_PERMITTED, TS_PRESENT, TS_VAL, TS_ECR = range(8)
-SACK_BLOCKS, SACK_LEFT_0 = 8, 9
-UNKNOWN_PRESENT, MALFORMED_REASON, PAYLOAD_LEN, OPTION_COUNT, SEGMENTS = 17, 18, 19, 20, 21
 
 NOP, EOL = b"\x01", b"\x00"
 
@@ -43,116 +39,136 @@ LAYOUTS = [
         struct.pack("!BBH", 2, 4, 1460) + b"\x04\x02" + ts(0x11223344, 0) + NOP + b"\x03\x03\x07",
         flags="S",
         expect={
-            MSS_PRESENT: 1,
-            MSS: 1460,
-            SACK_PERMITTED: 1,
-            TS_PRESENT: 1,
-            TS_VAL: 0x11223344,
-            TS_ECR: 0,
-            WS_PRESENT: 1,
-            WS_SHIFT: 7,
-            OPTION_COUNT: 5,
-            UNKNOWN_PRESENT: 0,
+            ProbeCell.MSS_PRESENT: 1,
+            ProbeCell.MSS: 1460,
+            ProbeCell.SACK_PERMITTED: 1,
+            ProbeCell.TS_PRESENT: 1,
+            ProbeCell.TS_VAL: 0x11223344,
+            ProbeCell.TS_ECR: 0,
+            ProbeCell.WS_PRESENT: 1,
+            ProbeCell.WS_SHIFT: 7,
+            ProbeCell.OPTION_COUNT: 5,
+            ProbeCell.UNKNOWN_PRESENT: 0,
         },
     ),
     Layout(
         "ACK: NOP NOP TS",
         NOP + NOP + ts(100, 200),
         expect={
-            TS_PRESENT: 1,
-            TS_VAL: 100,
-            TS_ECR: 200,
-            OPTION_COUNT: 3,
-            SACK_BLOCKS: 0,
-            MSS_PRESENT: 0,
-            WS_PRESENT: 0,
-            UNKNOWN_PRESENT: 0,
+            ProbeCell.TS_PRESENT: 1,
+            ProbeCell.TS_VAL: 100,
+            ProbeCell.TS_ECR: 200,
+            ProbeCell.OPTION_COUNT: 3,
+            ProbeCell.SACK_BLOCKS: 0,
+            ProbeCell.MSS_PRESENT: 0,
+            ProbeCell.WS_PRESENT: 0,
+            ProbeCell.UNKNOWN_PRESENT: 0,
         },
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(1)",
         NOP + NOP + ts(7, 8) + NOP + NOP + sack((10000, 11448)),
         expect={
-            TS_VAL: 7,
-            TS_ECR: 8,
-            SACK_BLOCKS: 1,
-            SACK_LEFT_0: 10000,
-            SACK_LEFT_0 + 1: 11448,
-            OPTION_COUNT: 6,
+            ProbeCell.TS_VAL: 7,
+            ProbeCell.TS_ECR: 8,
+            ProbeCell.SACK_BLOCKS: 1,
+            ProbeCell.SACK_LEFT_0: 10000,
+            ProbeCell.SACK_LEFT_0 + 1: 11448,
+            ProbeCell.OPTION_COUNT: 6,
         },
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(3)",
         NOP + NOP + ts(9, 10) + NOP + NOP + sack(*SACK3),
         expect={
-            SACK_BLOCKS: 3,
-            SACK_LEFT_0: SACK3[0][0],
-            SACK_LEFT_0 + 1: SACK3[0][1],
-            SACK_LEFT_0 + 2: 3000,
-            SACK_LEFT_0 + 3: 4000,
-            SACK_LEFT_0 + 4: 5000,
-            SACK_LEFT_0 + 5: 6000,
-            OPTION_COUNT: 6,
+            ProbeCell.SACK_BLOCKS: 3,
+            ProbeCell.SACK_LEFT_0: SACK3[0][0],
+            ProbeCell.SACK_LEFT_0 + 1: SACK3[0][1],
+            ProbeCell.SACK_LEFT_0 + 2: 3000,
+            ProbeCell.SACK_LEFT_0 + 3: 4000,
+            ProbeCell.SACK_LEFT_0 + 4: 5000,
+            ProbeCell.SACK_LEFT_0 + 5: 6000,
+            ProbeCell.OPTION_COUNT: 6,
         },
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(2)",
         NOP + NOP + ts(11, 12) + NOP + NOP + sack((20000, 21448), (30000, 31448)),
         expect={
-            TS_VAL: 11,
-            TS_ECR: 12,
-            SACK_BLOCKS: 2,
-            SACK_LEFT_0: 20000,
-            SACK_LEFT_0 + 1: 21448,
-            SACK_LEFT_0 + 2: 30000,
-            SACK_LEFT_0 + 3: 31448,
-            OPTION_COUNT: 6,
+            ProbeCell.TS_VAL: 11,
+            ProbeCell.TS_ECR: 12,
+            ProbeCell.SACK_BLOCKS: 2,
+            ProbeCell.SACK_LEFT_0: 20000,
+            ProbeCell.SACK_LEFT_0 + 1: 21448,
+            ProbeCell.SACK_LEFT_0 + 2: 30000,
+            ProbeCell.SACK_LEFT_0 + 3: 31448,
+            ProbeCell.OPTION_COUNT: 6,
         },
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(1) EOL and padding (13 words, not the one-step SACK(2) layout)",
         NOP + NOP + ts(13, 14) + NOP + NOP + sack((40000, 41448)) + EOL + bytes(7),
         expect={
-            TS_VAL: 13,
-            SACK_BLOCKS: 1,
-            SACK_LEFT_0: 40000,
-            SACK_LEFT_0 + 1: 41448,
-            OPTION_COUNT: 6,
-            UNKNOWN_PRESENT: 0,
+            ProbeCell.TS_VAL: 13,
+            ProbeCell.SACK_BLOCKS: 1,
+            ProbeCell.SACK_LEFT_0: 40000,
+            ProbeCell.SACK_LEFT_0 + 1: 41448,
+            ProbeCell.OPTION_COUNT: 6,
+            ProbeCell.UNKNOWN_PRESENT: 0,
         },
     ),
     Layout(
         "ACK: NOP NOP SACK(4)",
         NOP + NOP + sack((1, 2), (3, 4), (5, 6), (7, 8)),
-        expect={SACK_BLOCKS: 4, SACK_LEFT_0 + 6: 7, SACK_LEFT_0 + 7: 8, TS_PRESENT: 0, OPTION_COUNT: 3},
+        expect={
+            ProbeCell.SACK_BLOCKS: 4,
+            ProbeCell.SACK_LEFT_0 + 6: 7,
+            ProbeCell.SACK_LEFT_0 + 7: 8,
+            ProbeCell.TS_PRESENT: 0,
+            ProbeCell.OPTION_COUNT: 3,
+        },
     ),
     Layout(
         "unknown kind 30, length 12",
         bytes([30, 12]) + bytes(range(10)),
-        expect={UNKNOWN_PRESENT: 1, OPTION_COUNT: 1, TS_PRESENT: 0},
+        expect={ProbeCell.UNKNOWN_PRESENT: 1, ProbeCell.OPTION_COUNT: 1, ProbeCell.TS_PRESENT: 0},
     ),
     Layout(
         "MD5 signature (kind 19) NOP NOP",
         bytes([19, 18]) + bytes(16) + NOP + NOP,
-        expect={UNKNOWN_PRESENT: 1, OPTION_COUNT: 3},
+        expect={ProbeCell.UNKNOWN_PRESENT: 1, ProbeCell.OPTION_COUNT: 3},
     ),
     Layout(
         "known kind with odd length: WS of length 4",
         b"\x03\x04\x07\x00",
-        expect={WS_PRESENT: 0, UNKNOWN_PRESENT: 1, OPTION_COUNT: 1},
+        expect={ProbeCell.WS_PRESENT: 0, ProbeCell.UNKNOWN_PRESENT: 1, ProbeCell.OPTION_COUNT: 1},
     ),
     Layout(
         "NOP NOP TS EOL and padding",
         NOP + NOP + ts(1, 2) + EOL + b"\x00\x00\x00",
-        expect={TS_PRESENT: 1, TS_VAL: 1, OPTION_COUNT: 3, UNKNOWN_PRESENT: 0},
+        expect={
+            ProbeCell.TS_PRESENT: 1,
+            ProbeCell.TS_VAL: 1,
+            ProbeCell.OPTION_COUNT: 3,
+            ProbeCell.UNKNOWN_PRESENT: 0,
+        },
     ),
-    Layout("40 NOPs: deeper than the parser goes", NOP * 40, expect={UNKNOWN_PRESENT: 1, OPTION_COUNT: 10}),
+    Layout(
+        "40 NOPs: deeper than the parser goes",
+        NOP * 40,
+        expect={ProbeCell.UNKNOWN_PRESENT: 1, ProbeCell.OPTION_COUNT: 10},
+    ),
     Layout(
         "data segment with NOP NOP TS and payload",
         NOP + NOP + ts(55, 66),
         flags="PA",
         payload=bytes(range(256)) * 4 + b"odd",
-        expect={TS_VAL: 55, TS_ECR: 66, PAYLOAD_LEN: 1027, OPTION_COUNT: 3},
+        expect={
+            ProbeCell.TS_VAL: 55,
+            ProbeCell.TS_ECR: 66,
+            ProbeCell.PAYLOAD_LEN: 1027,
+            ProbeCell.OPTION_COUNT: 3,
+        },
     ),
 ]
 
@@ -188,10 +204,10 @@ class OptionsParsedTest(AckwiseTest):
                 pkt = segment(layout)
                 self.send(1, pkt)
                 self.expect(routed(pkt, 2), 2)
-                self.assertEqual(self.register("probe.parsed", SEGMENTS), n)
-                self.assertEqual(self.register("probe.parsed", MALFORMED_REASON), 0)
+                self.assertEqual(self.register(REGISTER_PROBE_PARSED, ProbeCell.SEGMENTS), n)
+                self.assertEqual(self.register(REGISTER_PROBE_PARSED, ProbeCell.MALFORMED_REASON), 0)
                 for cell, value in layout.expect.items():
-                    self.assertEqual(self.register("probe.parsed", cell), value, f"probe cell {cell}")
+                    self.assertEqual(self.register(REGISTER_PROBE_PARSED, cell), value, f"probe cell {cell}")
 
 
 class TcpChecksumRewriteTest(AckwiseTest):

@@ -4,8 +4,8 @@ it thins, byte for byte, so that the bench measures a program that does what it 
 from __future__ import annotations
 
 from ackwise.experiments.bench import set_floor_policy
+from ackwise.p4names import COUNTER_ACK_THINNING_STATS, ThinningStat
 from ackwise.policies import PolicyParams
-from ackwise.thinning import THINNING_STATS, ThinningStat
 from base_test import TcpFlow
 from test_ack_thinning import ThinningTest
 
@@ -23,8 +23,8 @@ class FloorTest(ThinningTest):
         """(passed, thinned) from the stats counter."""
         assert self.client is not None
         return (
-            self.client.counter_read(THINNING_STATS, ThinningStat.ACKS_PASSED).packets,
-            self.client.counter_read(THINNING_STATS, ThinningStat.ACKS_THINNED).packets,
+            self.client.counter_read(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_PASSED).packets,
+            self.client.counter_read(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_THINNED).packets,
         )
 
 

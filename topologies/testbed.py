@@ -19,7 +19,7 @@ from mininet.net import Mininet
 from ackwise.ap import StationParams, agent_stats_path, configure_ap, read_agent_report
 from ackwise.bmv2.toolchain import running_build_config
 from ackwise.holdback import agent_stats_path as holdback_stats_path
-from ackwise.p4names import L2_EXACT
+from ackwise.p4names import ACTION_FORWARDING_L2_FORWARD, KEY_DST_ADDR, TABLE_FORWARDING_L2_EXACT
 from ackwise.processes import stop_process
 from ackwise.queues import set_queue_depth, set_queue_rate
 
@@ -303,7 +303,12 @@ class Testbed:
                     port = ports.get((switch.name, host.name))
                     if port is None:
                         raise TestbedError(f"{switch.name} has no path to {host.name}")
-                    client.table_add(L2_EXACT, "l2_forward", {"dst_addr": host.MAC()}, {"port": port})
+                    client.table_add(
+                        TABLE_FORWARDING_L2_EXACT,
+                        ACTION_FORWARDING_L2_FORWARD,
+                        {KEY_DST_ADDR: host.MAC()},
+                        {"port": port},
+                    )
 
     def _set_queues(self) -> None:
         for q in self.topo.meta.queues:

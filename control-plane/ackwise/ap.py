@@ -8,47 +8,49 @@ import json
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from .bmv2.client import SwitchClient
+from .bmv2.client import SwitchClient, named_cells
 from .errors import InputError
-from .flowkey import FLOW_SLOTS, FlowKey
-from .p4names import ETHERTYPE_AGENT_HEARTBEAT
+from .flowkey import FlowKey
+from .p4names import (
+    ACTION_AP_CPU,
+    ACTION_AP_EGRESS_UPLINK,
+    ACTION_AP_EGRESS_WIRELESS,
+    ACTION_AP_SERVE,
+    ACTION_AP_UPLINK,
+    ACTION_AP_WIRELESS,
+    AP_AGENT_TIMEOUT_US,
+    COUNTER_AP_REPAIRS,
+    COUNTER_AP_STATS,
+    KEY_PORT,
+    KEY_STATION,
+    REGISTER_AP_AGENT_ALIVE_AT_US,
+    REGISTER_AP_BUDGET_STALLS,
+    REGISTER_AP_CONSUMED_ACKS,
+    REGISTER_AP_DUP_ACKS_TO_AGENT,
+    REGISTER_AP_HOLDOFF_UNTIL_US,
+    REGISTER_AP_KEY_A,
+    REGISTER_AP_KEY_B,
+    REGISTER_AP_KEY_PORTS,
+    REGISTER_AP_MODE,
+    REGISTER_AP_SPOOFED,
+    REGISTER_AP_SPOOFED_ACKS,
+    REGISTER_AP_STATE,
+    REGISTER_AP_STATION_ACK,
+    REGISTER_AP_WINDOW_UPDATES,
+    TABLE_AP_EGRESS_ROLE,
+    TABLE_AP_PORT_ROLE,
+    TABLE_AP_STATIONS,
+    ApFlowState,
+    ApMode,
+    ApRid,
+    ApStat,
+)
 from .serial import seq_diff
 
-ETHERTYPE_HEARTBEAT = ETHERTYPE_AGENT_HEARTBEAT  # one place: ackwise.p4names
-AGENT_TIMEOUT_MS = 500  # AP_AGENT_TIMEOUT_US in constants.p4: no heartbeat this long, no spoofing
-
-
-class ApMode(IntEnum):
-    """AP_MODE_* in constants.p4."""
-
-    PASS = 0
-    FAST = 1
-    HOLDOFF = 2
-    OFF = 3
-
-
-class ApStat(IntEnum):
-    """Index into ap.stats (AP_STAT_* in constants.p4)."""
-
-    SPOOFED = 0
-    CONSUMED = 1
-    DUP_TO_AGENT = 2
-    BUDGET_STALLS = 3
-    NOT_SPOOFED = 4
-    STALL_EXITS = 5
-    COLLISIONS = 6
-
-
-class Rid(IntEnum):
-    """Multicast copies of a spoofed segment (AP_RID_* in constants.p4)."""
-
-    STATION = 0
-    CPU = 1
-    SPOOF = 2
+AGENT_TIMEOUT_MS = AP_AGENT_TIMEOUT_US / 1000  # no heartbeat this long: the switch stops spoofing
 
 
 class ApConfigError(InputError, ValueError):
@@ -122,20 +124,20 @@ def configure_ap(
     ACK to the agent, an ACK to the sender)."""
     check_ports(uplink_ports, wireless_ports, cpu_port)
     for port in uplink_ports:
-        client.table_add("ap.port_role", "ap.uplink", {"port": str(port)})
-        client.table_add("ap.egress_role", "ap.egress_uplink", {"port": str(port)})
+        client.table_add(TABLE_AP_PORT_ROLE, ACTION_AP_UPLINK, {KEY_PORT: str(port)})
+        client.table_add(TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_UPLINK, {KEY_PORT: str(port)})
     for port in wireless_ports:
-        client.table_add("ap.port_role", "ap.wireless", {"port": str(port)}, {"cpu": cpu_port})
-        client.table_add("ap.egress_role", "ap.egress_wireless", {"port": str(port)})
-    client.table_add("ap.port_role", "ap.cpu", {"port": str(cpu_port)})
+        client.table_add(TABLE_AP_PORT_ROLE, ACTION_AP_WIRELESS, {KEY_PORT: str(port)}, {"cpu": cpu_port})
+        client.table_add(TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_WIRELESS, {KEY_PORT: str(port)})
+    client.table_add(TABLE_AP_PORT_ROLE, ACTION_AP_CPU, {KEY_PORT: str(cpu_port)})
     for u in uplink_ports:
-        client.mc_group_set(multicast_group(0, u), [(Rid.CPU, cpu_port), (Rid.SPOOF, u)])
+        client.mc_group_set(multicast_group(0, u), [(ApRid.CPU, cpu_port), (ApRid.SPOOF, u)])
         for w in wireless_ports:
             client.mc_group_set(
-                multicast_group(w, u), [(Rid.STATION, w), (Rid.CPU, cpu_port), (Rid.SPOOF, u)]
+                multicast_group(w, u), [(ApRid.STATION, w), (ApRid.CPU, cpu_port), (ApRid.SPOOF, u)]
             )
     for w in wireless_ports:
-        client.mc_group_set(multicast_group(w, 0), [(Rid.STATION, w), (Rid.CPU, cpu_port)])
+        client.mc_group_set(multicast_group(w, 0), [(ApRid.STATION, w), (ApRid.CPU, cpu_port)])
     for prefix, params in stations:
         add_station(client, prefix, params)
 
@@ -143,9 +145,9 @@ def configure_ap(
 def add_station(client: SwitchClient, prefix: str, params: StationParams) -> int:
     net = ipaddress.IPv4Network(parse_station_prefix(prefix))
     return client.table_add(
-        "ap.stations",
-        "ap.serve",
-        {"station": str(net)},
+        TABLE_AP_STATIONS,
+        ACTION_AP_SERVE,
+        {KEY_STATION: str(net)},
         {
             "budget_bytes": params.budget_bytes,
             "fast_after_segments": params.fast_after_segments,
@@ -157,7 +159,7 @@ def add_station(client: SwitchClient, prefix: str, params: StationParams) -> int
 
 def list_stations(client: SwitchClient) -> list[dict[str, Any]]:
     out = []
-    for e in client.table_entries("ap.stations"):
+    for e in client.table_entries(TABLE_AP_STATIONS):
         (key,) = e.key
         prefix = ipaddress.IPv4Network((key.value, key.prefix_len or 0))
         out.append({"handle": e.handle, "station": str(prefix), **e.params})
@@ -167,11 +169,11 @@ def list_stations(client: SwitchClient) -> list[dict[str, Any]]:
 def leave_fast_mode(client: SwitchClient, key: FlowKey, holdoff_ms: int) -> None:
     """What the agent does on trouble: the flow stops being spoofed (for holdoff_ms, or for good)."""
     if holdoff_ms == 0:
-        client.register_write("ap.mode", key.slot, ApMode.OFF)
+        client.register_write(REGISTER_AP_MODE, key.slot, ApMode.OFF)
         return
     until = client.time_elapsed_us() + holdoff_ms * 1000
-    client.register_write("ap.holdoff_until_us", key.slot, until)
-    client.register_write("ap.mode", key.slot, ApMode.HOLDOFF)
+    client.register_write(REGISTER_AP_HOLDOFF_UNTIL_US, key.slot, until)
+    client.register_write(REGISTER_AP_MODE, key.slot, ApMode.HOLDOFF)
 
 
 @dataclass
@@ -198,18 +200,28 @@ COUNTERS = ("spoofed_acks", "consumed_acks", "dup_acks_to_agent", "budget_stalls
 # The per-slot registers read_flows reads (each at most 63 bits: control-plane/tests/
 # test_register_widths.py).
 FLOW_REGISTERS = {
-    name: f"ap.{name}"
-    for name in ("key_a", "key_b", "key_ports", "mode", "state", "spoofed", "station_ack", *COUNTERS)
+    "key_a": REGISTER_AP_KEY_A,
+    "key_b": REGISTER_AP_KEY_B,
+    "key_ports": REGISTER_AP_KEY_PORTS,
+    "mode": REGISTER_AP_MODE,
+    "state": REGISTER_AP_STATE,
+    "spoofed": REGISTER_AP_SPOOFED,
+    "station_ack": REGISTER_AP_STATION_ACK,
+    "spoofed_acks": REGISTER_AP_SPOOFED_ACKS,
+    "consumed_acks": REGISTER_AP_CONSUMED_ACKS,
+    "dup_acks_to_agent": REGISTER_AP_DUP_ACKS_TO_AGENT,
+    "budget_stalls": REGISTER_AP_BUDGET_STALLS,
+    "window_updates": REGISTER_AP_WINDOW_UPDATES,
 }
 
 
 def read_flows(client: SwitchClient) -> list[ApFlow]:
     regs = {name: client.register_read_all(register) for name, register in FLOW_REGISTERS.items()}
     flows = []
-    for slot in range(FLOW_SLOTS):
+    for slot in range(len(regs["key_a"])):  # the program's slots
         if regs["key_a"][slot] == 0 and regs["key_b"][slot] == 0 and regs["key_ports"][slot] == 0:
             continue
-        spoof_valid = regs["state"][slot] & 0x04  # AP_SPOOF_VALID
+        spoof_valid = regs["state"][slot] & ApFlowState.SPOOF_VALID
         spoofed, station_ack = regs["spoofed"][slot], regs["station_ack"][slot]
         flows.append(
             ApFlow(
@@ -226,9 +238,9 @@ def read_flows(client: SwitchClient) -> list[ApFlow]:
 
 
 def read_stats(client: SwitchClient) -> dict[str, int]:
-    stats = {s.name.lower(): client.counter_read("ap.stats", s).packets for s in ApStat}
-    stats["repairs"] = client.counter_read("ap.repairs", 0).packets
-    alive_at = client.register_read("ap.agent_alive_at_us", 0)
+    stats = named_cells(client.counter_read_all(COUNTER_AP_STATS), ApStat)
+    stats["repairs"] = client.counter_read(COUNTER_AP_REPAIRS, 0).packets
+    alive_at = client.register_read(REGISTER_AP_AGENT_ALIVE_AT_US, 0)
     stats["agent_heartbeat_age_ms"] = (client.time_elapsed_us() - alive_at) // 1000 if alive_at else -1
     return stats
 

@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .ap import ETHERTYPE_HEARTBEAT, agent_stats_path, leave_fast_mode, list_stations
+from .ap import agent_stats_path, leave_fast_mode, list_stations
 from .bmv2.client import SwitchClient, SwitchError
 from .flowkey import FlowKey
+from .p4names import ETHERTYPE_AGENT_HEARTBEAT
 from .packets import ACK, RST, SYN, TcpSegment, parse_ipv4_tcp
 from .serial import seq_diff, seq_geq, seq_gt, seq_leq
 
@@ -231,7 +232,9 @@ class RepairAgent:
 
     def heartbeat(self) -> None:
         frame = (
-            b"\xff" * 6 + bytes.fromhex(self.mac.replace(":", "")) + ETHERTYPE_HEARTBEAT.to_bytes(2, "big")
+            b"\xff" * 6
+            + bytes.fromhex(self.mac.replace(":", ""))
+            + ETHERTYPE_AGENT_HEARTBEAT.to_bytes(2, "big")
         )
         self.sock.send(frame + bytes(46))
 

@@ -55,13 +55,31 @@ from typing import Any
 
 import yaml
 
-from .ap import ApConfigError, Rid, StationParams, check_ports, multicast_group, parse_station_prefix
+from .ap import ApConfigError, StationParams, check_ports, multicast_group, parse_station_prefix
 from .bmv2.client import SwitchClient, SwitchError, SwitchOperationError, TableEntry
 from .bmv2.program import Program, Table, UnknownName
 from .bmv2.values import BadValue, format_value
-from .ecn import MAX_DEPTH, PORT_THRESHOLD
+from .ecn import MAX_DEPTH
 from .errors import InputError
-from .policies import POLICY_TABLE, PolicyError, PolicyMatch, PolicyParams
+from .p4names import (
+    ACTION_AP_CPU,
+    ACTION_AP_EGRESS_UPLINK,
+    ACTION_AP_EGRESS_WIRELESS,
+    ACTION_AP_SERVE,
+    ACTION_AP_UPLINK,
+    ACTION_AP_WIRELESS,
+    ACTION_ECN_RED,
+    ACTION_ECN_THRESHOLD,
+    KEY_PORT,
+    KEY_STATION,
+    TABLE_ACK_THINNING_POLICY,
+    TABLE_AP_EGRESS_ROLE,
+    TABLE_AP_PORT_ROLE,
+    TABLE_AP_STATIONS,
+    TABLE_ECN_PORT_THRESHOLD,
+    ApRid,
+)
+from .policies import PolicyError, PolicyMatch, PolicyParams
 from .queues import (
     queue_settings,
     restore_depth,
@@ -576,7 +594,7 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             match_spec = item["match"]
             if match_spec == "default":
                 act, values = params.action()
-                default(where, POLICY_TABLE, act, values)
+                default(where, TABLE_ACK_THINNING_POLICY, act, values)
                 continue
             tokens = match_spec.split() if isinstance(match_spec, str) else _assignments(match_spec, where)
             match = PolicyMatch.parse(tokens)
@@ -584,7 +602,7 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             raise ConfigError(f"{where}: {exc}") from None
         act, values = params.action()
         priority = item.get("priority", match.priority)
-        entry(where, POLICY_TABLE, act, match.key(), values, priority)
+        entry(where, TABLE_ACK_THINNING_POLICY, act, match.key(), values, priority)
 
     for n, item in enumerate(doc.get("ecn", []), 1):
         where = f"ecn item {n}"
@@ -592,9 +610,9 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
         if set(item) == {"port", "k"}:
             entry(
                 where,
-                PORT_THRESHOLD,
-                "ecn.threshold",
-                {"port": port},
+                TABLE_ECN_PORT_THRESHOLD,
+                ACTION_ECN_THRESHOLD,
+                {KEY_PORT: port},
                 {"k": _int(item["k"], f"{where}: k", 0, MAX_DEPTH)},
                 None,
             )
@@ -606,9 +624,9 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
                 raise ConfigError(f"{where}: k_min={k_min} k_max={k_max}: give k_min < k_max")
             entry(
                 where,
-                PORT_THRESHOLD,
-                "ecn.red",
-                {"port": port},
+                TABLE_ECN_PORT_THRESHOLD,
+                ACTION_ECN_RED,
+                {KEY_PORT: port},
                 {"k_min_pkts": k_min, "k_max_pkts": k_max, "p_max": p_max},
                 None,
             )
@@ -625,20 +643,22 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
         except ApConfigError as exc:
             raise ConfigError(f"ap: {exc}") from None
         for port in uplink:
-            entry("ap", "ap.port_role", "ap.uplink", {"port": port}, {}, None)
-            entry("ap", "ap.egress_role", "ap.egress_uplink", {"port": port}, {}, None)
+            entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_UPLINK, {KEY_PORT: port}, {}, None)
+            entry("ap", TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_UPLINK, {KEY_PORT: port}, {}, None)
         for port in wireless:
-            entry("ap", "ap.port_role", "ap.wireless", {"port": port}, {"cpu": cpu}, None)
-            entry("ap", "ap.egress_role", "ap.egress_wireless", {"port": port}, {}, None)
-        entry("ap", "ap.port_role", "ap.cpu", {"port": cpu}, {}, None)
+            entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_WIRELESS, {KEY_PORT: port}, {"cpu": cpu}, None)
+            entry("ap", TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_WIRELESS, {KEY_PORT: port}, {}, None)
+        entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_CPU, {KEY_PORT: cpu}, {}, None)
         for u in uplink:
-            ordered.append(_mc_op("ap", multicast_group(0, u), [(Rid.CPU, cpu), (Rid.SPOOF, u)]))
+            ordered.append(_mc_op("ap", multicast_group(0, u), [(ApRid.CPU, cpu), (ApRid.SPOOF, u)]))
             for w in wireless:
                 ordered.append(
-                    _mc_op("ap", multicast_group(w, u), [(Rid.STATION, w), (Rid.CPU, cpu), (Rid.SPOOF, u)])
+                    _mc_op(
+                        "ap", multicast_group(w, u), [(ApRid.STATION, w), (ApRid.CPU, cpu), (ApRid.SPOOF, u)]
+                    )
                 )
         for w in wireless:
-            ordered.append(_mc_op("ap", multicast_group(w, 0), [(Rid.STATION, w), (Rid.CPU, cpu)]))
+            ordered.append(_mc_op("ap", multicast_group(w, 0), [(ApRid.STATION, w), (ApRid.CPU, cpu)]))
 
     for n, item in enumerate(doc.get("stations", []), 1):
         where = f"stations item {n}"
@@ -648,7 +668,7 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
             params_ = StationParams(**values)
         except ApConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-        entry(where, "ap.stations", "ap.serve", {"station": prefix}, vars(params_), None)
+        entry(where, TABLE_AP_STATIONS, ACTION_AP_SERVE, {KEY_STATION: prefix}, vars(params_), None)
 
     # One key, one entry: two items with the same key would each undo the other.
     seen: dict[tuple[str, Canon], str] = {}

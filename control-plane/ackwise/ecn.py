@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from .bmv2.client import SwitchClient, SwitchInputError
+from .p4names import (
+    ACTION_ECN_RED,
+    ACTION_ECN_THRESHOLD,
+    COUNTER_ECN_MARKS,
+    KEY_PORT,
+    TABLE_ECN_PORT_THRESHOLD,
+)
 
-PORT_THRESHOLD = "ecn.port_threshold"
-MARKS = "ecn.marks"
 MAX_DEPTH = (1 << 19) - 1  # enq_qdepth is 19 bits
 
 
 def _clear_port(client: SwitchClient, port: int) -> None:
-    for entry in client.table_entries(PORT_THRESHOLD):
+    for entry in client.table_entries(TABLE_ECN_PORT_THRESHOLD):
         if entry.key[0].value == port:
-            client.table_delete(PORT_THRESHOLD, entry.handle)
+            client.table_delete(TABLE_ECN_PORT_THRESHOLD, entry.handle)
 
 
 def check_threshold(k_pkts: int) -> None:
@@ -33,7 +38,7 @@ def set_threshold(client: SwitchClient, port: int, k_pkts: int) -> None:
     """Mark CE on ECT packets that find more than k_pkts packets in the port's egress queue."""
     check_threshold(k_pkts)
     _clear_port(client, port)
-    client.table_add(PORT_THRESHOLD, "ecn.threshold", {"port": str(port)}, {"k": k_pkts})
+    client.table_add(TABLE_ECN_PORT_THRESHOLD, ACTION_ECN_THRESHOLD, {KEY_PORT: str(port)}, {"k": k_pkts})
 
 
 def set_red(client: SwitchClient, port: int, k_min_pkts: int, k_max_pkts: int, p_max_pct: int) -> None:
@@ -41,9 +46,9 @@ def set_red(client: SwitchClient, port: int, k_min_pkts: int, k_max_pkts: int, p
     check_red(k_min_pkts, k_max_pkts, p_max_pct)
     _clear_port(client, port)
     client.table_add(
-        PORT_THRESHOLD,
-        "ecn.red",
-        {"port": str(port)},
+        TABLE_ECN_PORT_THRESHOLD,
+        ACTION_ECN_RED,
+        {KEY_PORT: str(port)},
         {"k_min_pkts": k_min_pkts, "k_max_pkts": k_max_pkts, "p_max": p_max_pct},
     )
 
@@ -53,4 +58,4 @@ def disable(client: SwitchClient, port: int) -> None:
 
 
 def marks(client: SwitchClient, port: int) -> int:
-    return client.counter_read(MARKS, port).packets
+    return client.counter_read(COUNTER_ECN_MARKS, port).packets

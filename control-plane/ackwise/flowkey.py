@@ -7,7 +7,7 @@ import ipaddress
 import zlib
 from dataclasses import dataclass
 
-FLOW_SLOTS = 4096  # FLOW_SLOTS in p4src/include/constants.p4
+from .p4names import FLOW_SLOTS
 
 
 @dataclass(frozen=True)

@@ -16,38 +16,34 @@ from pathlib import Path
 from typing import Any
 
 from .bmv2.client import SwitchClient, SwitchInputError, SwitchOperationError
+from .p4names import (
+    ACTION_HOLDBACK_AGENT_PORT,
+    HOLDBACK_AGENT_TIMEOUT_US,
+    HOLDBACK_SESSION,
+    KEY_PORT,
+    REGISTER_HOLDBACK_AGENT_ALIVE_AT_US,
+    TABLE_HOLDBACK_PORTS,
+)
 from .serial import seq_geq
 
-HOLDBACK_SESSION = 1  # HOLDBACK_SESSION in constants.p4: the mirroring session to the CPU port
-AGENT_TIMEOUT_MS = 500  # HOLDBACK_AGENT_TIMEOUT_US in constants.p4
-PORTS_TABLE = "holdback.ports"
-AGENT_PORT_ACTION = "holdback.agent_port"
-ALIVE_REGISTER = "holdback.agent_alive_at_us"
-# holdback_h, in front of each copy the switch sends the agent: hold_ms, kind, arg (hold-back: the
-# base ACK; the queue share: microseconds to wait).
+# The switch stops holding ACKs back once the agent has been silent this long (fail-open).
+AGENT_TIMEOUT_MS = HOLDBACK_AGENT_TIMEOUT_US / 1000
+# holdback_h, in front of each copy the switch sends the agent: hold_ms, kind (p4names.AgentKind),
+# arg (hold-back: the base ACK; the queue share: microseconds to wait).
 HEADER = struct.Struct("!HHI")
-
-
-class AgentKind:
-    """What a copy to the agent is (AGENT_KIND_* in constants.p4)."""
-
-    HOLD = 0  # hold-back: a held ACK
-    SHARE_KEEP = 1  # the queue share: an ACK to keep in its flow's order
-    SHARE_BOUNCED = 2  # ...one the agent sent back came too early: wait, then send it again
-    SHARE_TAKEN = 3  # ...one the agent sent back was taken: the flow's next may follow after the wait
 
 
 def setup(client: SwitchClient, cpu_port: int) -> None:
     """Copy held ACKs to ``cpu_port`` and take released ones back from it (0: hold-back off)."""
-    if PORTS_TABLE not in client.program.tables:
+    if TABLE_HOLDBACK_PORTS not in client.program.tables:
         raise SwitchInputError(
             f"the program on {client.where} has no hold-back: load ack_switch ('ackwise load ack_switch')"
         )
     if not 0 <= cpu_port < 512:
         raise SwitchInputError(f"CPU port {cpu_port}: must be a port number 0..511 (0: off)")
-    client.table_clear(PORTS_TABLE)
+    client.table_clear(TABLE_HOLDBACK_PORTS)
     if cpu_port:
-        client.table_add(PORTS_TABLE, AGENT_PORT_ACTION, {"port": str(cpu_port)})
+        client.table_add(TABLE_HOLDBACK_PORTS, ACTION_HOLDBACK_AGENT_PORT, {KEY_PORT: str(cpu_port)})
         client.mirroring_add(HOLDBACK_SESSION, cpu_port)
     else:
         try:
@@ -64,9 +60,9 @@ class HoldbackStatus:
 
 
 def status(client: SwitchClient) -> HoldbackStatus:
-    entries = client.table_entries(PORTS_TABLE)
+    entries = client.table_entries(TABLE_HOLDBACK_PORTS)
     cpu_port = entries[0].key[0].value if entries else 0
-    alive_at = client.register_read(ALIVE_REGISTER, 0)
+    alive_at = client.register_read(REGISTER_HOLDBACK_AGENT_ALIVE_AT_US, 0)
     if not alive_at:
         return HoldbackStatus(cpu_port, False, None)
     silent_ms = (client.info().time_elapsed_us - alive_at) / 1000

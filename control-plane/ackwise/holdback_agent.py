@@ -36,7 +36,7 @@ from typing import Any
 
 from . import holdback, queue_share
 from .bmv2.client import SwitchClient, SwitchError
-from .p4names import ETHERTYPE_AGENT_HEARTBEAT
+from .p4names import ETHERTYPE_AGENT_HEARTBEAT, AgentKind
 from .packets import parse_ipv4_tcp
 
 HEARTBEAT_INTERVAL_S = 0.1
@@ -80,14 +80,14 @@ class HoldbackAgent:
         # Hold-back holds only ACKs the policy would thin; the queue share hands over every
         # segment without payload the switch counts as a pure ACK, FIN and RST included (one that
         # was dropped here never reached the sender: its FIN was lost until the share's stall bound).
-        held_back = kind == holdback.AgentKind.HOLD
+        held_back = kind == AgentKind.HOLD
         if seg is None or not (seg.is_pure_ack if held_back else seg.payload_len == 0):
             self.counters["not_held_acks"] += 1
             return
         flow = (seg.src, seg.dst, seg.sport, seg.dport)
         if held_back:
             self.table.offer(flow, seg.ack, arg, ack_frame, hold_ms / 1000, now)
-        elif kind == holdback.AgentKind.SHARE_KEEP:
+        elif kind == AgentKind.SHARE_KEEP:
             self.share.keep(flow, ack_frame, seg, arg / 1e6, now)
         else:
             self.share.answer(flow, kind, arg / 1e6, now)

@@ -14,6 +14,17 @@ from enum import StrEnum
 from typing import Any
 
 from .errors import InputError
+from .p4names import (
+    ACTION_ACK_THINNING_POLICY_ACC,
+    ACTION_ACK_THINNING_POLICY_COALESCE,
+    ACTION_ACK_THINNING_POLICY_DYNAMIC_D,
+    ACTION_ACK_THINNING_POLICY_EVERY_D,
+    ACTION_ACK_THINNING_POLICY_FILTER,
+    ACTION_ACK_THINNING_POLICY_OFF,
+    ACTION_ACK_THINNING_POLICY_TACK,
+    KEY_FLOW,
+    AccSignal,
+)
 
 
 class PolicyError(InputError, ValueError):
@@ -30,14 +41,13 @@ class Policy(StrEnum):
     COALESCE = "coalesce"
 
 
-POLICY_TABLE = "ack_thinning.policy"
-# Exact per-flow entries, looked up before POLICY_TABLE (ack_policy.p4): the controller's.
-FLOW_POLICY_TABLE = "ack_thinning.flow_policy"
-# Both tables' key: one 96-bit field of the ACK direction's source address, destination address,
-# source port and destination port, in that order from the top bit (ack_policy.p4). PolicyMatch
-# packs and unpacks it.
-POLICY_KEY_FIELD = "flow"
+# The rules live in two tables (ack_policy.p4): ack_thinning.policy (ternary, the operator's) and,
+# looked up before it, ack_thinning.flow_policy (exact per-flow entries: the controller's). Both
+# tables' key (KEY_FLOW) is one 96-bit field of the ACK direction's source address, destination
+# address, source port and destination port, in that order from the top bit. PolicyMatch packs and
+# unpacks it.
 _KEY_PARTS_BITS = ((96, 32), (64, 32), (32, 16), (16, 16))  # (end bit, width): src, dst, sport, dport
+POLICY_KEY_BITS = sum(width for _, width in _KEY_PARTS_BITS)
 
 
 def _pack_key(parts: tuple[int, ...]) -> int:
@@ -49,7 +59,15 @@ def _unpack_key(packed: int) -> tuple[int, int, int, int]:
     return src, dst, sport, dport
 
 
-ACTIONS = {policy: f"ack_thinning.policy_{policy.value}" for policy in Policy}
+ACTIONS = {
+    Policy.OFF: ACTION_ACK_THINNING_POLICY_OFF,
+    Policy.EVERY_D: ACTION_ACK_THINNING_POLICY_EVERY_D,
+    Policy.DYNAMIC_D: ACTION_ACK_THINNING_POLICY_DYNAMIC_D,
+    Policy.TACK: ACTION_ACK_THINNING_POLICY_TACK,
+    Policy.FILTER: ACTION_ACK_THINNING_POLICY_FILTER,
+    Policy.ACC: ACTION_ACK_THINNING_POLICY_ACC,
+    Policy.COALESCE: ACTION_ACK_THINNING_POLICY_COALESCE,
+}
 # Parameters each policy uses (besides none for off); all others are ignored by that policy.
 POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
     Policy.OFF: (),
@@ -62,8 +80,8 @@ POLICY_PARAMS: dict[Policy, tuple[str, ...]] = {
 }
 # Action parameter names where they differ from the operator's names.
 _ACTION_NAMES = {"L": "tack_l"}
-# ACC congestion signals (ACC_SIGNAL_* in constants.p4): `signals=ce,ece,queue`.
-ACC_SIGNALS = {"ce": 0x01, "ece": 0x02, "queue": 0x04}
+# ACC congestion signals by the names an operator writes: `signals=ce,ece,queue`.
+ACC_SIGNALS = {signal.name.lower(): signal.value for signal in AccSignal}
 MSS_BYTES = 1448  # a 1500-byte MTU less IPv4, TCP and the Timestamps option: our hosts' MSS
 
 
@@ -82,7 +100,7 @@ class PolicyParams:
     beta: int = 4  # ...and at most beta ACKs per RTTmin
     rtt_min_us: int = 0  # tack, acc: RTTmin override; 0 = measured by the switch
     d_cap: int = 64  # acc: the control plane's bound on d (the flight bound applies too)
-    signals: int = 0x07  # acc: which congestion signals the flow reacts to (ACC_SIGNALS)
+    signals: int = sum(AccSignal)  # acc: which congestion signals the flow reacts to (all of them)
     idle_ms: int = 1000  # the first ACK after this much silence is always kept; 0: rule off
     # every_d, dynamic_d, tack, acc: with a hold-back agent on the switch, an ACK the policy would
     # thin but that may end a burst is held this long instead of forwarded (TCP's delayed-ACK
@@ -222,9 +240,9 @@ class PolicyMatch:
         return _pack_key(tuple(v for v, _ in parts)), _pack_key(tuple(m for _, m in parts))
 
     def key(self) -> dict[str, str]:
-        """The key of the ternary rules' table (POLICY_TABLE)."""
+        """The key of the ternary rules' table (ack_thinning.policy)."""
         value, mask = self._value_and_mask()
-        return {POLICY_KEY_FIELD: f"{value:#x}&&&{mask:#x}"}
+        return {KEY_FLOW: f"{value:#x}&&&{mask:#x}"}
 
     @property
     def exact(self) -> bool:
@@ -239,10 +257,10 @@ class PolicyMatch:
         )
 
     def exact_key(self) -> dict[str, str]:
-        """The key of the exact per-flow table (FLOW_POLICY_TABLE)."""
+        """The key of the exact per-flow table (ack_thinning.flow_policy)."""
         if not self.exact:
             raise PolicyError(f"match {self}: a per-flow rule needs src=IP dst=IP sport=N dport=N")
-        return {POLICY_KEY_FIELD: f"{self._value_and_mask()[0]:#x}"}
+        return {KEY_FLOW: f"{self._value_and_mask()[0]:#x}"}
 
     @property
     def priority(self) -> int:
@@ -263,7 +281,7 @@ class PolicyMatch:
         def port(value: int, mask: int) -> int | None:
             return None if mask == 0 else value
 
-        value, mask = key[POLICY_KEY_FIELD]
+        value, mask = key[KEY_FLOW]
         (src, dst, sport, dport), (src_mask, dst_mask, sport_mask, dport_mask) = (
             _unpack_key(value),
             _unpack_key(mask),

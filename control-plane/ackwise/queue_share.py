@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .holdback import AgentKind, FlowId
+from .holdback import FlowId
+from .p4names import COALESCE_SAID_US, AgentKind
 from .packets import ACK, CWR, ECE, TcpSegment
 from .serial import seq_geq, seq_leq, seq_lt
 
@@ -19,8 +20,8 @@ from .serial import seq_geq, seq_leq, seq_lt
 SHARE_ANSWER_TIMEOUT_S = 0.25
 
 # For this long after the switch took a flow's ACK back, the agent counts on it having said its SACK
-# blocks (COALESCE_SAID_US in constants.p4): the ACK the agent holds next may drop one of them.
-SHARE_SAID_S = 1.0
+# blocks (the switch's own bound): the ACK the agent holds next may drop one of them.
+SHARE_SAID_S = COALESCE_SAID_US / 1e6
 
 
 @dataclass

@@ -1,34 +1,16 @@
 """The safety contract: which pure ACKs no ACK policy may drop, in one Python definition.
 
-It is the twin of p4src/include/ack_safety.p4 (same rules, same order, same reason codes) and is
-what the end-host agent applies. The caller computes the facts from its own flow state.
+It is the twin of p4src/include/ack_safety.p4 (same rules, same order, same reason codes: the
+reasons are the P4's KeepReason, generated into ackwise.p4names) and is what the end-host agent
+applies. The caller computes the facts from its own flow state. control-plane/tests/test_safety.py
+keeps the rules in step with the P4's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 
-
-class KeepReason(IntEnum):
-    """Why an ACK was kept (KEEP_* in p4src/include/constants.p4)."""
-
-    NONE = 0  # not kept: the policy may thin it
-    POLICY = 1  # the policy's own threshold was reached
-    FLAGS = 2  # SYN, FIN, RST, URG or PSH
-    PAYLOAD = 3
-    FIRST_ACK = 4
-    WINDOW_UPDATE = 5
-    DUP_ACK = 6
-    DSACK = 7
-    SACK_NEWS = 8
-    ECE_CWR_CHANGE = 9
-    WINDOW_REOPEN = 10
-    UNKNOWN_OPTION = 11
-    TS_REORDERED = 12
-    IDLE = 13
-    ACKS_ALL_DATA = 14
-    RELEASED = 15  # held by the hold-back agent and released: no newer ACK had passed (not a rule)
+from .p4names import KeepReason
 
 
 @dataclass(frozen=True)

@@ -8,28 +8,31 @@ from typing import Any
 
 from .bmv2.client import SwitchClient, SwitchOperationError
 from .flowkey import FlowKey
-from .policies import FLOW_POLICY_TABLE, POLICY_TABLE, PolicyMatch, PolicyParams
-from .safety import KeepReason
-
-THINNING_STATS = "ack_thinning.stats"
-FILTER_STATS = "ack_filter.stats"
-CONFIG_REGISTER = "ack_thinning.config"
-
-
-class ThinningStat:
-    """Indices of the ack_thinning.stats counter (STAT_* in constants.p4)."""
-
-    COLLISIONS = 0
-    RECLAIMED = 1
-    NEW_FLOWS = 2
-    ACKS_SEEN = 3
-    ACKS_THINNED = 4
-    ACKS_FILTERED = 5
-    ACKS_ABSORBED = 6
-    ACKS_HELD = 7
-    ACKS_PASSED = 8
-    ACKS_SHARED = 9  # handed to the agent by the queue share
-    SHARE_BOUNCED = 10  # came back from the agent too early: handed to it again
+from .p4names import (
+    REGISTER_ACC_D,
+    REGISTER_ACC_D_MAX,
+    REGISTER_ACC_SIGNALS,
+    REGISTER_ACK_FILTER_FILTERED,
+    REGISTER_ACK_FILTER_FORWARDED,
+    REGISTER_ACK_THINNING_ACKS,
+    REGISTER_ACK_THINNING_CONFIG,
+    REGISTER_ACK_THINNING_DATA,
+    REGISTER_ACK_THINNING_KEY_A,
+    REGISTER_ACK_THINNING_KEY_B,
+    REGISTER_ACK_THINNING_OUTCOME,
+    REGISTER_ACK_THINNING_PORT,
+    REGISTER_ACK_THINNING_RTT,
+    REGISTER_ACK_THINNING_SLOT,
+    REGISTER_ACK_THINNING_THINNED,
+    REGISTER_COALESCE_COUNTS,
+    REGISTER_HOLDBACK_HELD,
+    REGISTER_HOLDBACK_RELEASED,
+    REGISTER_SHARE_COUNTS,
+    TABLE_ACK_THINNING_FLOW_POLICY,
+    TABLE_ACK_THINNING_POLICY,
+    KeepReason,
+)
+from .policies import PolicyMatch, PolicyParams
 
 
 @dataclass(frozen=True)
@@ -46,18 +49,22 @@ def set_policy(
     """Add a rule; the most specific match wins unless ``priority`` says otherwise (lower wins)."""
     action, action_params = params.action()
     return client.table_add(
-        POLICY_TABLE, action, match.key(), action_params, priority if priority is not None else match.priority
+        TABLE_ACK_THINNING_POLICY,
+        action,
+        match.key(),
+        action_params,
+        priority if priority is not None else match.priority,
     )
 
 
 def set_default_policy(client: SwitchClient, params: PolicyParams) -> None:
     action, action_params = params.action()
-    client.table_set_default(POLICY_TABLE, action, action_params)
+    client.table_set_default(TABLE_ACK_THINNING_POLICY, action, action_params)
 
 
 def list_policies(client: SwitchClient) -> tuple[list[PolicyRule], PolicyParams]:
     rules = []
-    for entry in client.table_entries(POLICY_TABLE):
+    for entry in client.table_entries(TABLE_ACK_THINNING_POLICY):
         key = {m.field: (m.value, m.mask or 0) for m in entry.key}
         rules.append(
             PolicyRule(
@@ -67,7 +74,7 @@ def list_policies(client: SwitchClient) -> tuple[list[PolicyRule], PolicyParams]
                 entry.priority or 0,
             )
         )
-    default = client.table_default(POLICY_TABLE)
+    default = client.table_default(TABLE_ACK_THINNING_POLICY)
     default_params = (
         PolicyParams.from_action(default.action, default.params)
         if default.action
@@ -77,17 +84,17 @@ def list_policies(client: SwitchClient) -> tuple[list[PolicyRule], PolicyParams]
 
 
 def delete_policy(client: SwitchClient, handle: int) -> None:
-    client.table_delete(POLICY_TABLE, handle)
+    client.table_delete(TABLE_ACK_THINNING_POLICY, handle)
 
 
-# ---- per-flow rules: exact entries of FLOW_POLICY_TABLE, looked up before the ternary rules ----
+# ---- per-flow rules: exact entries of ack_thinning.flow_policy, looked up before the ternary rules ----
 
 
 def rules_in_lookup_order(client: SwitchClient) -> tuple[list[PolicyRule], PolicyParams]:
     """Every rule in the order the switch looks them up (per-flow rules, then the ternary rules
     by priority), and the default: the first rule that matches a flow's ACKs is its policy."""
     rules, default = list_policies(client)
-    if FLOW_POLICY_TABLE in client.program.tables:
+    if TABLE_ACK_THINNING_FLOW_POLICY in client.program.tables:
         rules = list_flow_policies(client) + rules
     return rules, default
 
@@ -95,27 +102,27 @@ def rules_in_lookup_order(client: SwitchClient) -> tuple[list[PolicyRule], Polic
 def set_flow_policy(client: SwitchClient, match: PolicyMatch, params: PolicyParams) -> int:
     """Give one flow's ACKs (an exact match) their own policy; returns the entry's handle."""
     action, action_params = params.action()
-    return client.table_add(FLOW_POLICY_TABLE, action, match.exact_key(), action_params)
+    return client.table_add(TABLE_ACK_THINNING_FLOW_POLICY, action, match.exact_key(), action_params)
 
 
 def modify_flow_policy(client: SwitchClient, handle: int, params: PolicyParams) -> None:
     action, action_params = params.action()
-    client.table_modify(FLOW_POLICY_TABLE, handle, action, action_params)
+    client.table_modify(TABLE_ACK_THINNING_FLOW_POLICY, handle, action, action_params)
 
 
 def delete_flow_policy(client: SwitchClient, handle: int) -> None:
-    client.table_delete(FLOW_POLICY_TABLE, handle)
+    client.table_delete(TABLE_ACK_THINNING_FLOW_POLICY, handle)
 
 
 def count_flow_policies(client: SwitchClient) -> int:
     """How many per-flow rules the switch holds (one call; no dump)."""
-    return client.table_num_entries(FLOW_POLICY_TABLE)
+    return client.table_num_entries(TABLE_ACK_THINNING_FLOW_POLICY)
 
 
 def list_flow_policies(client: SwitchClient) -> list[PolicyRule]:
     """Every per-flow rule (priority 0: they are looked up before any ternary rule)."""
     rules = []
-    for entry in client.table_entries(FLOW_POLICY_TABLE):
+    for entry in client.table_entries(TABLE_ACK_THINNING_FLOW_POLICY):
         key = {m.field: (m.value, (1 << m.width_bits) - 1) for m in entry.key}
         rules.append(
             PolicyRule(
@@ -132,7 +139,7 @@ def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
     """Records idle this long may be taken over by another flow (0: the built-in 10 s)."""
     if idle_ms < 0:
         raise SwitchOperationError("reclaim idle time must be >= 0 ms")
-    client.register_write(CONFIG_REGISTER, 0, idle_ms * 1000)
+    client.register_write(REGISTER_ACK_THINNING_CONFIG, 0, idle_ms * 1000)
 
 
 # ---- flow records ----
@@ -141,39 +148,39 @@ def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
 # ack_switch packs a half-flow's record into 64-bit words (p4src/include/ack_thinning.p4, one read
 # and one write per packet); this is the one Python place that knows the layout.
 HALF_FIELDS: dict[str, tuple[str, int, int]] = {
-    "data_end": ("ack_thinning.data", 62, 31),
-    "data_segments": ("ack_thinning.data", 30, 0),
-    "acks_seen": ("ack_thinning.acks", 61, 31),
-    "acks_forwarded": ("ack_thinning.acks", 30, 0),
-    "acks_thinned": ("ack_thinning.thinned", 61, 31),
-    "retransmissions": ("ack_thinning.thinned", 30, 0),
-    "dup_acks": ("ack_thinning.outcome", 38, 8),
-    "last_keep_reason": ("ack_thinning.outcome", 7, 0),
-    "rtt_min_us": ("ack_thinning.rtt", 62, 32),
-    "egress_port": ("ack_thinning.port", 8, 0),
-    "filter_forwarded": ("ack_filter.forwarded", 31, 0),
-    "filter_filtered": ("ack_filter.filtered", 31, 0),
-    "acc_d": ("acc.d", 7, 0),
-    "acc_d_max": ("acc.d_max", 7, 0),
-    "acc_signals": ("acc.signals", 31, 0),
-    "acks_absorbed": ("coalesce.counts", 61, 31),
-    "acks_rewritten": ("coalesce.counts", 30, 0),
-    "acks_shared": ("share.counts", 61, 31),
-    "share_bounced": ("share.counts", 30, 0),
-    "acks_held": ("holdback.held", 31, 0),
-    "acks_released": ("holdback.released", 31, 0),
+    "data_end": (REGISTER_ACK_THINNING_DATA, 62, 31),
+    "data_segments": (REGISTER_ACK_THINNING_DATA, 30, 0),
+    "acks_seen": (REGISTER_ACK_THINNING_ACKS, 61, 31),
+    "acks_forwarded": (REGISTER_ACK_THINNING_ACKS, 30, 0),
+    "acks_thinned": (REGISTER_ACK_THINNING_THINNED, 61, 31),
+    "retransmissions": (REGISTER_ACK_THINNING_THINNED, 30, 0),
+    "dup_acks": (REGISTER_ACK_THINNING_OUTCOME, 38, 8),
+    "last_keep_reason": (REGISTER_ACK_THINNING_OUTCOME, 7, 0),
+    "rtt_min_us": (REGISTER_ACK_THINNING_RTT, 62, 32),
+    "egress_port": (REGISTER_ACK_THINNING_PORT, 8, 0),
+    "filter_forwarded": (REGISTER_ACK_FILTER_FORWARDED, 31, 0),
+    "filter_filtered": (REGISTER_ACK_FILTER_FILTERED, 31, 0),
+    "acc_d": (REGISTER_ACC_D, 7, 0),
+    "acc_d_max": (REGISTER_ACC_D_MAX, 7, 0),
+    "acc_signals": (REGISTER_ACC_SIGNALS, 31, 0),
+    "acks_absorbed": (REGISTER_COALESCE_COUNTS, 61, 31),
+    "acks_rewritten": (REGISTER_COALESCE_COUNTS, 30, 0),
+    "acks_shared": (REGISTER_SHARE_COUNTS, 61, 31),
+    "share_bounced": (REGISTER_SHARE_COUNTS, 30, 0),
+    "acks_held": (REGISTER_HOLDBACK_HELD, 31, 0),
+    "acks_released": (REGISTER_HOLDBACK_RELEASED, 31, 0),
 }
-# Coalescing's waiting-ACK slots per half-flow (1 << COALESCE_SLOT_BITS in constants.p4): the
-# coalesce.state and coalesce.newest_* cells of half-flow h are h * COALESCE_SLOTS + slot.
-COALESCE_SLOTS = 1 << 3
-# Per slot: the key's addresses (lower endpoint first), and its ports | last seen (30 bits of
-# 1.024 ms ticks) | closed.
-KEY_REGISTERS = ("ack_thinning.key_a", "ack_thinning.key_b")
-SLOT_REGISTER = "ack_thinning.slot"
+# Per slot: the key's addresses (lower endpoint first), and (REGISTER_ACK_THINNING_SLOT) its ports |
+# last seen (30 bits of 1.024 ms ticks) | closed.
+KEY_REGISTERS = (REGISTER_ACK_THINNING_KEY_A, REGISTER_ACK_THINNING_KEY_B)
 TICK_US = 1024  # the slot's clock: the switch's microseconds >> 10
 # Thrift reads a register cell as a signed 64-bit value and saturates anything larger, so every
 # register read here must be at most 63 bits wide (control-plane/tests/test_register_widths.py).
-READ_REGISTERS = (*KEY_REGISTERS, SLOT_REGISTER, *sorted({r for r, _, _ in HALF_FIELDS.values()}))
+READ_REGISTERS = (
+    *KEY_REGISTERS,
+    REGISTER_ACK_THINNING_SLOT,
+    *sorted({r for r, _, _ in HALF_FIELDS.values()}),
+)
 
 
 def field_of(word: int, msb: int, lsb: int) -> int:
@@ -251,7 +258,7 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
     """Every flow record, decoded; one bulk read per register."""
     addrs_a = client.register_read_all(KEY_REGISTERS[0])
     addrs_b = client.register_read_all(KEY_REGISTERS[1])
-    slots = client.register_read_all(SLOT_REGISTER)
+    slots = client.register_read_all(REGISTER_ACK_THINNING_SLOT)
     halves = read_half_fields(client)
     flows = []
     for slot, (a, b, word) in enumerate(zip(addrs_a, addrs_b, slots, strict=True)):

@@ -18,14 +18,23 @@ from ackwise.bmv2.client import (
     SwitchUnreachable,
     TableEntry,
 )
-from ackwise.flowkey import FLOW_SLOTS, FlowKey
-from ackwise.p4names import IPV4_LPM
-from ackwise.policies import FLOW_POLICY_TABLE, POLICY_KEY_FIELD, POLICY_TABLE
-from ackwise.thinning import HALF_FIELDS, KEY_REGISTERS, SLOT_REGISTER, TICK_US
+from ackwise.flowkey import FlowKey
+from ackwise.p4names import (
+    ACK_POLICY_TABLE_SIZE,
+    FLOW_POLICY_TABLE_SIZE,
+    FLOW_SLOTS,
+    HALF_FLOWS,
+    KEY_FLOW,
+    REGISTER_ACK_THINNING_SLOT,
+    TABLE_ACK_THINNING_FLOW_POLICY,
+    TABLE_ACK_THINNING_POLICY,
+    TABLE_FORWARDING_IPV4_LPM,
+)
+from ackwise.policies import POLICY_KEY_BITS
+from ackwise.thinning import HALF_FIELDS, KEY_REGISTERS, TICK_US
 
-POLICY_TABLE_SIZE = 256  # ACK_POLICY_TABLE_SIZE in constants.p4
-FLOW_POLICY_TABLE_SIZE = 8192  # FLOW_POLICY_TABLE_SIZE in constants.p4
-POLICY_KEY_BITS = 96  # ack_policy.p4's `flow` (POLICY_KEY_FIELD)
+# The registers with a cell per flow slot; every other one the fake holds has one per half-flow.
+SLOT_REGISTERS = (*KEY_REGISTERS, REGISTER_ACK_THINNING_SLOT)
 
 
 def _ternary(field_name: str, text: str) -> MatchValue:
@@ -51,9 +60,9 @@ class FakeSwitchClient:
         self.uptime_us = 1_000_000
         self.registers: dict[str, list[int]] = {}
         self.entries: dict[str, dict[int, TableEntry]] = {
-            POLICY_TABLE: {},
-            FLOW_POLICY_TABLE: {},
-            IPV4_LPM: {},
+            TABLE_ACK_THINNING_POLICY: {},
+            TABLE_ACK_THINNING_FLOW_POLICY: {},
+            TABLE_FORWARDING_IPV4_LPM: {},
         }
         self.default: dict[str, DefaultAction] = {}
         self.counters: dict[tuple[str, int], int] = {}
@@ -84,27 +93,31 @@ class FakeSwitchClient:
         self._array(KEY_REGISTERS[0], FLOW_SLOTS)[slot] = key.addr_lo
         self._array(KEY_REGISTERS[1], FLOW_SLOTS)[slot] = key.addr_hi
         ticks = (last_seen_us // TICK_US) & (2**30 - 1)
-        self._array(SLOT_REGISTER, FLOW_SLOTS)[slot] = key.ports << 31 | ticks << 1 | int(closed)
+        self._array(REGISTER_ACK_THINNING_SLOT, FLOW_SLOTS)[slot] = key.ports << 31 | ticks << 1 | int(closed)
         for role, values in halves.items():
             half = key.half(direction if role == "data" else 1 - direction)
             for name, value in values.items():
                 # Packed as the switch packs it (thinning.HALF_FIELDS: register, msb, lsb).
                 register, msb, lsb = HALF_FIELDS.get(name, (f"fake.{name}", 63, 0))
                 mask = ((1 << (msb - lsb + 1)) - 1) << lsb
-                cells = self._array(register, 2 * FLOW_SLOTS)
+                cells = self._array(register, HALF_FLOWS)
                 cells[half] = cells[half] & ~mask | (value << lsb) & mask
         return key
 
     def drop_flow(self, src: str, sport: int, dst: str, dport: int) -> None:
         key, _ = FlowKey.of(src, dst, sport, dport)
-        for register in (*KEY_REGISTERS, SLOT_REGISTER):
+        for register in SLOT_REGISTERS:
             self._array(register, FLOW_SLOTS)[key.slot] = 0
 
     def restart(self) -> None:
         """As a restarted simple_switch: tables empty, registers zero, the clock from 0."""
         self.uptime_us = 0
         self.registers.clear()
-        self.entries = {POLICY_TABLE: {}, FLOW_POLICY_TABLE: {}, IPV4_LPM: {}}
+        self.entries = {
+            TABLE_ACK_THINNING_POLICY: {},
+            TABLE_ACK_THINNING_FLOW_POLICY: {},
+            TABLE_FORWARDING_IPV4_LPM: {},
+        }
         self.counters.clear()
 
     def _array(self, name: str, size: int) -> list[int]:
@@ -141,13 +154,17 @@ class FakeSwitchClient:
         from types import SimpleNamespace
 
         return SimpleNamespace(
-            tables={POLICY_TABLE: None, FLOW_POLICY_TABLE: None, IPV4_LPM: None},
-            registers={name: None for name in (*KEY_REGISTERS, SLOT_REGISTER, *self.registers)},
+            tables={
+                TABLE_ACK_THINNING_POLICY: None,
+                TABLE_ACK_THINNING_FLOW_POLICY: None,
+                TABLE_FORWARDING_IPV4_LPM: None,
+            },
+            registers={name: None for name in (*SLOT_REGISTERS, *self.registers)},
         )
 
     def register_read_all(self, name: str) -> list[int]:
         self._check()
-        size = FLOW_SLOTS if name in (*KEY_REGISTERS, SLOT_REGISTER) else 2 * FLOW_SLOTS
+        size = FLOW_SLOTS if name in SLOT_REGISTERS else HALF_FLOWS
         return list(self.registers.get(name, [0] * size))
 
     def counter_read(self, name: str, index: int) -> CounterValue:
@@ -164,11 +181,14 @@ class FakeSwitchClient:
     ) -> int:
         self._check()
         entries = self.entries.setdefault(table, {})
-        size = {POLICY_TABLE: POLICY_TABLE_SIZE, FLOW_POLICY_TABLE: FLOW_POLICY_TABLE_SIZE}.get(table)
+        size = {
+            TABLE_ACK_THINNING_POLICY: ACK_POLICY_TABLE_SIZE,
+            TABLE_ACK_THINNING_FLOW_POLICY: FLOW_POLICY_TABLE_SIZE,
+        }.get(table)
         if size is not None and len(entries) >= size:
             raise SwitchOperationError(f"adding an entry to {table} failed: TABLE_FULL")
-        exact = table == FLOW_POLICY_TABLE
-        match = ((_exact if exact else _ternary)(POLICY_KEY_FIELD, key[POLICY_KEY_FIELD]),)
+        exact = table == TABLE_ACK_THINNING_FLOW_POLICY
+        match = ((_exact if exact else _ternary)(KEY_FLOW, key[KEY_FLOW]),)
         if any(e.key == match and e.priority == priority for e in entries.values()):
             raise SwitchOperationError(f"adding an entry to {table} failed: DUPLICATE_ENTRY")
         handle = self._handle()

@@ -19,6 +19,7 @@ from ackwise.controller.config import (
     with_interval,
 )
 from ackwise.controller.decision import AckStream, Thresholds
+from ackwise.p4names import FLOW_POLICY_TABLE_SIZE, RECLAIM_IDLE_DEFAULT_US
 from ackwise.policies import Policy
 
 GOOD: dict[str, Any] = {"rules": [{"name": "r", "match": {"src": "10.0.2.0/24"}}]}
@@ -59,7 +60,9 @@ def test_first_match_wins_and_unmatched_flows_are_not_managed() -> None:
 
 def test_defaults_apply_where_the_file_is_silent() -> None:
     config = parse_config(GOOD)
-    assert (config.interval_ms, config.max_rules_per_switch, config.forget_after_s) == (100, 8192, 10.0)
+    # The whole per-flow table, and the switch's own reclaim time.
+    assert (config.interval_ms, config.max_rules_per_switch) == (100, FLOW_POLICY_TABLE_SIZE)
+    assert config.forget_after_s == RECLAIM_IDLE_DEFAULT_US / 1e6 == 10.0
     assert config.rules[0].decision.thresholds == Thresholds()
 
 

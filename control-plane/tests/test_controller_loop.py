@@ -20,7 +20,8 @@ from ackwise.controller.loop import (
     exact_stream,
     print_json_line,
 )
-from ackwise.policies import FLOW_POLICY_TABLE, POLICY_TABLE, PolicyMatch, PolicyParams
+from ackwise.p4names import FLOW_POLICY_TABLE_SIZE, TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
+from ackwise.policies import PolicyMatch, PolicyParams
 from ackwise.thinning import list_flow_policies, set_flow_policy, set_policy
 
 SENDER, RECEIVER = ("10.0.1.1", 40000), ("10.0.2.1", 5001)
@@ -100,10 +101,10 @@ def test_a_new_flow_gets_an_exact_rule_then_only_changes_are_written() -> None:
     events = rig.step(segments=10)
     assert kinds(events) == ["connected", "set"]
     assert rig.policy_rules() == {ACKS: "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200"}
-    entry = rig.fake.entries[FLOW_POLICY_TABLE][0]
+    entry = rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY][0]
     # looked up before any ternary rule: exact, on the one 96-bit key field
     assert [(m.match_type, m.width_bits) for m in entry.key] == [("exact", 96)]
-    assert rig.fake.entries[POLICY_TABLE] == {}  # the operator's table is never written
+    assert rig.fake.entries[TABLE_ACK_THINNING_POLICY] == {}  # the operator's table is never written
     set_event = events[1]
     assert set_event == {
         "t": 1700000000.0,
@@ -139,8 +140,8 @@ def test_no_rule_while_the_operators_rule_gives_the_same_policy() -> None:
     set_policy(rig.client, PolicyMatch.parse(["src=10.0.2.0/24"]), PolicyParams.parse("every_d", ["d=1"]))
     for segments in (10, 20, 40, 80, 86, 86):
         assert kinds(rig.step(segments=segments)) in (["connected"], [])
-    assert len(rig.fake.entries[POLICY_TABLE]) == 1
-    assert rig.fake.entries[FLOW_POLICY_TABLE] == {}
+    assert len(rig.fake.entries[TABLE_ACK_THINNING_POLICY]) == 1
+    assert rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY] == {}
     events = rig.step()
     assert [(e["event"], e["old"], e["kind"]) for e in events] == [("set", None, "saturated")]
     assert rig.policy_rules()[ACKS].startswith("tack")
@@ -165,18 +166,18 @@ def test_flows_no_rule_manages_are_never_touched() -> None:
     rig.flow(("10.0.1.1", 40001), ("10.0.3.1", 5001))  # no rule matches its ACKs
     rig.flow(("10.0.1.1", 40002), ("10.0.2.9", 5001))  # the ignore rule matches
     rig.flow(RECEIVER, SENDER)  # data the other way: its ACKs come from 10.0.1.1
-    before = dict(rig.fake.entries[POLICY_TABLE])
+    before = dict(rig.fake.entries[TABLE_ACK_THINNING_POLICY])
     for _ in range(20):
         rig.flow(("10.0.1.1", 40001), ("10.0.3.1", 5001))
         rig.flow(("10.0.1.1", 40002), ("10.0.2.9", 5001))
         rig.flow(RECEIVER, SENDER)
         rig.step()  # and the managed flow, SENDER -> RECEIVER
-    assert rig.fake.entries[POLICY_TABLE] == before  # the operator's 3, unchanged
+    assert rig.fake.entries[TABLE_ACK_THINNING_POLICY] == before  # the operator's 3, unchanged
     assert len(before) == 3
     assert [exact_stream(r.match) for r in list_flow_policies(rig.client)] == [ACKS]
     rig.fake.drop_flow("10.0.1.1", 40001, "10.0.3.1", 5001)
     rig.step()
-    assert operator_exact in rig.fake.entries[POLICY_TABLE]  # not the controller's to remove
+    assert operator_exact in rig.fake.entries[TABLE_ACK_THINNING_POLICY]  # not the controller's to remove
 
 
 def test_a_switch_restart_gets_the_current_decisions_again() -> None:
@@ -199,7 +200,7 @@ def test_a_rule_lost_without_a_restart_is_reapplied() -> None:
     rig.step(segments=10)
     assert len(rig.policy_rules()) == 2
     handle = next(r.handle for r in list_flow_policies(rig.client) if exact_stream(r.match) == ACKS)
-    del rig.fake.entries[FLOW_POLICY_TABLE][handle]  # an operator's 'ackwise policy del --flow'
+    del rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY][handle]  # an operator's 'ackwise policy del --flow'
     events = rig.step(segments=10)
     assert kinds(events) == ["lost", "reapply"]
     assert len(rig.policy_rules()) == 2
@@ -214,18 +215,20 @@ def test_the_per_flow_table_is_dumped_only_when_its_count_is_off_or_the_full_che
     rig.fake.dumps.clear()
     for _ in range(3):  # the controller's own write (a change in place, or none): count as expected
         rig.step()
-    assert FLOW_POLICY_TABLE not in rig.fake.dumps
+    assert TABLE_ACK_THINNING_FLOW_POLICY not in rig.fake.dumps
     for _ in range(int(RULES_FULL_CHECK_S / 0.125) + 1):
         rig.step()
-    assert rig.fake.dumps.count(FLOW_POLICY_TABLE) == 1  # the periodic full check
+    assert rig.fake.dumps.count(TABLE_ACK_THINNING_FLOW_POLICY) == 1  # the periodic full check
 
 
 def test_a_rule_changed_in_place_by_someone_else_is_caught_by_the_full_check() -> None:
     """Same count, other parameters: only the periodic dump can see it; the rule is re-applied."""
     rig = Rig()
     rig.step(segments=10)
-    entry = next(iter(rig.fake.entries[FLOW_POLICY_TABLE].values()))
-    rig.client.table_modify(FLOW_POLICY_TABLE, entry.handle, entry.action, {**entry.params, "d": 7})
+    entry = next(iter(rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY].values()))
+    rig.client.table_modify(
+        TABLE_ACK_THINNING_FLOW_POLICY, entry.handle, entry.action, {**entry.params, "d": 7}
+    )
     seen: list[str] = []
     for _ in range(int(RULES_FULL_CHECK_S / 0.125) + 2):
         seen += kinds(rig.step(segments=2))  # low rate: the decision stays every_d d=1
@@ -237,7 +240,7 @@ def test_every_rule_lost_at_once_counts_as_a_restart() -> None:
     """A program reload keeps the uptime but empties the tables: as a restart."""
     rig = Rig()
     rig.step(segments=10)
-    rig.fake.entries[FLOW_POLICY_TABLE].clear()
+    rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY].clear()
     events = rig.step(segments=10)
     assert kinds(events) == ["restart", "reapply"]
     assert events[0]["reason"] == "the policy table lost every rule of the controller"
@@ -316,20 +319,20 @@ def test_a_switch_that_stops_answering_is_retried() -> None:
 def test_a_failed_write_is_logged_and_retried() -> None:
     rig = Rig()
     # Per-flow rules of flows this controller does not manage fill the table (written straight into
-    # the fake: 8192 table_add calls check for duplicates 8192 times each).
-    template = rig.fake.entries[FLOW_POLICY_TABLE][
+    # the fake: a table_add call per entry would check each for duplicates against all the others).
+    template = rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY][
         set_flow_policy(rig.client, ACKS.match(), PolicyParams.parse("tack", []))
     ]
-    rig.fake.entries[FLOW_POLICY_TABLE].clear()
-    for handle in range(8192):
+    rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY].clear()
+    for handle in range(FLOW_POLICY_TABLE_SIZE):
         stream = AckStream.parse("10.0.3.1", 5001, "10.0.1.1", handle)
         key = (replace(template.key[0], value=int(stream.match().exact_key()["flow"], 0)),)
-        rig.fake.entries[FLOW_POLICY_TABLE][handle] = replace(template, handle=handle, key=key)
-    rig.fake._next_handle = 8192
+        rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY][handle] = replace(template, handle=handle, key=key)
+    rig.fake._next_handle = FLOW_POLICY_TABLE_SIZE
     events = rig.step(segments=10)
     assert kinds(events) == ["connected", "error"]
     assert "TABLE_FULL" in events[1]["error"]
-    rig.fake.table_delete(FLOW_POLICY_TABLE, 0)
+    rig.fake.table_delete(TABLE_ACK_THINNING_FLOW_POLICY, 0)
     assert kinds(rig.step(segments=10)) == ["set"]
 
 

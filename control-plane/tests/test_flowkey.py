@@ -1,6 +1,7 @@
 import zlib
 
-from ackwise.flowkey import FLOW_SLOTS, FlowKey
+from ackwise.flowkey import FlowKey
+from ackwise.p4names import FLOW_SLOTS, HALF_FLOWS
 
 
 def test_both_directions_share_one_key() -> None:
@@ -27,21 +28,6 @@ def test_same_address_orders_by_port() -> None:
     assert direction == 1 and key.endpoint(0) == "10.0.0.1:5000"
 
 
-def test_slot_count_matches_constants_p4() -> None:
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[2] / "p4src" / "include" / "constants.p4").read_text()
-    slots = int(re.search(r"#define FLOW_SLOTS (\d+)", text).group(1))
-    halves = int(re.search(r"#define HALF_FLOWS (\d+)", text).group(1))
-    assert slots == FLOW_SLOTS and halves == 2 * FLOW_SLOTS
-
-
-def test_coalesce_slots_match_constants_p4() -> None:
-    import re
-    from pathlib import Path
-
-    from ackwise.thinning import COALESCE_SLOTS
-
-    text = (Path(__file__).resolve().parents[2] / "p4src" / "include" / "constants.p4").read_text()
-    assert 1 << int(re.search(r"#define COALESCE_SLOT_BITS (\d+)", text).group(1)) == COALESCE_SLOTS
+def test_a_slot_has_two_half_flows() -> None:
+    """FlowKey.half (slot << 1 | direction) indexes the P4's per-half-flow registers."""
+    assert HALF_FLOWS == 2 * FLOW_SLOTS

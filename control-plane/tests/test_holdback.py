@@ -3,27 +3,22 @@ held on the same base, a new hold once the switch forwarded something newer."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+import struct
 
 from ackwise import holdback
 from ackwise.holdback import HoldTable
+from ackwise.p4names import HEADER_FIELDS_BITS
 
-CONSTANTS = (Path(__file__).resolve().parents[2] / "p4src" / "include" / "constants.p4").read_text()
 F = ("10.0.0.2", "10.0.0.1", 5001, 40000)
 G = ("10.0.0.4", "10.0.0.3", 5001, 40001)
 
 
-def test_constants_match_the_p4() -> None:
-    session = re.search(r"const bit<32> HOLDBACK_SESSION = (\d+);", CONSTANTS)
-    timeout = re.search(r"const bit<48> HOLDBACK_AGENT_TIMEOUT_US = (\d+);", CONSTANTS)
-    assert session and int(session.group(1)) == holdback.HOLDBACK_SESSION
-    assert timeout and int(timeout.group(1)) == holdback.AGENT_TIMEOUT_MS * 1000
-    headers = (Path(__file__).resolve().parents[2] / "p4src" / "include" / "headers.p4").read_text()
-    fields = re.search(r"header holdback_h \{([^}]*)\}", headers)
-    assert fields is not None
-    widths = [int(w) for w in re.findall(r"bit<(\d+)>", fields.group(1))]
-    assert sum(widths) // 8 == holdback.HEADER.size
+def test_header_is_the_p4s_holdback_h() -> None:
+    """holdback.HEADER unpacks the fields of headers.p4's holdback_h, each at its width, in order."""
+    fmt = holdback.HEADER.format
+    assert fmt.startswith("!")
+    widths = [8 * struct.calcsize("!" + code) for code in fmt[1:]]
+    assert widths == [bits for _, bits in HEADER_FIELDS_BITS["holdback_h"]]
 
 
 def test_newer_copies_replace_and_keep_the_first_due_time() -> None:

@@ -1,41 +1,27 @@
-"""The Python safety contract is the P4 one: same rules, same order, same reason codes."""
+"""The Python safety contract is the P4 one: same rules, same order, same reason codes (the P4
+side as `make constants` reads it into ackwise.p4names)."""
 
-import re
-from pathlib import Path
-
+from ackwise.p4names import ACK_SAFETY_RULES_ENTRIES, SafetyFact
 from ackwise.safety import RULES, AckFacts, KeepReason, keep_reason
-
-P4 = Path(__file__).resolve().parents[2] / "p4src" / "include"
-
-
-def test_reason_codes_match_constants_p4() -> None:
-    codes = dict(re.findall(r"const keep_reason_t KEEP_(\w+) = (\d+);", (P4 / "constants.p4").read_text()))
-    assert {k: int(v) for k, v in codes.items()} == {m.name: m.value for m in KeepReason}
 
 
 def test_rule_order_matches_ack_safety_p4() -> None:
-    source = (P4 / "ack_safety.p4").read_text()
-    entries = re.findall(r"FACT_(\w+) &&& FACT_(\w+) : keep\(KEEP_(\w+)\);", source)
-    assert all(value == mask for value, mask, _ in entries)
-    assert [(value.lower(), reason) for value, _, reason in entries] == [
-        (fact, reason.name) for fact, reason in RULES
-    ]
+    """ack_safety.p4's rules table: one entry per fact, value and mask the fact's bit, keep(reason);
+    the Python rules check the same facts in the same order for the same reasons."""
+    p4_rules = []
+    for ((value, mask),), action, (reason,) in ACK_SAFETY_RULES_ENTRIES:
+        assert value == mask and action == "keep"
+        p4_rules.append((SafetyFact(value).name.lower(), KeepReason(reason)))
+    assert p4_rules == list(RULES)
 
 
-def test_each_fact_has_its_own_bit_and_the_switch_sets_it() -> None:
-    """FACT_ constants are distinct single bits named after AckFacts' fields, and ack_facts() in
-    ack_thinning.p4 sets each one from the local of the same name."""
-    bits = {
-        name.lower(): 1 << int(shift)
-        for name, shift in re.findall(
-            r"const bit<13> FACT_(\w+) = 1 << (\d+);", (P4 / "ack_safety.p4").read_text()
-        )
-    }
-    assert sorted(bits) == sorted(fact for fact, _ in RULES)
-    assert len(set(bits.values())) == len(bits)
-    thinning = (P4 / "ack_thinning.p4").read_text()
-    set_from = dict(re.findall(r"\((\w+) \? FACT_(\w+) : 0\)", thinning))
-    assert {local: fact.lower() for local, fact in set_from.items()} == {fact: fact for fact in bits}
+def test_each_fact_has_its_own_bit_and_a_field() -> None:
+    """FACT_* are distinct single bits, one per AckFacts field, named after it (ack_thinning.p4's
+    ack_facts() sets each from the local of that name; ptf-tests/test_ack_safety.py checks each
+    rule's reason through the switch)."""
+    assert all(bin(fact.value).count("1") == 1 for fact in SafetyFact)
+    assert sorted(f.name.lower() for f in SafetyFact) == sorted(AckFacts.__dataclass_fields__)
+    assert sorted(f.name.lower() for f in SafetyFact) == sorted(fact for fact, _ in RULES)
 
 
 def test_first_rule_that_holds_names_the_reason() -> None:

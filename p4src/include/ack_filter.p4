@@ -46,8 +46,7 @@ header filter_work_h {
 
 control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t ack, in port_t port,
                          in bit<19> enq_qdepth, in bit<19> deq_qdepth, out bool drop) {
-    // [0] forwarded, [1] filtered, [2] kept because the queue may have tail-dropped the newer ACK
-    @name(".ack_filter.stats") counter(3, CounterType.packets) stats;
+    @name(".ack_filter.stats") counter(FILTER_STATS, CounterType.packets) stats;    // FILTER_STAT_*
 
     filter_work_h w;
 
@@ -63,7 +62,7 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
         // below the capacity, no packet that arrived meanwhile was tail-dropped.
         queue_capacity.read(w.capacity, (bit<32>)port);
         if (w.capacity == 0) {
-            w.capacity = BMV2_DEFAULT_QUEUE_DEPTH;
+            w.capacity = BMV2_DEFAULT_QUEUE_DEPTH_PKTS;
         }
         bool no_tail_drop = (bit<32>)enq_qdepth + 1 + (bit<32>)deq_qdepth < w.capacity;
         drop = no_tail_drop && w.newest_serial != ack.filter_serial
@@ -71,15 +70,15 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
             && (!opts.ts_present || SEQ_GEQ(w.newest_ts_val, opts.ts_val))
             && w.newest_ece_cwr == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
         if (drop) {
-            stats.count(1);
+            stats.count(FILTER_STAT_FILTERED);
             filter_filtered.read(w.n, ack.half);
             w.n = w.n + 1;      // in the field read (a register write of an expression: a temporary)
             filter_filtered.write(ack.half, w.n);
         } else {
             if (!no_tail_drop && w.newest_serial != ack.filter_serial) {
-                stats.count(2);
+                stats.count(FILTER_STAT_KEPT_QUEUE_FULL);
             }
-            stats.count(0);
+            stats.count(FILTER_STAT_FORWARDED);
             filter_forwarded.read(w.n, ack.half);
             w.n = w.n + 1;
             filter_forwarded.write(ack.half, w.n);

@@ -8,19 +8,20 @@
 
 // The facts, one bit each in the fact_bits the caller computes from its per-flow state (the
 // thinning stage, ack_thinning.p4 ack_facts). Their names are the Python twin's AckFacts fields.
-const bit<13> FACT_FLAGS_KEEP = 1 << 12;        // SYN, FIN, RST, URG or PSH set
-const bit<13> FACT_HAS_PAYLOAD = 1 << 11;
-const bit<13> FACT_FIRST_ACK = 1 << 10;         // no earlier ACK of this half-flow
-const bit<13> FACT_WINDOW_UPDATE = 1 << 9;      // same ACK number as the previous ACK, different window
-const bit<13> FACT_DUP_ACK = 1 << 8;            // ACK number not advancing
-const bit<13> FACT_DSACK = 1 << 7;
-const bit<13> FACT_SACK_NEWS = 1 << 6;          // a SACK block the sender has not been told about
-const bit<13> FACT_ECE_CWR_CHANGE = 1 << 5;     // ECE/CWR differ from the previous ACK's
-const bit<13> FACT_WINDOW_REOPEN = 1 << 4;      // previous window below one MSS, this one not
-const bit<13> FACT_UNKNOWN_OPTION = 1 << 3;
-const bit<13> FACT_TS_REORDERED = 1 << 2;       // TSval or TSecr older than already seen: RTT samples stay valid
-const bit<13> FACT_IDLE = 1 << 1;               // first ACK after the flow was idle
-const bit<13> FACT_ACKS_ALL_DATA = 1 << 0;      // acknowledges all data the switch has seen the other side send
+typedef bit<13> safety_fact_t;
+const safety_fact_t FACT_FLAGS_KEEP = 1 << 12;        // SYN, FIN, RST, URG or PSH set
+const safety_fact_t FACT_HAS_PAYLOAD = 1 << 11;
+const safety_fact_t FACT_FIRST_ACK = 1 << 10;         // no earlier ACK of this half-flow
+const safety_fact_t FACT_WINDOW_UPDATE = 1 << 9;      // same ACK number as the previous ACK, different window
+const safety_fact_t FACT_DUP_ACK = 1 << 8;            // ACK number not advancing
+const safety_fact_t FACT_DSACK = 1 << 7;
+const safety_fact_t FACT_SACK_NEWS = 1 << 6;          // a SACK block the sender has not been told about
+const safety_fact_t FACT_ECE_CWR_CHANGE = 1 << 5;     // ECE/CWR differ from the previous ACK's
+const safety_fact_t FACT_WINDOW_REOPEN = 1 << 4;      // previous window below one MSS, this one not
+const safety_fact_t FACT_UNKNOWN_OPTION = 1 << 3;
+const safety_fact_t FACT_TS_REORDERED = 1 << 2;       // TSval or TSecr older than already seen: RTT samples stay valid
+const safety_fact_t FACT_IDLE = 1 << 1;               // first ACK after the flow was idle
+const safety_fact_t FACT_ACKS_ALL_DATA = 1 << 0;      // acknowledges all data the switch has seen the other side send
 
 control AckSafety(in bit<13> fact_bits, out keep_reason_t reason) {
     action keep(keep_reason_t why) {

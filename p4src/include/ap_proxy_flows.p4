@@ -17,12 +17,13 @@
 @name(".ap.agent_alive_at_us") register<bit<48>>(1) ap_agent_alive_at;
 
 // Bits of ap.state.
-const bit<8> AP_ESTABLISHED = 0x01;     // the station's SYN or SYN-ACK was seen
-const bit<8> AP_RCV_VALID = 0x02;       // rcv_nxt holds the in-order point
-const bit<8> AP_SPOOF_VALID = 0x04;     // spoofed holds the highest spoofed ACK
-const bit<8> AP_ECE_PENDING = 0x08;     // CE seen on the data, CWR not yet
-const bit<8> AP_COPIED_VALID = 0x10;    // copied_to holds the end of the data the agent has a copy of
-const bit<8> AP_STATION_ACK_VALID = 0x20;  // station_ack holds this connection's highest station ACK
+typedef bit<8> ap_flow_state_t;
+const ap_flow_state_t AP_ESTABLISHED = 0x01;     // the station's SYN or SYN-ACK was seen
+const ap_flow_state_t AP_RCV_VALID = 0x02;       // rcv_nxt holds the in-order point
+const ap_flow_state_t AP_SPOOF_VALID = 0x04;     // spoofed holds the highest spoofed ACK
+const ap_flow_state_t AP_ECE_PENDING = 0x08;     // CE seen on the data, CWR not yet
+const ap_flow_state_t AP_COPIED_VALID = 0x10;    // copied_to holds the end of the data the agent has a copy of
+const ap_flow_state_t AP_STATION_ACK_VALID = 0x20;  // station_ack holds this connection's highest station ACK
 
 control ApProxyFlows(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
                      in time_us_t now, in ap_role_t role, in ap_station_params_t station, in port_t ingress_port,

@@ -1,6 +1,6 @@
 // Sizes, widths and protocol numbers shared by every ackwise program.
-// Anything the control plane must agree on (counter indices, reason codes) is defined here once and
-// mirrored in control-plane/ackwise/p4names.py.
+// Anything the control plane must agree on (counter indices, reason codes) is defined here once;
+// `make constants` generates its Python side, control-plane/ackwise/p4names.py.
 #ifndef ACKWISE_CONSTANTS_P4
 #define ACKWISE_CONSTANTS_P4
 
@@ -23,7 +23,7 @@
 #define ECN_PORT_TABLE_SIZE 64
 #define AP_PORT_ROLE_TABLE_SIZE 64
 #define AP_STATIONS_TABLE_SIZE 256
-const bit<32> BMV2_DEFAULT_QUEUE_DEPTH = 64;    // simple_switch's egress queue, in packets
+const bit<32> BMV2_DEFAULT_QUEUE_DEPTH_PKTS = 64;   // simple_switch's egress queue
 
 // One slot per malformed_reason_t / drop_reason_t value below.
 #define MALFORMED_REASONS 8
@@ -80,7 +80,10 @@ const drop_reason_t DROP_TTL_EXPIRED = 2;       // routed with TTL 0 or 1
 const drop_reason_t DROP_IPV4_CHECKSUM = 3;     // routed with a bad IPv4 header checksum
 const drop_reason_t DROP_MALFORMED_IPV4 = 4;    // IPv4 header the parser could not read
 
-// ---- ACK thinning (mirrored in control-plane/ackwise/policies.py and safety.py) ----
+// ---- ACK thinning ----
+
+// The policy a flow's ACKs are under (ack_policy.p4 sets it; control-plane/ackwise/policies.py
+// names them).
 typedef bit<8> ack_policy_t;
 const ack_policy_t POLICY_OFF = 0;
 const ack_policy_t POLICY_EVERY_D = 1;
@@ -91,9 +94,10 @@ const ack_policy_t POLICY_ACC = 5;
 const ack_policy_t POLICY_COALESCE = 6;
 
 // ACC congestion signals (a bitmask: which ones a flow reacts to is per-flow policy).
-const bit<8> ACC_SIGNAL_CE = 0x01;      // CE on the flow's data or ACKs, seen or applied here
-const bit<8> ACC_SIGNAL_ECE = 0x02;     // ECE on the flow's ACKs
-const bit<8> ACC_SIGNAL_QUEUE = 0x04;   // the flow's ACK entered a queue deeper than its port's K
+typedef bit<8> acc_signal_t;
+const acc_signal_t ACC_SIGNAL_CE = 0x01;      // CE on the flow's data or ACKs, seen or applied here
+const acc_signal_t ACC_SIGNAL_ECE = 0x02;     // ECE on the flow's ACKs
+const acc_signal_t ACC_SIGNAL_QUEUE = 0x04;   // the flow's ACK entered a queue deeper than its port's K
 // ACC's RTT until the switch has measured one (and no override is set).
 const bit<32> ACC_RTT_DEFAULT_US = 100000;
 // d_cap is at most this (the flight bound is computed by a 7-step search).
@@ -118,18 +122,28 @@ const keep_reason_t KEEP_IDLE = 13;             // first ACK after the flow was 
 const keep_reason_t KEEP_ACKS_ALL_DATA = 14;    // acknowledges everything the switch saw sent
 const keep_reason_t KEEP_RELEASED = 15;         // held by the hold-back agent, released: nothing newer passed
 
-// Global counters of the thinning stage (index into ack_thinning.stats).
-const bit<32> STAT_COLLISIONS = 0;      // packet's slot held another live flow: passed untouched
-const bit<32> STAT_RECLAIMED = 1;       // a record taken over from an idle or closed flow
-const bit<32> STAT_NEW_FLOWS = 2;       // a record created in an empty slot
-const bit<32> STAT_ACKS_SEEN = 3;
-const bit<32> STAT_ACKS_THINNED = 4;
-const bit<32> STAT_ACKS_FILTERED = 5;   // dropped at egress by the filter policy
-const bit<32> STAT_ACKS_ABSORBED = 6;   // folded into the flow's waiting ACK (coalescing)
-const bit<32> STAT_ACKS_HELD = 7;       // handed to the hold-back agent instead of forwarded
-const bit<32> STAT_ACKS_PASSED = 8;     // passed on by ingress (forwarded, queued, or left to the filter)
-const bit<32> STAT_ACKS_SHARED = 9;     // handed to the agent by the queue share (ack_share.p4), to come back later
-const bit<32> STAT_SHARE_BOUNCED = 10;  // came back from the agent too early: sent back to it again
+// Global counters of the thinning stage (index into ack_thinning.stats, THINNING_STATS cells).
+typedef bit<32> thinning_stat_t;
+const thinning_stat_t STAT_COLLISIONS = 0;      // packet's slot held another live flow: passed untouched
+const thinning_stat_t STAT_RECLAIMED = 1;       // a record taken over from an idle or closed flow
+const thinning_stat_t STAT_NEW_FLOWS = 2;       // a record created in an empty slot
+const thinning_stat_t STAT_ACKS_SEEN = 3;
+const thinning_stat_t STAT_ACKS_THINNED = 4;
+const thinning_stat_t STAT_ACKS_FILTERED = 5;   // dropped at egress by the filter policy
+const thinning_stat_t STAT_ACKS_ABSORBED = 6;   // folded into the flow's waiting ACK (coalescing)
+const thinning_stat_t STAT_ACKS_HELD = 7;       // handed to the hold-back agent instead of forwarded
+const thinning_stat_t STAT_ACKS_PASSED = 8;     // passed on by ingress (forwarded, queued, or left to the filter)
+const thinning_stat_t STAT_ACKS_SHARED = 9;     // handed to the agent by the queue share (ack_share.p4), to come back later
+const thinning_stat_t STAT_SHARE_BOUNCED = 10;  // came back from the agent too early: sent back to it again
+
+// Counters of the filter policy at egress (index into ack_filter.stats, FILTER_STATS cells).
+typedef bit<32> filter_stat_t;
+const filter_stat_t FILTER_STAT_FORWARDED = 0;
+const filter_stat_t FILTER_STAT_FILTERED = 1;
+// Forwarded (and counted so) although a newer ACK entered the queue behind it: the queue may have
+// been full, so the newer one may have been tail-dropped.
+const filter_stat_t FILTER_STAT_KEPT_QUEUE_FULL = 2;
+#define FILTER_STATS 3
 
 // Coalescing: a waiting ACK that has not left this long after the departure the queue model
 // booked for it no longer takes ACKs in (it was tail-dropped after all, or its queue stalled).
@@ -154,10 +168,11 @@ const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;    // standard_metadata.insta
 // What a copy to the agent is (holdback_h.kind): a held ACK (hold-back), or one of the queue
 // share's (ack_share.p4): an ACK to keep in its flow's order, or the switch's answer about an ACK
 // the agent sent back (it was too early: try again; it was taken: the next may follow).
-const bit<16> AGENT_KIND_HOLD = 0;
-const bit<16> AGENT_KIND_SHARE_KEEP = 1;
-const bit<16> AGENT_KIND_SHARE_BOUNCED = 2;
-const bit<16> AGENT_KIND_SHARE_TAKEN = 3;
+typedef bit<16> agent_kind_t;
+const agent_kind_t AGENT_KIND_HOLD = 0;
+const agent_kind_t AGENT_KIND_SHARE_KEEP = 1;
+const agent_kind_t AGENT_KIND_SHARE_BOUNCED = 2;
+const agent_kind_t AGENT_KIND_SHARE_TAKEN = 3;
 // The queue share: a flow's pure ACKs beyond its two newest in a modelled queue wait in the agent,
 // so another flow's ACK waits behind at most two of its ACKs. The switch keeps the departures of a
 // flow's two newest queued ACKs (SHARE_PKTS is that ring's size, not a parameter). A flow whose
@@ -171,33 +186,37 @@ const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;
 // RTTmin is a windowed minimum over this long.
 const bit<48> RTT_MIN_WINDOW_US = 10000000;
 
-// ---- AP proxy (mirrored in control-plane/ackwise/ap.py) ----
+// ---- AP proxy ----
 // IEEE local experimental: an agent's heartbeat on its CPU port (the AP's repair agent, the hold-back agent)
 const bit<16> ETHERTYPE_AGENT_HEARTBEAT = 0x88B5;
+// What the AP proxy does with a flow (ap.mode).
 typedef bit<8> ap_mode_t;
 const ap_mode_t AP_MODE_PASS = 0;       // forward untouched (not yet fast, or back to it)
 const ap_mode_t AP_MODE_FAST = 1;       // spoof ACKs for in-order data
 const ap_mode_t AP_MODE_HOLDOFF = 2;    // left fast mode until ap.holdoff_until_us
 const ap_mode_t AP_MODE_OFF = 3;        // left fast mode for good
+// What a port is to the AP proxy (ap.port_role, ap.egress_role).
 typedef bit<8> ap_role_t;
 const ap_role_t AP_ROLE_NONE = 0;
 const ap_role_t AP_ROLE_UPLINK = 1;
 const ap_role_t AP_ROLE_WIRELESS = 2;
 const ap_role_t AP_ROLE_CPU = 3;
-// Multicast copies of a spoofed segment.
-const bit<16> AP_RID_STATION = 0;
-const bit<16> AP_RID_CPU = 1;
-const bit<16> AP_RID_SPOOF = 2;
+// Multicast copies of a spoofed segment (their egress_rid).
+typedef bit<16> ap_rid_t;
+const ap_rid_t AP_RID_STATION = 0;
+const ap_rid_t AP_RID_CPU = 1;
+const ap_rid_t AP_RID_SPOOF = 2;
 // The agent counts as gone after this long without a heartbeat.
 const bit<48> AP_AGENT_TIMEOUT_US = 500000;
-// Index into the ap.stats counter.
-const bit<32> AP_STAT_SPOOFED = 0;
-const bit<32> AP_STAT_CONSUMED = 1;         // station ACKs at or below the spoofed point
-const bit<32> AP_STAT_DUP_TO_AGENT = 2;     // duplicates among them: a wireless loss
-const bit<32> AP_STAT_BUDGET_STALLS = 3;    // in-order data not spoofed: over budget
-const bit<32> AP_STAT_NOT_SPOOFED = 4;      // in fast mode but out of order, FIN/RST/URG, or no window
-const bit<32> AP_STAT_STALL_EXITS = 5;      // left fast mode: the station stopped advancing
-const bit<32> AP_STAT_COLLISIONS = 6;
+// Index into the ap.stats counter (AP_STATS cells).
+typedef bit<32> ap_stat_t;
+const ap_stat_t AP_STAT_SPOOFED = 0;
+const ap_stat_t AP_STAT_CONSUMED = 1;         // station ACKs at or below the spoofed point
+const ap_stat_t AP_STAT_DUP_TO_AGENT = 2;     // duplicates among them: a wireless loss
+const ap_stat_t AP_STAT_BUDGET_STALLS = 3;    // in-order data not spoofed: over budget
+const ap_stat_t AP_STAT_NOT_SPOOFED = 4;      // in fast mode but out of order, FIN/RST/URG, or no window
+const ap_stat_t AP_STAT_STALL_EXITS = 5;      // left fast mode: the station stopped advancing
+const ap_stat_t AP_STAT_COLLISIONS = 6;
 #define AP_STATS 7
 // Packet-outs from the agent to stations (local repairs) are counted in ap.repairs.
 

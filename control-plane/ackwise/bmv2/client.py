@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -115,6 +116,14 @@ class DefaultAction:
 class CounterValue:
     packets: int
     bytes: int
+
+
+def named_cells(cells: Sequence[CounterValue], names: type[IntEnum]) -> dict[str, int]:
+    """Packets per cell of a counter read whole (``counter_read_all``: as many cells as the running
+    program declares), keyed by the lower-case name of the enum member for that index (the
+    generated ackwise.p4names); a cell the enum does not name, as ``cell_<index>``."""
+    known = {member.value: member.name.lower() for member in names}
+    return {known.get(i, f"cell_{i}"): c.packets for i, c in enumerate(cells)}
 
 
 @dataclass(frozen=True)

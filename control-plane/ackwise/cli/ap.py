@@ -24,6 +24,7 @@ from ackwise.ap import (
 )
 from ackwise.cli.args import SWITCH_PORT, int_in
 from ackwise.cli.output import emit, render_records
+from ackwise.p4names import TABLE_AP_STATIONS
 
 STAT_LABELS = {
     "spoofed": "spoofed ACKs sent",
@@ -149,7 +150,7 @@ def cmd_ap_serve(args: argparse.Namespace, client_for: Any) -> int:
     with client_for(args) as client:
         for station in list_stations(client):
             if station["station"] == prefix:
-                client.table_delete("ap.stations", station["handle"])
+                client.table_delete(TABLE_AP_STATIONS, station["handle"])
         handle = add_station(client, prefix, params)
     emit(args, {"handle": handle, "station": prefix} | params.__dict__, f"serving {prefix} (entry {handle})")
     return 0
@@ -162,7 +163,7 @@ def cmd_ap_unserve(args: argparse.Namespace, client_for: Any) -> int:
         if not handles:
             raise ApConfigError(f"{prefix} is not served: 'ackwise ap stations' lists what is")
         for handle in handles:
-            client.table_delete("ap.stations", handle)
+            client.table_delete(TABLE_AP_STATIONS, handle)
     emit(args, {"deleted": prefix}, f"no longer serving {prefix}: its new flows pass untouched")
     return 0
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from ackwise.cli.args import HANDLE, PRIORITY, int_in
 from ackwise.cli.output import emit, render_records, render_table
-from ackwise.policies import FLOW_POLICY_TABLE, POLICY_TABLE, Policy, PolicyError, PolicyMatch, PolicyParams
+from ackwise.p4names import TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
+from ackwise.policies import Policy, PolicyError, PolicyMatch, PolicyParams
 from ackwise.thinning import (
     delete_flow_policy,
     delete_policy,
@@ -60,7 +61,9 @@ def cmd_policy_set(args: argparse.Namespace, client_for: Any) -> int:
 def cmd_policy_list(args: argparse.Namespace, client_for: Any) -> int:
     with client_for(args) as client:
         rules, default = list_policies(client)
-        flow_rules = list_flow_policies(client) if FLOW_POLICY_TABLE in client.program.tables else []
+        flow_rules = (
+            list_flow_policies(client) if TABLE_ACK_THINNING_FLOW_POLICY in client.program.tables else []
+        )
     data = {
         "flow_rules": [
             {"handle": r.handle, "match": str(r.match), "policy": r.params.to_dict()} for r in flow_rules
@@ -75,7 +78,7 @@ def cmd_policy_list(args: argparse.Namespace, client_for: Any) -> int:
     if flow_rules:
         rows = [[r.handle, str(r.match), r.params.describe()] for r in flow_rules]
         text += [
-            f"per-flow rules ({FLOW_POLICY_TABLE}, looked up first; the controller's; "
+            f"per-flow rules ({TABLE_ACK_THINNING_FLOW_POLICY}, looked up first; the controller's; "
             "'policy del --flow HANDLE'):",
             render_table(["handle", "match (ACKs)", "policy"], rows),
             "",
@@ -96,7 +99,10 @@ def cmd_policy_del(args: argparse.Namespace, client_for: Any) -> int:
     what = "per-flow rule" if args.flow else "rule"
     emit(
         args,
-        {"deleted": args.handle, "table": FLOW_POLICY_TABLE if args.flow else POLICY_TABLE},
+        {
+            "deleted": args.handle,
+            "table": TABLE_ACK_THINNING_FLOW_POLICY if args.flow else TABLE_ACK_THINNING_POLICY,
+        },
         f"deleted {what} {args.handle}",
     )
     return 0
@@ -194,7 +200,9 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
     p = add(pol, "del", bind(cmd_policy_del), "delete a rule by handle")
     p.add_argument("handle", type=HANDLE)
     p.add_argument(
-        "--flow", action="store_true", help=f"a per-flow rule ({FLOW_POLICY_TABLE}, as the controller writes)"
+        "--flow",
+        action="store_true",
+        help=f"a per-flow rule ({TABLE_ACK_THINNING_FLOW_POLICY}, as the controller writes)",
     )
     p = add(
         pol,

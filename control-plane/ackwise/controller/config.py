@@ -64,11 +64,11 @@ from typing import Any
 import yaml
 
 from ackwise.errors import InputError
+from ackwise.p4names import ACC_D_CAP_MAX, FLOW_POLICY_TABLE_SIZE, RECLAIM_IDLE_DEFAULT_US
 from ackwise.policies import Policy, PolicyMatch, PolicyParams
 from ackwise.thinning import PolicyRule
 
 from .decision import (
-    ACC_D_CAP_MAX,
     BETA_MAX,
     CONTROLLER_POLICIES,
     D_MAX,
@@ -117,7 +117,12 @@ LIMIT_BOUNDS: dict[str, Bound] = {
 }
 TOP_BOUNDS: dict[str, Bound] = {
     "interval_ms": (True, 10, 10000, "milliseconds: below 10 one read of every flow record can outlast it"),
-    "max_rules_per_switch": (True, 1, 65536, "rules; ack_thinning.flow_policy holds 8192 in ack_switch.p4"),
+    "max_rules_per_switch": (
+        True,
+        1,
+        65536,
+        f"rules; ack_thinning.flow_policy holds {FLOW_POLICY_TABLE_SIZE} in ack_switch.p4",
+    ),
     "forget_after_s": (False, 0.1, 86400.0, "seconds"),
 }
 
@@ -144,8 +149,8 @@ class Rule:
 class ControllerConfig:
     rules: tuple[Rule, ...]
     interval_ms: int = 100
-    max_rules_per_switch: int = 8192  # the whole of ack_thinning.flow_policy (FLOW_POLICY_TABLE_SIZE)
-    forget_after_s: float = 10.0  # the switch's own reclaim time for idle records
+    max_rules_per_switch: int = FLOW_POLICY_TABLE_SIZE  # the whole of ack_thinning.flow_policy
+    forget_after_s: float = RECLAIM_IDLE_DEFAULT_US / 1e6  # the switch's own reclaim time for idle records
 
     def rule_for(self, stream: AckStream) -> Rule | None:
         """The first rule matching these ACKs, ignore rules included."""

@@ -85,15 +85,21 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from ackwise.flowkey import FlowKey
+from ackwise.p4names import (
+    ACC_D_CAP_MAX,
+    ACTION_ACK_THINNING_POLICY_EVERY_D,
+    ACTION_ACK_THINNING_POLICY_TACK,
+    ACTION_PARAMS_BITS,
+)
 from ackwise.policies import MSS_BYTES, Policy, PolicyMatch, PolicyParams
 from ackwise.serial import seq_diff
 
 if TYPE_CHECKING:
     from ackwise.thinning import FlowRecord, HalfFlow
 
-BETA_MAX = 255  # tack_beta is 8 bits in the P4 action
-D_MAX = 255  # every_d's d is 8 bits
-ACC_D_CAP_MAX = 127  # acc.p4 finds d_max by a 7-step search (docs/acc.md)
+# The largest tack beta and every_d d the switch's actions take (their parameters' widths).
+BETA_MAX = (1 << dict(ACTION_PARAMS_BITS[ACTION_ACK_THINNING_POLICY_TACK])["beta"]) - 1
+D_MAX = (1 << dict(ACTION_PARAMS_BITS[ACTION_ACK_THINNING_POLICY_EVERY_D])["d"]) - 1
 
 
 def policy_named(name: str) -> Policy | None:
