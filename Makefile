@@ -52,8 +52,8 @@ $(BUILD)/linkem: topologies/linkem/linkem.c
 demo: check-toolchain check-venv build ## the comparison in miniature: one transfer, nothing on vs a host vs a switch policy (root, <1 min)
 	@$(VENV)/bin/ackwise demo
 
-experiments: check-toolchain check-venv build ## every scenario's default matrix (about 2 h; QUICK=1: about 15 min), reports, docs/results.md (root)
-	@$(PY) -m ackwise.experiments.all --write-docs $(if $(QUICK),--quick)
+experiments: check-toolchain check-venv build ## every scenario's default matrix (about 2 h; QUICK=1: about 15 min; CONFIRM=1: then each one's confirmation pass), reports, docs/results.md (root)
+	@$(PY) -m ackwise.experiments.all --write-docs $(if $(QUICK),--quick) $(if $(CONFIRM),--confirm)
 
 bench: check-toolchain check-venv build ## throughput (highest rate with at most 1 % lost, by bisection) and instructions per packet (callgrind, and where they go by bmv2 function) through simple_switch per ACK policy vs forwarding only and a minimal thinning yardstick; writes docs/performance.md (root, ~30 min)
 	@$(PY) -m ackwise.experiments.bench --write-docs

@@ -53,7 +53,8 @@ def headline(directories: list[Path], command: str) -> str:
         f"simple_switch {of_runs('simple_switch')} ({of_runs('bmv2_build')}), p4c {of_runs('p4c')}; "
         "senders' congestion control "
         f"{', '.join(sorted({r.congestion_control() for r in records}))}; runs made by ackwise at {code}. "
-        "Mean ± 95 % CI half-width (n).",
+        "Each cell: mean ± 95 % CI half-width (n); then the arm over the baseline of its own block "
+        "(geometric mean of the per-block ratios, 95 % paired interval, blocks) and the verdict.",
         "",
         "| scenario | point | metric | baseline | best host | best switch | best AP | best combined "
         "| best overall |",
@@ -124,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         "--write-docs", action="store_true", help="write the headline table into docs/results.md"
     )
     parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="after each scenario's matrix, its confirmation pass (ackwise experiment run --confirm)",
+    )
+    parser.add_argument(
         "--report-only",
         action="store_true",
         help="run nothing: report the results directories as they are (e.g. made by another checkout)",
@@ -157,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {scenario.name}: {' '.join(cmd[3:])}", flush=True)
         if not args.report_only and subprocess.run(cmd).returncode != 0:
             print(f"{scenario.name}: the run failed; its directory keeps what was done", file=sys.stderr)
+            failed.append(scenario.name)
+            continue
+        if args.confirm and not args.report_only and subprocess.run([*cmd, "--confirm"]).returncode != 0:
+            print(f"{scenario.name}: the confirmation pass failed", file=sys.stderr)
             failed.append(scenario.name)
             continue
         write_report(directory)

@@ -188,7 +188,7 @@ def describe_effect(effect: PairedEffect, better: str) -> str:
 # ---- provenance ----
 
 # The versions that must agree across a result set (the code version has its own rule: store.py).
-_SHARED_VERSIONS = ("simple_switch", "bmv2_build", "p4c", "kernel", "mininet", "iperf3")
+SHARED_VERSIONS = ("simple_switch", "bmv2_build", "p4c", "kernel", "mininet", "iperf3")
 # What a host's provenance says that must agree within an arm.
 _SENDER_KEYS = (
     "tcp_congestion_control",
@@ -212,7 +212,7 @@ def shared_provenance(record: RunRecord) -> dict[str, Any]:
         }
     )
     return {
-        "versions": {k: record.versions.get(k, NOT_RECORDED) for k in _SHARED_VERSIONS},
+        "versions": {k: record.versions.get(k, NOT_RECORDED) for k in SHARED_VERSIONS},
         "bmv2_builds": builds if p else NOT_RECORDED,
         "link_model": p.get("link_model", NOT_RECORDED if not p else "none"),
         "airtime_model": p.get("airtime_model", NOT_RECORDED if not p else "none"),

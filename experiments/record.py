@@ -32,6 +32,8 @@ def _first_line(cmd: list[str]) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "missing"
     lines = (out.stdout or out.stderr).strip().splitlines()
+    # p4c-bm2-ss prints its own path first, which may hold a version-like string (a pinned prefix).
+    lines = [line for line in lines if line.strip() != cmd[0]]
     return next((line.strip() for line in lines if re.search(r"\d+\.\d+", line)), "unknown")
 
 

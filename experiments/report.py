@@ -34,6 +34,7 @@ import numpy as np
 from .comparison import (
     CATEGORIES,
     COMBINED,
+    SHARED_VERSIONS,
     ArmResult,
     arm_results,
     best_per_category,
@@ -685,10 +686,13 @@ def _provenance(
 
 
 def _tools(records: list[RunRecord]) -> list[tuple[str, str]]:
+    """The versions the provenance block does not show (ackwise's own, Python), and the congestion
+    control ss saw the senders run."""
     by_tool: dict[str, Counter[str]] = {}
     for r in records:
         for tool, version in r.versions.items():
-            by_tool.setdefault(tool, Counter())[version] += 1
+            if tool not in SHARED_VERSIONS:
+                by_tool.setdefault(tool, Counter())[version] += 1
     rows = [(tool, _counted(by_tool[tool], "run")) for tool in sorted(by_tool)]
     ran = Counter(r.congestion_control() for r in records)
     return [*rows, ("TCP congestion control (senders, as ss showed it)", _counted(ran, "run"))]
