@@ -42,7 +42,7 @@ $(BUILD)/%.json: p4src/%.p4 $(P4_INCLUDES) | check-toolchain
 
 # p4c folds P4 constants into the code it emits, so the Python side of them is generated from the
 # sources and committed (make unit needs no p4c); a unit test fails while it is stale.
-constants: check-venv ## regenerate control-plane/ackwise/p4names.py (every P4 constant, enum and @name) from p4src
+constants: check-venv ## regenerate control-plane/ackwise/twins/p4names.py (every P4 constant, enum and @name) from p4src
 	@$(PY) tools/gen_p4names.py
 
 $(BUILD)/linkem: topologies/linkem/linkem.c
@@ -53,14 +53,14 @@ demo: check-toolchain check-venv build ## the comparison in miniature: one trans
 	@$(VENV)/bin/ackwise demo
 
 experiments: check-toolchain check-venv build ## every scenario's default matrix (about 2 h; QUICK=1: about 15 min; CONFIRM=1: then each one's confirmation pass), reports, docs/results.md (root)
-	@$(PY) -m ackwise.experiments.all --write-docs $(if $(QUICK),--quick) $(if $(CONFIRM),--confirm)
+	@$(PY) -m ackwise.experiments.harness.all --write-docs $(if $(QUICK),--quick) $(if $(CONFIRM),--confirm)
 
 bench: check-toolchain check-venv build ## throughput (highest rate with at most 1 % lost, by bisection) and instructions per packet (callgrind, and where they go by bmv2 function) through simple_switch per ACK policy vs forwarding only and a minimal thinning yardstick; writes docs/performance.md (root, ~30 min)
-	@$(PY) -m ackwise.experiments.bench --write-docs
+	@$(PY) -m ackwise.experiments.stress.bench --write-docs
 
 FUZZ_PACKETS ?= 100000
 fuzz: check-toolchain check-venv build ## fuzz the data plane: FUZZ_PACKETS (100000) per program and policy; docs/robustness.md (root, ~15 min)
-	@$(PY) -m ackwise.experiments.fuzz --packets $(FUZZ_PACKETS) --write-docs
+	@$(PY) -m ackwise.experiments.stress.fuzz --packets $(FUZZ_PACKETS) --write-docs
 
 test: check-toolchain check-venv build ## everything: unit, PTF (bmv2) and integration tests; one summary line at the end
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)

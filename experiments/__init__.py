@@ -1,1 +1,2 @@
-"""Traffic, measurement, run records and the experiments that compare ACK strategies."""
+"""The experiments: the comparison harness (harness/), traffic and measurement (measure/), and
+data-plane stress tests (stress/); the scenarios are data in scenarios/."""

@@ -26,11 +26,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ackwise.packets import parse_ipv4_tcp
-
-from .kernel import set_quickack
-from .policies import make_policy
-from .receiver import ReceiverFlow
+from ackwise.hosts.kernel import set_quickack
+from ackwise.hosts.policies import make_policy
+from ackwise.hosts.receiver import ReceiverFlow
+from ackwise.twins.packets import parse_ipv4_tcp
 
 FlowId = tuple[str, int, int]  # remote address, remote port, local port
 

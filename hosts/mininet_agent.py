@@ -11,10 +11,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ackwise.hosts.kernel import set_quickack
+from ackwise.hosts.policies import KERNEL_BASELINES, make_policy
 from ackwise.processes import stop_process
-
-from .kernel import set_quickack
-from .policies import KERNEL_BASELINES, make_policy
 
 
 class HostAgent:

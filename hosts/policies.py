@@ -21,8 +21,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ackwise.policies import MSS_BYTES
-from ackwise.serial import seq_diff, seq_gt
+from ackwise.twins.policies import MSS_BYTES
+from ackwise.twins.serial import seq_diff, seq_gt
 
 MAX_ACK_DELAY_S = 0.2  # TCP's (and the smartacking paper's) bound on how long an ACK may wait
 DEFAULT_RTT_S = 0.1  # until the receiver has a sample

@@ -1,6 +1,6 @@
 """One receiving flow as the agent sees it: the data coming in, the kernel's ACKs going out.
 
-Computes the safety contract's facts (ackwise.safety, the same definition as the switch's) for each
+Computes the safety contract's facts (ackwise.twins.safety, the same definition as the switch's) for each
 pure ACK, asks the flow's policy about the others, and holds at most one ACK: a newer ACK
 supersedes a held one (which is dropped, its due time inherited), so an ACK is never sent after a
 newer one and never later than its due time. Packets are opaque handles with accept() and drop().
@@ -16,11 +16,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ackwise.packets import ACK, CWR, ECE, FIN, PSH, RST, SYN, URG, TcpSegment
-from ackwise.safety import AckFacts, KeepReason, keep_reason
-from ackwise.serial import seq_geq, seq_gt, seq_leq, seq_lt
-
-from .policies import AckPolicy, DataArrival, Hold
+from ackwise.hosts.policies import AckPolicy, DataArrival, Hold
+from ackwise.twins.packets import ACK, CWR, ECE, FIN, PSH, RST, SYN, URG, TcpSegment
+from ackwise.twins.safety import AckFacts, KeepReason, keep_reason
+from ackwise.twins.serial import seq_geq, seq_gt, seq_leq, seq_lt
 
 
 class PacketHandle(Protocol):

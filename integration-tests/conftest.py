@@ -14,9 +14,9 @@ import leftovers
 import pytest
 
 from ackwise.bmv2.toolchain import missing_tools
-from ackwise.experiments.pcapstats import DirectionStats
-from ackwise.policies import MSS_BYTES
+from ackwise.experiments.measure.pcapstats import DirectionStats
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.policies import MSS_BYTES
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"

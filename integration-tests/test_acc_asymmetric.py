@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 
-from ackwise import ecn
-from ackwise.experiments.record import make_record, save_record
-from ackwise.experiments.traffic import TcpSampler, run_transfers
-from ackwise.policies import PolicyParams
-from ackwise.thinning import HalfFlow, read_flows, set_default_policy
+from ackwise.experiments.harness.record import make_record, save_record
+from ackwise.experiments.measure.traffic import TcpSampler, run_transfers
+from ackwise.features import ecn
+from ackwise.features.thinning import HalfFlow, read_flows, set_default_policy
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.policies import PolicyParams
 
 SIZE = 2_000_000
 ASYMMETRIC = {

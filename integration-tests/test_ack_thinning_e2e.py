@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import assert_each_byte_once, loss_free_buffer_pkts
 
-from ackwise.experiments.traffic import Capture, TcpSampler, run_transfers
-from ackwise.p4names import COUNTER_ACK_FILTER_STATS, FilterStat
-from ackwise.policies import PolicyParams
-from ackwise.thinning import read_flows, set_default_policy
+from ackwise.experiments.measure.traffic import Capture, TcpSampler, run_transfers
+from ackwise.features.thinning import read_flows, set_default_policy
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.p4names import COUNTER_ACK_FILTER_STATS, FilterStat
+from ackwise.twins.policies import PolicyParams
 
 SIZE = 2_000_000
 

@@ -9,8 +9,8 @@ import signal
 import subprocess
 import time
 
-from ackwise.ap import read_flows, read_stats
-from ackwise.experiments.traffic import Transfer, iperf3_bulk
+from ackwise.experiments.measure.traffic import Transfer, iperf3_bulk
+from ackwise.features.ap import read_flows, read_stats
 from ackwise.topologies.testbed import Testbed
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ackwise.ap import read_flows, read_stats
-from ackwise.experiments.record import make_record, save_record
-from ackwise.experiments.traffic import TransferResult, run_transfer_streams
+from ackwise.experiments.harness.record import make_record, save_record
+from ackwise.experiments.measure.traffic import TransferResult, run_transfer_streams
+from ackwise.features.ap import read_flows, read_stats
 from ackwise.topologies.testbed import Testbed
 
 SIZES = [int(10_000 * (500 ** (i / 19))) for i in range(20)]  # 10 kB to 5 MB, log-spaced

@@ -25,7 +25,7 @@ import leftovers
 import pytest
 from conftest import REPO
 
-from ackwise.experiments.bench import bench_interfaces
+from ackwise.experiments.stress.bench import bench_interfaces
 
 SELFTEST = Path(__file__).resolve().parent / "selftest"
 
@@ -176,7 +176,7 @@ def test_traffic_helpers_clean_up_when_the_test_fails_before_they_end() -> None:
     transfer's progress file behind (/tmp/ackwise-transfer-progress-*: only wait() removed it), and
     a Capture discarded without stop() (the experiment runner's cleanup on a failed run) left its
     tcpdump running. Both are stopped and removed when the block ends, passing or failing."""
-    from ackwise.experiments.traffic import Capture, Transfer
+    from ackwise.experiments.measure.traffic import Capture, Transfer
     from ackwise.topologies.testbed import Testbed
 
     with Testbed.create("dumbbell", n_pairs=1, fwd_delay_ms=2, rev_delay_ms=2) as testbed:
@@ -201,7 +201,7 @@ def test_bench_stopped_with_sigterm_leaves_nothing() -> None:
     """Regression: `make bench` stopped with SIGTERM left its veth pairs behind (found 2026-11-26)."""
     before = leftovers.Snapshot.take()
     bench = subprocess.Popen(
-        [sys.executable, "-m", "ackwise.experiments.bench", "--steps-only"],
+        [sys.executable, "-m", "ackwise.experiments.stress.bench", "--steps-only"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -239,7 +239,7 @@ def test_ptf_stopped_during_a_holdback_test_leaves_nothing() -> None:
     before = leftovers.Snapshot.take()
     make = start_make(["ptf", "TESTS=test_ack_holdback.HoldbackOneInFourTest"])
     try:
-        agent = ["pgrep", "-f", "-s", str(make.pid), "ackwise.holdback_agent"]
+        agent = ["pgrep", "-f", "-s", str(make.pid), "ackwise.daemons.holdback_agent"]
 
         def agent_up() -> bool:
             return subprocess.run(agent, stdout=subprocess.DEVNULL).returncode == 0

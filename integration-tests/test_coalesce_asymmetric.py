@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from ackwise import ecn
-from ackwise.experiments import scenario
-from ackwise.experiments.traffic import TcpSampler, run_transfers
-from ackwise.policies import PolicyParams
-from ackwise.thinning import read_flows, set_default_policy
+from ackwise.experiments.harness import scenario
+from ackwise.experiments.measure.traffic import TcpSampler, run_transfers
+from ackwise.features import ecn
+from ackwise.features.thinning import read_flows, set_default_policy
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.policies import PolicyParams
 
 ASYMMETRIC = scenario.load("asymmetric")
 POINT = ASYMMETRIC.point("10 kbit/s")

@@ -28,10 +28,10 @@ from typing import Any
 
 import yaml
 
-from ackwise.experiments.traffic import PacedStream, TcpSampler, Transfer
-from ackwise.policies import PolicyParams
-from ackwise.thinning import FlowRecord, HalfFlow, list_flow_policies, read_flows, set_default_policy
+from ackwise.experiments.measure.traffic import PacedStream, TcpSampler, Transfer
+from ackwise.features.thinning import FlowRecord, HalfFlow, list_flow_policies, read_flows, set_default_policy
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.policies import PolicyParams
 
 FWD_PPS = 826  # 10 Mbit/s of 1514-byte frames
 SWITCH_DUMBBELL = {

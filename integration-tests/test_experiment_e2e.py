@@ -13,9 +13,9 @@ from pathlib import Path
 import yaml
 from conftest import REPO, VENV_BIN
 
-from ackwise.experiments.report import format_summary
-from ackwise.experiments.scenario import SCENARIO_DIR
-from ackwise.experiments.stats import mean_ci
+from ackwise.experiments.harness.report import format_summary
+from ackwise.experiments.harness.scenario import SCENARIO_DIR
+from ackwise.experiments.harness.stats import mean_ci
 
 SCENARIO = {
     "name": "e2e",

@@ -22,12 +22,12 @@ from pathlib import Path
 import yaml
 from conftest import REPO
 
-from ackwise.apply import apply_config, load_config
 from ackwise.bmv2.launcher import start_switch
-from ackwise.experiments.traffic import Transfer
-from ackwise.p4names import TABLE_FORWARDING_L2_EXACT
-from ackwise.thinning import list_policies, read_flows
+from ackwise.experiments.measure.traffic import Transfer
+from ackwise.features.apply import apply_config, load_config
+from ackwise.features.thinning import list_policies, read_flows
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.p4names import TABLE_FORWARDING_L2_EXACT
 
 SIZE = 4_000_000
 

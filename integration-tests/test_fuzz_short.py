@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-from ackwise.experiments.fuzz import CONFIGS, MUTATIONS
+from ackwise.experiments.stress.fuzz import CONFIGS, MUTATIONS
 
 PACKETS = 1300
 
@@ -22,7 +22,7 @@ def test_fuzz_short_run_finds_nothing(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "ackwise.experiments.fuzz",
+            "ackwise.experiments.stress.fuzz",
             "--packets",
             str(PACKETS),
             "--seed",

@@ -8,9 +8,9 @@ import time
 import pytest
 from conftest import assert_each_byte_once, loss_free_buffer_pkts
 
-from ackwise import ecn
-from ackwise.experiments.pcapstats import linux_ack_reasons, read_segments
-from ackwise.experiments.traffic import Capture, TcpSampler, Transfer, run_transfers
+from ackwise.experiments.measure.pcapstats import linux_ack_reasons, read_segments
+from ackwise.experiments.measure.traffic import Capture, TcpSampler, Transfer, run_transfers
+from ackwise.features import ecn
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.topologies.testbed import Testbed
 

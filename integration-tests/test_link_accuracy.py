@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ackwise.experiments.traffic import iperf3_bulk, iperf3_goodput_bps, udp_receive_buffer_drops
+from ackwise.experiments.measure.traffic import iperf3_bulk, iperf3_goodput_bps, udp_receive_buffer_drops
 from ackwise.topologies.testbed import Testbed
 from ackwise.topologies.wireless import preset, saturated_throughput_bps
 

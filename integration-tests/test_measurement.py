@@ -13,12 +13,12 @@ from pathlib import Path
 import leftovers
 from conftest import VENV_BIN, loss_free_buffer_pkts
 
-from ackwise.experiments.metrics import avoidable_pure_acks
-from ackwise.experiments.pcapstats import read_frames, read_segments
-from ackwise.experiments.traffic import Capture, OnOffUdp, TcpSampler, run_transfers
-from ackwise.packets import ACK
-from ackwise.policies import MSS_BYTES
+from ackwise.experiments.measure.metrics import avoidable_pure_acks
+from ackwise.experiments.measure.pcapstats import read_frames, read_segments
+from ackwise.experiments.measure.traffic import Capture, OnOffUdp, TcpSampler, run_transfers
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.packets import ACK
+from ackwise.twins.policies import MSS_BYTES
 
 
 def test_capture_counts_every_segment_linkem_delivered() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import leftovers
 import pytest
 
-from ackwise.experiments.traffic import TcpSampler, Transfer, iperf3_bulk, iperf3_goodput_bps
+from ackwise.experiments.measure.traffic import TcpSampler, Transfer, iperf3_bulk, iperf3_goodput_bps
 from ackwise.topologies.hosts import CONGESTION_CONTROLS
 from ackwise.topologies.testbed import Testbed
 

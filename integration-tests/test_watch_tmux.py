@@ -12,10 +12,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ackwise.experiments.traffic import Transfer
-from ackwise.policies import PolicyParams
-from ackwise.thinning import set_default_policy
+from ackwise.experiments.measure.traffic import Transfer
+from ackwise.features.thinning import set_default_policy
 from ackwise.topologies.testbed import Testbed
+from ackwise.twins.policies import PolicyParams
 
 
 class Tmux:

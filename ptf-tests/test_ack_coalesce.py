@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 
 from ackwise.bmv2.toolchain import compiled_program
-from ackwise.flowkey import FlowKey
-from ackwise.p4names import COALESCE_SLOTS, COALESCE_WAITING, COUNTER_ACK_THINNING_STATS, ThinningStat
-from ackwise.policies import PolicyParams
-from ackwise.queues import set_queue_depth, set_queue_rate
+from ackwise.features.queues import set_queue_depth, set_queue_rate
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.p4names import COALESCE_SLOTS, COALESCE_WAITING, COUNTER_ACK_THINNING_STATS, ThinningStat
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, routed, set_tcp_checksum, udp_datagram
 from test_ack_thinning import ThinningTest
 

@@ -3,9 +3,9 @@ supersedes it entered the queue behind it."""
 
 from __future__ import annotations
 
-from ackwise.p4names import COUNTER_ACK_FILTER_STATS, FilterStat
-from ackwise.policies import PolicyParams
-from ackwise.queues import set_queue_depth, set_queue_rate
+from ackwise.features.queues import set_queue_depth, set_queue_rate
+from ackwise.twins.p4names import COUNTER_ACK_FILTER_STATS, FilterStat
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow
 from test_ack_thinning import ThinningTest
 

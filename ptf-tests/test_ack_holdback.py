@@ -2,7 +2,7 @@
 end-of-burst rule keeps every one of them. With the hold-back agent on the CPU port, an ACK that
 every_d would thin and only that rule keeps goes to the agent instead; the agent sends the newest
 back after hold_ms, and the switch forwards it unless a newer ACK of the flow has passed. The real
-agent (python -m ackwise.holdback_agent) runs on the agent veth pair run_ptf.py creates."""
+agent (python -m ackwise.daemons.holdback_agent) runs on the agent veth pair run_ptf.py creates."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from ackwise.bmv2.launcher import state_dir
-from ackwise.flowkey import FlowKey
-from ackwise.policies import PolicyParams
-from ackwise.thinning import read_half_field
+from ackwise.features.thinning import read_half_field
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, param, routed
 from test_ack_thinning import ThinningTest
 
@@ -50,7 +50,7 @@ class HoldbackTest(ThinningTest):
             self.start_the_agent()
 
     def start_the_agent(self) -> None:
-        cmd = [sys.executable, "-m", "ackwise.holdback_agent", "--iface", param("agent_iface")]
+        cmd = [sys.executable, "-m", "ackwise.daemons.holdback_agent", "--iface", param("agent_iface")]
         cmd += ["--thrift-port", param("thrift_port", "9190"), "--cpu-port", str(CPU_PORT)]
         cmd += ["--stats", str(self.stats)]
         self.agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -145,7 +145,7 @@ class HoldbackFailOpenTest(HoldbackTest):
 
     def install_entries(self) -> None:
         super().install_entries()
-        from ackwise import holdback
+        from ackwise.features import holdback
 
         assert self.client is not None
         holdback.setup(self.client, CPU_PORT)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ackwise.flowkey import FlowKey
-from ackwise.p4names import KeepReason
-from ackwise.policies import PolicyParams
-from ackwise.thinning import read_half_field
+from ackwise.features.thinning import read_half_field
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.p4names import KeepReason
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, routed
 from test_ack_thinning import ThinningTest
 

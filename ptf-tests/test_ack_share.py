@@ -6,7 +6,7 @@ coalesces or queues it as if it had just arrived, and answers with the wait for 
 flow's ACK waits behind at most two of the flow's. Port 1's queue is served at 5 packets/s.
 
 Most tests play the agent themselves on the agent's veth (heartbeats from a thread, copies read
-and sent back by hand, byte for byte); the last runs the real one (python -m ackwise.holdback_agent).
+and sent back by hand, byte for byte); the last runs the real one (python -m ackwise.daemons.holdback_agent).
 """
 
 from __future__ import annotations
@@ -19,11 +19,16 @@ import threading
 import time
 from pathlib import Path
 
-from ackwise import holdback
-from ackwise.p4names import COUNTER_ACK_THINNING_STATS, ETHERTYPE_AGENT_HEARTBEAT, AgentKind, ThinningStat
-from ackwise.policies import PolicyParams
-from ackwise.queues import set_queue_rate
-from ackwise.thinning import set_default_policy
+from ackwise.features import holdback
+from ackwise.features.queues import set_queue_rate
+from ackwise.features.thinning import set_default_policy
+from ackwise.twins.p4names import (
+    COUNTER_ACK_THINNING_STATS,
+    ETHERTYPE_AGENT_HEARTBEAT,
+    AgentKind,
+    ThinningStat,
+)
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, param, routed
 from test_ack_coalesce import QUEUE_PPS, CoalesceTest, rewritten
 from test_ack_holdback import CPU_PORT, HoldbackTest

@@ -7,9 +7,9 @@ import time
 from scapy.layers.inet import TCP
 from scapy.layers.l2 import Ether
 
-from ackwise.flowkey import FlowKey
-from ackwise.policies import PolicyMatch, PolicyParams
-from ackwise.thinning import read_flows, set_default_policy, set_policy
+from ackwise.features.thinning import read_flows, set_default_policy, set_policy
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.policies import PolicyMatch, PolicyParams
 from base_test import AckwiseTest, TcpFlow, routed
 
 

@@ -11,8 +11,8 @@ import time
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from ackwise.ap import StationParams, configure_ap, read_flows
-from ackwise.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApMode, ApStat
+from ackwise.features.ap import StationParams, configure_ap, read_flows
+from ackwise.twins.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApMode, ApStat
 from base_test import AckwiseTest, host_ip, host_mac, tcp_segment
 
 UPLINK, STATION, CPU = 1, 2, 3

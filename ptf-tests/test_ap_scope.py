@@ -7,8 +7,8 @@ Ports: 1 the wired uplink (host 1, 10.0.1.1), 2 and 3 wireless (stations 10.0.2.
 
 from __future__ import annotations
 
-from ackwise.ap import StationParams, configure_ap, list_stations, read_flows
-from ackwise.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApStat
+from ackwise.features.ap import StationParams, configure_ap, list_stations, read_flows
+from ackwise.twins.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApStat
 from base_test import AckwiseTest, host_mac, tcp_segment
 
 UPLINK, STA_A, STA_B, CPU = 1, 2, 3, 0

@@ -8,9 +8,9 @@ import time
 
 from scapy.utils import checksum
 
-from ackwise import ecn
-from ackwise.flowkey import FlowKey
-from ackwise.policies import PolicyParams
+from ackwise.features import ecn
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, routed, tcp_segment
 from test_ack_thinning import ThinningTest
 

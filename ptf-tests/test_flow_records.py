@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from ackwise.flowkey import FlowKey
-from ackwise.p4names import COUNTER_ACK_THINNING_STATS, ThinningStat
-from ackwise.policies import PolicyParams
-from ackwise.thinning import read_flows, set_reclaim_idle_ms
+from ackwise.features.thinning import read_flows, set_reclaim_idle_ms
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.p4names import COUNTER_ACK_THINNING_STATS, ThinningStat
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, routed
 from test_ack_thinning import ThinningTest
 

@@ -7,7 +7,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
-from ackwise.p4names import (
+from ackwise.twins.p4names import (
     COUNTER_FORWARDING_DROPS,
     TABLE_FORWARDING_IPV4_LPM,
     TABLE_FORWARDING_L2_EXACT,

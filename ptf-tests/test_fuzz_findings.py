@@ -1,4 +1,4 @@
-"""Regressions for what the data-plane fuzzer (experiments/fuzz.py) found, one test each.
+"""Regressions for what the data-plane fuzzer (experiments/stress/fuzz.py) found, one test each.
 
 1. The first fragment of a fragmented segment (more fragments set, offset 0) whose own total length
    leaves no room for payload was read as a pure ACK and thinned: the segment's data, in the other
@@ -18,9 +18,9 @@ from __future__ import annotations
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from ackwise.p4names import COUNTER_PARSER_MALFORMED, MalformedReason
-from ackwise.policies import PolicyParams
-from ackwise.thinning import set_default_policy
+from ackwise.features.thinning import set_default_policy
+from ackwise.twins.p4names import COUNTER_PARSER_MALFORMED, MalformedReason
+from ackwise.twins.policies import PolicyParams
 from base_test import AckwiseTest, TcpFlow, routed, tcp_segment
 from test_ack_coalesce import CoalesceTest, rewritten
 

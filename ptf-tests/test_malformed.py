@@ -10,7 +10,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from ackwise.p4names import COUNTER_PARSER_MALFORMED, MalformedReason
+from ackwise.twins.p4names import COUNTER_PARSER_MALFORMED, MalformedReason
 from base_test import AckwiseTest, host_ip, host_mac, routed, switch_mac, tcp_segment
 
 TS = struct.pack("!BBII", 8, 10, 100, 200)

@@ -1,11 +1,11 @@
 """The program's model of its rate-limited egress queues (queue_model.p4), as the control plane
-reads it (ackwise.queues.queue_backlog_pkts, what the controller uses for a flow's bottleneck)."""
+reads it (ackwise.features.queues.queue_backlog_pkts, what the controller uses for a flow's bottleneck)."""
 
 from __future__ import annotations
 
 import time
 
-from ackwise.queues import port_loads, queue_backlog_pkts, set_queue_depth, set_queue_rate
+from ackwise.features.queues import port_loads, queue_backlog_pkts, set_queue_depth, set_queue_rate
 from base_test import routed, tcp_segment
 from test_ack_thinning import ThinningTest
 
@@ -50,7 +50,7 @@ class QueueBacklogTest(ThinningTest):
 class QueueDepthKeptByTheProgramTest(ThinningTest):
     """Port 2 holds 2 packets, served at 2 packets/s. Five segments sent at once: the first leaves
     at once, two wait, and the program drops the last two at ingress (queue.dropped_pkts), as
-    bmv2's tail drop would: bmv2's own limit has room beyond the depth (ackwise.queues), so a
+    bmv2's tail drop would: bmv2's own limit has room beyond the depth (ackwise.features.queues), so a
     packet the program lets through is never dropped where its model cannot see it."""
 
     def runTest(self) -> None:

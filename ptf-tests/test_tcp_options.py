@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ackwise.p4names import REGISTER_PROBE_PARSED, ProbeCell
+from ackwise.twins.p4names import REGISTER_PROBE_PARSED, ProbeCell
 from base_test import AckwiseTest, routed, set_tcp_checksum, tcp_segment
 
 NOP, EOL = b"\x01", b"\x00"

@@ -3,9 +3,9 @@ it thins, byte for byte, so that the bench measures a program that does what it 
 
 from __future__ import annotations
 
-from ackwise.experiments.bench import set_floor_policy
-from ackwise.p4names import COUNTER_ACK_THINNING_STATS, ThinningStat
-from ackwise.policies import PolicyParams
+from ackwise.experiments.stress.bench import set_floor_policy
+from ackwise.twins.p4names import COUNTER_ACK_THINNING_STATS, ThinningStat
+from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow
 from test_ack_thinning import ThinningTest
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write control-plane/ackwise/p4names.py, the Python side of every P4 constant and name, from p4src.
+"""Write control-plane/ackwise/twins/p4names.py, the Python side of every P4 constant and name, from p4src.
 
     tools/gen_p4names.py [--check]      (make constants)
 
@@ -53,7 +53,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 P4SRC = REPO / "p4src"
-OUTPUT = REPO / "control-plane" / "ackwise" / "p4names.py"
+OUTPUT = REPO / "control-plane" / "ackwise" / "twins" / "p4names.py"
 COMMAND = "make constants"
 LINE_LENGTH = 110  # ruff's, in pyproject.toml: the generated module is ruff-clean as written
 
@@ -881,7 +881,7 @@ def _const_entries(facts: P4Facts, members: dict[str, str]) -> list[str]:
 
 
 def generate(sources: dict[str, str]) -> str:
-    """The text of control-plane/ackwise/p4names.py for these P4 sources (path -> text)."""
+    """The text of control-plane/ackwise/twins/p4names.py for these P4 sources (path -> text)."""
     facts = parse_p4(sources)
     groups: dict[str, list[Const]] = {}
     for const in facts.consts.values():

@@ -11,8 +11,7 @@ from typing import Any
 from ackwise.bmv2.client import SwitchClient, port_answers
 from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import compiled_program
-
-from .links import RootNode, prepare_root_intf
+from ackwise.topologies.links import RootNode, prepare_root_intf
 
 _taken_thrift_ports: set[int] = set()
 

@@ -16,13 +16,12 @@ from typing import Any
 from mininet.topo import Topo
 
 from ackwise.errors import InputError
-from ackwise.policies import MSS_BYTES
-
-from .bmv2 import BMv2Switch
-from .hosts import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, AckwiseHost
-from .links import LinkEmulator, LinkParams, WirelessMedium
-from .wireless import PRESETS
-from .wireless import preset as wireless_preset
+from ackwise.topologies.bmv2 import BMv2Switch
+from ackwise.topologies.hosts import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, AckwiseHost
+from ackwise.topologies.links import LinkEmulator, LinkParams, WirelessMedium
+from ackwise.topologies.wireless import PRESETS
+from ackwise.topologies.wireless import preset as wireless_preset
+from ackwise.twins.policies import MSS_BYTES
 
 
 class TopologyParamError(InputError, ValueError):

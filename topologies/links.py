@@ -28,8 +28,7 @@ from mininet.node import Switch
 
 from ackwise.bmv2.toolchain import BUILD_DIR
 from ackwise.processes import stop_process
-
-from .wireless import MAC_BYTES_BEYOND_ETHERNET, WirelessPreset
+from ackwise.topologies.wireless import MAC_BYTES_BEYOND_ETHERNET, WirelessPreset
 
 LINKEM_ENV = "ACKWISE_LINKEM"
 BACKENDS = ("auto", "netem", "linkem")

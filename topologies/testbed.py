@@ -16,24 +16,23 @@ from typing import Any, ClassVar
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
-from ackwise.ap import StationParams, agent_stats_path, configure_ap, read_agent_report
 from ackwise.bmv2.toolchain import running_build_config
-from ackwise.holdback import agent_stats_path as holdback_stats_path
-from ackwise.p4names import ACTION_FORWARDING_L2_FORWARD, KEY_DST_ADDR, TABLE_FORWARDING_L2_EXACT
+from ackwise.features.ap import StationParams, agent_stats_path, configure_ap, read_agent_report
+from ackwise.features.holdback import agent_stats_path as holdback_stats_path
+from ackwise.features.queues import set_queue_depth, set_queue_rate
 from ackwise.processes import stop_process
-from ackwise.queues import set_queue_depth, set_queue_rate
-
-from .bmv2 import BMv2Switch
-from .catalog import TOPOLOGIES, AckwiseTopo, check_params, describe_params
-from .hosts import (
+from ackwise.topologies.bmv2 import BMv2Switch
+from ackwise.topologies.catalog import TOPOLOGIES, AckwiseTopo, check_params, describe_params
+from ackwise.topologies.hosts import (
     DEFAULT_CONGESTION_CONTROL,
     AckwiseHost,
     allow_congestion_controls,
     restore_allowed_congestion_controls,
 )
-from .links import LinkEmulator, WirelessMedium, linkem_version, release_root_intfs
-from .stale import StaleInterfaceInUse, remove_stale_intfs
-from .wireless import AIRTIME_MODEL_VERSION
+from ackwise.topologies.links import LinkEmulator, WirelessMedium, linkem_version, release_root_intfs
+from ackwise.topologies.stale import StaleInterfaceInUse, remove_stale_intfs
+from ackwise.topologies.wireless import AIRTIME_MODEL_VERSION
+from ackwise.twins.p4names import ACTION_FORWARDING_L2_FORWARD, KEY_DST_ADDR, TABLE_FORWARDING_L2_EXACT
 
 
 class TestbedError(RuntimeError):
@@ -348,7 +347,7 @@ class Testbed:
                     [
                         sys.executable,
                         "-m",
-                        "ackwise.ap_agent",
+                        "ackwise.daemons.ap_agent",
                         "--iface",
                         ap.cpu_intfs[1],
                         "--thrift-port",
@@ -374,7 +373,7 @@ class Testbed:
             switch = self.switch(name)
             stats = holdback_stats_path(switch.thrift_port)
             log_path = Path(tempfile.mkstemp(prefix=f"ackwise-holdback-{name}-", suffix=".log")[1])
-            cmd = [sys.executable, "-m", "ackwise.holdback_agent", "--iface", switch.cpu_intfs[1]]
+            cmd = [sys.executable, "-m", "ackwise.daemons.holdback_agent", "--iface", switch.cpu_intfs[1]]
             cmd += ["--thrift-port", str(switch.thrift_port), "--cpu-port", str(switch.cpu_port)]
             cmd += ["--stats", str(stats)]
             with log_path.open("w") as log:

@@ -1,3 +1,3 @@
-from .cli import run
+from ackwise.cli import run
 
 run()

@@ -18,8 +18,9 @@ from ackwise.bmv2.client import (
     SwitchUnreachable,
     TableEntry,
 )
-from ackwise.flowkey import FlowKey
-from ackwise.p4names import (
+from ackwise.features.thinning import HALF_FIELDS, KEY_REGISTERS, TICK_US
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.p4names import (
     ACK_POLICY_TABLE_SIZE,
     FLOW_POLICY_TABLE_SIZE,
     FLOW_SLOTS,
@@ -30,8 +31,7 @@ from ackwise.p4names import (
     TABLE_ACK_THINNING_POLICY,
     TABLE_FORWARDING_IPV4_LPM,
 )
-from ackwise.policies import POLICY_KEY_BITS
-from ackwise.thinning import HALF_FIELDS, KEY_REGISTERS, TICK_US
+from ackwise.twins.policies import POLICY_KEY_BITS
 
 # The registers with a cell per flow slot; every other one the fake holds has one per half-flow.
 SLOT_REGISTERS = (*KEY_REGISTERS, REGISTER_ACK_THINNING_SLOT)

@@ -6,8 +6,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ackwise.experiments.schema import Arm, Point, PolicySpec, RunRecord, run_id
-from ackwise.experiments.store import ResultStore, matrix_dict, new_manifest
+from ackwise.experiments.harness.schema import Arm, Point, PolicySpec, RunRecord, run_id
+from ackwise.experiments.harness.store import ResultStore, matrix_dict, new_manifest
 
 SCALE = {"factor": 0.1, "what": "link rates and buffers divided by 10 so that bmv2 keeps up"}
 COMMAND = "ackwise experiment run asym-dumbbell --out results/asym --repeats 3"

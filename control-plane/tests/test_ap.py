@@ -9,17 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from ackwise.ap import (
+from ackwise.cli.ap import FLOW_COLUMNS, flow_rows
+from ackwise.cli.output import render_records
+from ackwise.daemons.ap_agent import (
+    HANDSHAKE_REPAIR_S,
+    HANDSHAKE_REPAIRS_MAX,
+    MAX_REPAIR_INTERVAL_S,
+    ProxiedFlow,
+)
+from ackwise.features.ap import (
     ApFlow,
     StationParams,
     multicast_group,
     read_agent_report,
 )
-from ackwise.ap_agent import HANDSHAKE_REPAIR_S, HANDSHAKE_REPAIRS_MAX, MAX_REPAIR_INTERVAL_S, ProxiedFlow
-from ackwise.cli.ap import FLOW_COLUMNS, flow_rows
-from ackwise.cli.output import render_records
-from ackwise.flowkey import FlowKey
-from ackwise.packets import ACK, FIN, SYN, TcpSegment
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.packets import ACK, FIN, SYN, TcpSegment
 
 MSS = 1000
 ISN = 2**32 - 2500  # the sequence space wraps inside the test flow

@@ -1,6 +1,6 @@
 import pytest
 
-from ackwise.apply import ConfigError, validate
+from ackwise.features.apply import ConfigError, validate
 
 GOOD = {
     "clear": ["forwarding.ipv4_lpm"],

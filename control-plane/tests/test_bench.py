@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments import instructions
-from ackwise.experiments.bench import (
+from ackwise.experiments.stress import instructions
+from ackwise.experiments.stress.bench import (
     LOSS_MAX,
     Probe,
     Result,
@@ -201,7 +201,7 @@ def test_the_traffic_stream_continues_where_the_last_probe_stopped() -> None:
 
 
 def test_the_bench_never_offers_bursts_the_switch_socket_cuts() -> None:
-    from ackwise.experiments.rawsend import BURST_FRAMES
+    from ackwise.experiments.measure.rawsend import BURST_FRAMES
 
     assert BURST_FRAMES <= 16  # about 32-46 frames into one port are cut (docs/performance.md)
 
@@ -329,7 +329,7 @@ class _Port:
 
 
 def test_frames_go_out_in_order_on_their_ports_and_a_refused_one_only_when_allowed() -> None:
-    from ackwise.experiments.rawsend import send_paced
+    from ackwise.experiments.measure.rawsend import send_paced
 
     frames = [(1, b"a"), (2, b"b"), (1, b"c"), (2, b"d")]
     ports = {1: _Port(), 2: _Port(refuse={b"d"})}
@@ -340,7 +340,7 @@ def test_frames_go_out_in_order_on_their_ports_and_a_refused_one_only_when_allow
 
 
 def test_sending_waits_after_each_batch_until_the_rate_catches_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ackwise.experiments import rawsend
+    from ackwise.experiments.measure import rawsend
 
     clock = [0.0]  # sending takes no time; only sleeping moves the clock
     monkeypatch.setattr(rawsend.time, "monotonic", lambda: clock[0])
@@ -362,7 +362,7 @@ def test_a_late_sender_starts_its_schedule_again_instead_of_sending_a_burst(
     # The sender stalls for 100 ms after its first batch (descheduled). Catching up, it would send
     # the next 8 batches back to back, a burst of 32 frames; without catch_up it sends a batch and
     # waits a batch's time again, from then on.
-    from ackwise.experiments import rawsend
+    from ackwise.experiments.measure import rawsend
 
     clock = [0.0]
     gaps: list[int] = []  # frames sent between sleeps

@@ -19,8 +19,8 @@ from ackwise.controller.config import (
     with_interval,
 )
 from ackwise.controller.decision import AckStream, Thresholds
-from ackwise.p4names import FLOW_POLICY_TABLE_SIZE, RECLAIM_IDLE_DEFAULT_US
-from ackwise.policies import Policy
+from ackwise.twins.p4names import FLOW_POLICY_TABLE_SIZE, RECLAIM_IDLE_DEFAULT_US
+from ackwise.twins.policies import Policy
 
 GOOD: dict[str, Any] = {"rules": [{"name": "r", "match": {"src": "10.0.2.0/24"}}]}
 

@@ -23,9 +23,9 @@ from ackwise.controller.decision import (
     sample_from,
     tack_d,
 )
-from ackwise.flowkey import FlowKey
-from ackwise.policies import MSS_BYTES, Policy
-from ackwise.thinning import FlowRecord, HalfFlow
+from ackwise.features.thinning import FlowRecord, HalfFlow
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.policies import MSS_BYTES, Policy
 
 DT_S = 0.125  # a binary fraction: times add up exactly, so dwell and hold-off edges are exact
 RTT_US = 40_000

@@ -20,9 +20,13 @@ from ackwise.controller.loop import (
     exact_stream,
     print_json_line,
 )
-from ackwise.p4names import FLOW_POLICY_TABLE_SIZE, TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
-from ackwise.policies import PolicyMatch, PolicyParams
-from ackwise.thinning import list_flow_policies, set_flow_policy, set_policy
+from ackwise.features.thinning import list_flow_policies, set_flow_policy, set_policy
+from ackwise.twins.p4names import (
+    FLOW_POLICY_TABLE_SIZE,
+    TABLE_ACK_THINNING_FLOW_POLICY,
+    TABLE_ACK_THINNING_POLICY,
+)
+from ackwise.twins.policies import PolicyMatch, PolicyParams
 
 SENDER, RECEIVER = ("10.0.1.1", 40000), ("10.0.2.1", 5001)
 ACKS = AckStream.parse(RECEIVER[0], RECEIVER[1], SENDER[0], SENDER[1])

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from results_fixtures import make_record
 
-from ackwise.experiments import demo
-from ackwise.experiments.schema import RunRecord
+from ackwise.experiments.harness import demo
+from ackwise.experiments.harness.schema import RunRecord
 
 
 class Recorder(io.StringIO):

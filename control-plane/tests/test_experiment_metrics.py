@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments.metrics import (
+from ackwise.experiments.measure.metrics import (
     ack_counts,
     ack_rate_series,
     airtime_share,
@@ -12,7 +12,7 @@ from ackwise.experiments.metrics import (
     jain_index,
     queue_delay_ms,
 )
-from ackwise.packets import ACK, PSH, TcpSegment
+from ackwise.twins.packets import ACK, PSH, TcpSegment
 
 H, R = "10.0.0.1", "10.0.0.2"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ackwise.experiments.runner import ExperimentError, plan, select_arms
-from ackwise.experiments.scenario import SCENARIO_DIR, ScenarioError, all_scenarios, load
-from ackwise.experiments.schema import METRICS, Arm
+from ackwise.experiments.harness.runner import ExperimentError, plan, select_arms
+from ackwise.experiments.harness.scenario import SCENARIO_DIR, ScenarioError, all_scenarios, load
+from ackwise.experiments.harness.schema import METRICS, Arm
 
 REQUIRED = {
     "asymmetric",
@@ -114,7 +114,7 @@ def test_a_bad_scenario_names_the_file_and_the_fix(tmp_path: Path) -> None:
 def test_host_agents_manage_every_port_a_short_flow_may_take() -> None:
     """Regression: the agents managed only 5001 and 5002, so 28 of the 30 short flows ran with the
     kernel's quickack (set for the agent) instead of the policy under test."""
-    from ackwise.experiments.runner import SHORT_FLOWS_BASE_PORT, _receivers_ports
+    from ackwise.experiments.harness.runner import SHORT_FLOWS_BASE_PORT, _receivers_ports
 
     scenario = load("short-flows")
     flows = [("h1", "r1", 5001), ("h2", "r2", 5002)]
@@ -129,7 +129,7 @@ def test_host_agents_manage_every_port_a_short_flow_may_take() -> None:
 
 
 def test_bulk_transfers_agents_manage_their_own_ports() -> None:
-    from ackwise.experiments.runner import _receivers_ports
+    from ackwise.experiments.harness.runner import _receivers_ports
 
     flows = [("h1", "r1", 5001), ("h2", "r2", 5002), ("h3", "r1", 5003)]
     assert _receivers_ports(flows, {"kind": "transfers"}) == {"r1": [5001, 5003], "r2": [5002]}

@@ -1,7 +1,7 @@
 import zlib
 
-from ackwise.flowkey import FlowKey
-from ackwise.p4names import FLOW_SLOTS, HALF_FLOWS
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.p4names import FLOW_SLOTS, HALF_FLOWS
 
 
 def test_both_directions_share_one_key() -> None:

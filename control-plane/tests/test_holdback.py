@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import struct
 
-from ackwise import holdback
-from ackwise.holdback import HoldTable
-from ackwise.p4names import HEADER_FIELDS_BITS
+from ackwise.features import holdback
+from ackwise.features.holdback import HoldTable
+from ackwise.twins.p4names import HEADER_FIELDS_BITS
 
 F = ("10.0.0.2", "10.0.0.1", 5001, 40000)
 G = ("10.0.0.4", "10.0.0.3", 5001, 40001)

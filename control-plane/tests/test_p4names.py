@@ -1,4 +1,4 @@
-"""ackwise.p4names is what `make constants` makes of p4src today: the one Python side of every P4
+"""ackwise.twins.p4names is what `make constants` makes of p4src today: the one Python side of every P4
 constant, enum and object name. It fails after any edit of the P4 that changes them until the
 module is regenerated."""
 
@@ -9,7 +9,7 @@ import difflib
 import pytest
 from p4gen import gen_p4names
 
-from ackwise import p4names
+from ackwise.twins import p4names
 
 
 def test_p4names_is_what_p4src_gives() -> None:
@@ -21,7 +21,7 @@ def test_p4names_is_what_p4src_gives() -> None:
                 current.splitlines(True), expected.splitlines(True), "p4names.py (committed)", "from p4src"
             )
         )
-        pytest.fail(f"control-plane/ackwise/p4names.py is stale: run `make constants`\n{diff[:4000]}")
+        pytest.fail(f"control-plane/ackwise/twins/p4names.py is stale: run `make constants`\n{diff[:4000]}")
 
 
 def test_every_counter_cell_has_a_name() -> None:

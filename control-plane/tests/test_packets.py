@@ -3,7 +3,7 @@
 from scapy.layers.inet import IP, TCP
 from scapy.packet import Raw
 
-from ackwise.packets import ACK, parse_ipv4_tcp
+from ackwise.twins.packets import ACK, parse_ipv4_tcp
 
 
 def test_options_and_payload() -> None:

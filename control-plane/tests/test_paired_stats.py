@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from ackwise.experiments.stats import detectable_shift, paired_effect, split_groups
+from ackwise.experiments.harness.stats import detectable_shift, paired_effect, split_groups
 
 
 def test_a_constant_ratio_is_exact_and_better_or_worse_by_the_metric() -> None:

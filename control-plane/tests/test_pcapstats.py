@@ -5,13 +5,13 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
 
-from ackwise.experiments.pcapstats import (
+from ackwise.experiments.measure.pcapstats import (
     LINUX_MAX_QUICKACKS,
     LinuxAckReasons,
     direction_stats,
     linux_ack_reasons,
 )
-from ackwise.packets import ACK, FIN, PSH, SYN, TcpSegment
+from ackwise.twins.packets import ACK, FIN, PSH, SYN, TcpSegment
 
 DATA = "10.0.0.1:40000 > 10.0.0.2:5001"
 ACKS = "10.0.0.2:5001 > 10.0.0.1:40000"

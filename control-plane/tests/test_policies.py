@@ -2,8 +2,8 @@ import ipaddress
 
 import pytest
 
-from ackwise.p4names import ACTION_PARAMS_BITS, AckPolicy
-from ackwise.policies import ACTIONS, POLICY_PARAMS, Policy, PolicyError, PolicyMatch, PolicyParams
+from ackwise.twins.p4names import ACTION_PARAMS_BITS, AckPolicy
+from ackwise.twins.policies import ACTIONS, POLICY_PARAMS, Policy, PolicyError, PolicyMatch, PolicyParams
 
 
 def test_defaults_are_the_papers() -> None:

@@ -4,9 +4,9 @@ one says replaces it, never over what the contract keeps."""
 
 from __future__ import annotations
 
-from ackwise.p4names import AgentKind
-from ackwise.packets import ACK, TcpSegment
-from ackwise.queue_share import SHARE_ANSWER_TIMEOUT_S, ShareQueues, says_all_of
+from ackwise.features.queue_share import SHARE_ANSWER_TIMEOUT_S, ShareQueues, says_all_of
+from ackwise.twins.p4names import AgentKind
+from ackwise.twins.packets import ACK, TcpSegment
 
 F = ("10.0.0.2", "10.0.0.1", 5001, 40000)
 G = ("10.0.0.4", "10.0.0.3", 5001, 40001)

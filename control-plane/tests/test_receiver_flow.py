@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ackwise.hosts.policies import EveryD
 from ackwise.hosts.receiver import ReceiverFlow
-from ackwise.packets import ACK, CWR, ECE, FIN, PSH, TcpSegment
+from ackwise.twins.packets import ACK, CWR, ECE, FIN, PSH, TcpSegment
 
 MSS = 1448
 

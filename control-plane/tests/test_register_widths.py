@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ackwise import p4names
-from ackwise.ap import FLOW_REGISTERS as AP_FLOW_REGISTERS
-from ackwise.p4names import REGISTER_WIDTHS_BITS
-from ackwise.thinning import READ_REGISTERS
+from ackwise.features.ap import FLOW_REGISTERS as AP_FLOW_REGISTERS
+from ackwise.features.thinning import READ_REGISTERS
+from ackwise.twins import p4names
+from ackwise.twins.p4names import REGISTER_WIDTHS_BITS
 
 REPO = Path(__file__).resolve().parents[2]
 # REGISTER_X_Y -> "x.y": how code names a register (a string equal to a name counts too).

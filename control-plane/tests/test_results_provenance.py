@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from results_fixtures import ARMS, POINTS, make_record, manifest
 
-from ackwise.experiments.comparison import compare_sets, provenance_differences, provenance_rows
-from ackwise.experiments.report import ReportError, build_report
-from ackwise.experiments.runner import ExperimentError, plan, plan_confirmation
-from ackwise.experiments.scenario import load
-from ackwise.experiments.schema import Arm, RunRecord
-from ackwise.experiments.store import ResultStore, StoreMismatch, merge_shards
+from ackwise.experiments.harness.comparison import compare_sets, provenance_differences, provenance_rows
+from ackwise.experiments.harness.report import ReportError, build_report
+from ackwise.experiments.harness.runner import ExperimentError, plan, plan_confirmation
+from ackwise.experiments.harness.scenario import load
+from ackwise.experiments.harness.schema import Arm, RunRecord
+from ackwise.experiments.harness.store import ResultStore, StoreMismatch, merge_shards
 
 HOST_SETTINGS = {
     "tcp_congestion_control": "cubic",

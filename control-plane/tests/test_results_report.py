@@ -25,7 +25,7 @@ from results_fixtures import (
     manifest,
 )
 
-from ackwise.experiments.report import (
+from ackwise.experiments.harness.report import (
     ReportPaths,
     build_report,
     format_summary,
@@ -33,8 +33,8 @@ from ackwise.experiments.report import (
     report_text,
     write_report,
 )
-from ackwise.experiments.stats import Summary
-from ackwise.experiments.store import ResultStore
+from ackwise.experiments.harness.stats import Summary
+from ackwise.experiments.harness.store import ResultStore
 
 T_975 = {1: 12.7062047, 2: 4.3026527}  # two-sided 95 % Student-t quantiles, df = n - 1
 FIGURE_NAMES = [
@@ -383,7 +383,7 @@ def test_a_record_names_its_senders_congestion_control() -> None:
 
 
 def test_the_headline_table_says_per_scenario_which_congestion_control_ran(tmp_path: Path) -> None:
-    from ackwise.experiments.all import headline
+    from ackwise.experiments.harness.all import headline
 
     directory = tmp_path / "asym"
     build_store(directory)

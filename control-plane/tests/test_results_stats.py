@@ -8,7 +8,7 @@ import math
 import pytest
 from results_fixtures import ARMS, BASELINE_ARM, HOST_ARM, POINTS, make_record
 
-from ackwise.experiments.stats import (
+from ackwise.experiments.harness.stats import (
     Summary,
     better_of,
     change_percent,

@@ -21,8 +21,8 @@ from results_fixtures import (
     manifest,
 )
 
-from ackwise.experiments.schema import RunRecord
-from ackwise.experiments.store import (
+from ackwise.experiments.harness.schema import RunRecord
+from ackwise.experiments.harness.store import (
     CorruptStore,
     InvalidRecord,
     ResultStore,

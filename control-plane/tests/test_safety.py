@@ -1,8 +1,8 @@
 """The Python safety contract is the P4 one: same rules, same order, same reason codes (the P4
-side as `make constants` reads it into ackwise.p4names)."""
+side as `make constants` reads it into ackwise.twins.p4names)."""
 
-from ackwise.p4names import ACK_SAFETY_RULES_ENTRIES, SafetyFact
-from ackwise.safety import RULES, AckFacts, KeepReason, keep_reason
+from ackwise.twins.p4names import ACK_SAFETY_RULES_ENTRIES, SafetyFact
+from ackwise.twins.safety import RULES, AckFacts, KeepReason, keep_reason
 
 
 def test_rule_order_matches_ack_safety_p4() -> None:

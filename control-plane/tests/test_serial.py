@@ -1,4 +1,4 @@
-from ackwise.serial import seq_add, seq_diff, seq_geq, seq_gt, seq_leq, seq_lt, seq_max
+from ackwise.twins.serial import seq_add, seq_diff, seq_geq, seq_gt, seq_leq, seq_lt, seq_max
 
 
 def test_ordinary_order() -> None:

@@ -7,9 +7,9 @@ Regression: both read ack_thinning.stats for range(8) by bare index while the P4
 from __future__ import annotations
 
 from ackwise.bmv2.client import CounterValue, named_cells
-from ackwise.experiments.fuzz import Fuzzer, counter_lines
-from ackwise.experiments.scale import phase1_report, phase2_report
-from ackwise.p4names import (
+from ackwise.experiments.stress.fuzz import Fuzzer, counter_lines
+from ackwise.experiments.stress.scale import phase1_report, phase2_report
+from ackwise.twins.p4names import (
     AP_STATS,
     COUNTER_ACK_FILTER_STATS,
     COUNTER_ACK_THINNING_STATS,

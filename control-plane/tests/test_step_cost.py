@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ackwise.bmv2.toolchain import P4C_BMV2, ToolchainError, find_tool
-from ackwise.experiments.bench import _operators_in, metadata_fields
-from ackwise.experiments.step_cost import _HEAD, UNITS, _variants
+from ackwise.experiments.stress.bench import _operators_in, metadata_fields
+from ackwise.experiments.stress.step_cost import _HEAD, UNITS, _variants
 
 
 def _compiled(tmp_path: Path, name: str) -> dict:

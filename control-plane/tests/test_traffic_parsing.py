@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ackwise.experiments import traffic
+from ackwise.experiments.measure import traffic
 
 SS_CUBIC = (
     "State Recv-Q Send-Q Local Address:Port  Peer Address:PortProcess\n"

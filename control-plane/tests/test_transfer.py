@@ -6,7 +6,7 @@ import subprocess
 import sys
 import threading
 
-MODULE = [sys.executable, "-m", "ackwise.experiments.transfer"]
+MODULE = [sys.executable, "-m", "ackwise.experiments.measure.transfer"]
 
 
 def free_port() -> int:

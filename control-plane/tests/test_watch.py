@@ -23,9 +23,9 @@ from ackwise.cli.watch import (
     watch,
 )
 from ackwise.controller.decision import AckStream
-from ackwise.flowkey import FlowKey
-from ackwise.policies import MSS_BYTES, PolicyMatch, PolicyParams
-from ackwise.thinning import FlowRecord, HalfFlow, PolicyRule, set_policy
+from ackwise.features.thinning import FlowRecord, HalfFlow, PolicyRule, set_policy
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.policies import MSS_BYTES, PolicyMatch, PolicyParams
 
 
 def record(src: str, sport: int, dst: str, dport: int, data: HalfFlow, acks: HalfFlow) -> FlowRecord:

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from ackwise.experiments.traffic import Transfer
+from ackwise.experiments.measure.traffic import Transfer
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.topologies.testbed import Testbed
 

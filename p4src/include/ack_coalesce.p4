@@ -45,7 +45,7 @@ const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this sta
 // window edge. newest_ts: TSval | TSecr. newest_sack: the newest SACK blocks, left_0 | right_0 |
 // left_1 | right_1 | left_2 | right_2 (as many as the flags say). Per half-flow: last_serial, and
 // counts: absorbed (31 bits) | rewritten on departure (31 bits), which the control plane reads
-// (within 63 bits: Thrift saturates wider values; decoded by control-plane/ackwise/thinning.py).
+// (within 63 bits: Thrift saturates wider values; decoded by control-plane/ackwise/features/thinning.py).
 #define COALESCE_CELLS (HALF_FLOWS << COALESCE_SLOT_BITS)
 #define COALESCE_SLOT_OF(serial) ((bit<32>)((serial) & (bit<16>)(COALESCE_SLOTS - 1)))
 @name(".coalesce.last_serial") register<bit<16>>(HALF_FLOWS) coalesce_last_serial;

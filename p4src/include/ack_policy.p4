@@ -3,11 +3,11 @@
 // thousands of entries at the cost of one hash lookup) and, when it has no entry, `policy`
 // (ternary rules by priority, with a settable default, off). Data segments look the tables up with
 // source and destination swapped, so that one entry covers a flow's data and its ACKs. Parameters
-// are validated by control-plane/ackwise/policies.py.
+// are validated by control-plane/ackwise/twins/policies.py.
 //
 // The key is one 96-bit field, `flow`: source address [95:64] | destination address [63:32] |
 // source port [31:16] | destination port [15:0] (packed and unpacked in control-plane/ackwise/
-// policies.py, PolicyMatch). Not four fields: on bmv2's default build every lookup formats each key
+// twins/policies.py, PolicyMatch). Not four fields: on bmv2's default build every lookup formats each key
 // field for a log line it does not write, and the two four-field lookups cost every packet about
 // 50 thousand instructions more (docs/performance.md).
 #ifndef ACKWISE_ACK_POLICY_P4

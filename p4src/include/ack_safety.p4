@@ -1,6 +1,6 @@
 // The safety contract: what no ACK policy may drop. The facts are computed by the caller from
 // its per-flow state; the rules, and their order, are here once. The Python twin (used by the
-// end-host agent) is control-plane/ackwise/safety.py.
+// end-host agent) is control-plane/ackwise/twins/safety.py.
 #ifndef ACKWISE_ACK_SAFETY_P4
 #define ACKWISE_ACK_SAFETY_P4
 

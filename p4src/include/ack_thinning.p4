@@ -16,7 +16,7 @@
 //
 // Thrift reads a register cell as a signed 64-bit value and saturates anything wider or larger, so
 // every register the control plane reads is at most 63 bits wide; the others (read only here) use
-// all 64. The layout is decoded in one Python place, control-plane/ackwise/thinning.py.
+// all 64. The layout is decoded in one Python place, control-plane/ackwise/features/thinning.py.
 #ifndef ACKWISE_ACK_THINNING_P4
 #define ACKWISE_ACK_THINNING_P4
 

@@ -1,6 +1,6 @@
 // Sizes, widths and protocol numbers shared by every ackwise program.
 // Anything the control plane must agree on (counter indices, reason codes) is defined here once;
-// `make constants` generates its Python side, control-plane/ackwise/p4names.py.
+// `make constants` generates its Python side, control-plane/ackwise/twins/p4names.py.
 #ifndef ACKWISE_CONSTANTS_P4
 #define ACKWISE_CONSTANTS_P4
 
@@ -82,8 +82,8 @@ const drop_reason_t DROP_MALFORMED_IPV4 = 4;    // IPv4 header the parser could 
 
 // ---- ACK thinning ----
 
-// The policy a flow's ACKs are under (ack_policy.p4 sets it; control-plane/ackwise/policies.py
-// names them).
+// The policy a flow's ACKs are under (ack_policy.p4 sets it; ackwise.twins.policies names
+// them).
 typedef bit<8> ack_policy_t;
 const ack_policy_t POLICY_OFF = 0;
 const ack_policy_t POLICY_EVERY_D = 1;

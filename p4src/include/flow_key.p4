@@ -1,6 +1,6 @@
 // The flow key: the TCP 5-tuple with both directions mapped to one record. The endpoint with the
 // lower (address, port) comes first; `direction` says whether this packet comes from it (0) or
-// goes to it (1). The Python twin is control-plane/ackwise/flowkey.py.
+// goes to it (1). The Python twin is control-plane/ackwise/twins/flowkey.py.
 #ifndef ACKWISE_FLOW_KEY_P4
 #define ACKWISE_FLOW_KEY_P4
 

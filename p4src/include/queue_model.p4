@@ -13,7 +13,7 @@
 //
 // Ports without a rate are not modelled: their queue drains as fast as the egress thread runs. The
 // control plane adds a port's entry, with its service time and depth, when it sets the port's rate
-// (control-plane/ackwise/queues.py, set_queue_rate and set_queue_depth).
+// (control-plane/ackwise/features/queues.py, set_queue_rate and set_queue_depth).
 #ifndef ACKWISE_QUEUE_MODEL_P4
 #define ACKWISE_QUEUE_MODEL_P4
 
@@ -28,7 +28,7 @@
 @name(".queue.last_departure_us") register<bit<48>>(PORTS) queue_last_departure;
 // Per port: packets dropped at ingress because the model said the queue was full (modelled ports
 // only). The program, not bmv2, keeps a modelled queue to its depth: bmv2's own limit is set a few
-// packets deeper (control-plane/ackwise/queues.py), so a packet the program lets through is never
+// packets deeper (control-plane/ackwise/features/queues.py), so a packet the program lets through is never
 // tail-dropped where the model cannot see it, whatever the model's error of one packet.
 @name(".queue.dropped_pkts") register<bit<32>>(PORTS) queue_dropped;
 // Per port: packets the queue accepted (modelled ports only). Times the service time, over an

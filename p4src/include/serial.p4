@@ -1,5 +1,5 @@
 // Serial-number arithmetic on 32-bit sequence and ACK numbers (RFC 1982), correct across the
-// wrap. The Python twin is control-plane/ackwise/serial.py.
+// wrap. The Python twin is control-plane/ackwise/twins/serial.py.
 //
 // Macros, not functions: p4c inlines a function call inside an action through temporaries and
 // turns the surrounding && and || into predicated copies (five extra bmv2 primitives per call,

@@ -17,10 +17,10 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import InputError
-from .program import Program, Table, UnknownName
-from .toolchain import ensure_bmv2_bindings
-from .values import BadValue, format_value, from_bytes, parse_int, parse_prefix, to_bytes
+from ackwise.bmv2.program import Program, Table, UnknownName
+from ackwise.bmv2.toolchain import ensure_bmv2_bindings
+from ackwise.bmv2.values import BadValue, format_value, from_bytes, parse_int, parse_prefix, to_bytes
+from ackwise.errors import InputError
 
 T = TypeVar("T")
 DEFAULT_THRIFT_PORT = 9090
@@ -121,7 +121,7 @@ class CounterValue:
 def named_cells(cells: Sequence[CounterValue], names: type[IntEnum]) -> dict[str, int]:
     """Packets per cell of a counter read whole (``counter_read_all``: as many cells as the running
     program declares), keyed by the lower-case name of the enum member for that index (the
-    generated ackwise.p4names); a cell the enum does not name, as ``cell_<index>``."""
+    generated ackwise.twins.p4names); a cell the enum does not name, as ``cell_<index>``."""
     known = {member.value: member.name.lower() for member in names}
     return {known.get(i, f"cell_{i}"): c.packets for i, c in enumerate(cells)}
 

@@ -19,8 +19,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .client import SwitchClient, SwitchError, SwitchOperationError, SwitchUnreachable, port_answers
-from .toolchain import SIMPLE_SWITCH, find_tool
+from ackwise.bmv2.client import (
+    SwitchClient,
+    SwitchError,
+    SwitchOperationError,
+    SwitchUnreachable,
+    port_answers,
+)
+from ackwise.bmv2.toolchain import SIMPLE_SWITCH, find_tool
 
 STATE_DIR_ENV = "ACKWISE_STATE_DIR"
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ackwise.errors import InputError
 
 
 class UnknownName(InputError, LookupError):

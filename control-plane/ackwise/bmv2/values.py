@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ..errors import InputError
+from ackwise.errors import InputError
 
 _MAC = re.compile(r"^([0-9a-fA-F]{2})(:[0-9a-fA-F]{2}){5}$")
 

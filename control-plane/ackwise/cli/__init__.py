@@ -5,6 +5,6 @@ Commands that need Mininet (``topo``, ``demo``, ``experiment``) import the test 
 so that switch commands start fast and work where Mininet is not importable.
 """
 
-from .app import main, run
+from ackwise.cli.app import main, run
 
 __all__ = ["main", "run"]

@@ -7,7 +7,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ackwise.ap import (
+from ackwise.cli.args import SWITCH_PORT, int_in
+from ackwise.cli.output import emit, render_records
+from ackwise.features.ap import (
     AGENT_TIMEOUT_MS,
     ApConfigError,
     ApFlow,
@@ -22,9 +24,7 @@ from ackwise.ap import (
     read_flows,
     read_stats,
 )
-from ackwise.cli.args import SWITCH_PORT, int_in
-from ackwise.cli.output import emit, render_records
-from ackwise.p4names import TABLE_AP_STATIONS
+from ackwise.twins.p4names import TABLE_AP_STATIONS
 
 STAT_LABELS = {
     "spoofed": "spoofed ACKs sent",
@@ -176,7 +176,7 @@ def cmd_ap_setup(args: argparse.Namespace, client_for: Any) -> int:
         args,
         {"uplink": args.uplink, "wireless": args.wireless, "cpu": args.cpu},
         f"AP ports: uplink {args.uplink}, wireless {args.wireless}, CPU {args.cpu}; "
-        "now `ackwise ap serve PREFIX` and start the agent: python -m ackwise.ap_agent --iface IFACE",
+        "now `ackwise ap serve PREFIX` and start the agent: python -m ackwise.daemons.ap_agent --iface IFACE",
     )
     return 0
 

@@ -14,8 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ackwise import __version__, ecn
-from ackwise.apply import ConfigError, execute, load_config, plan_config
+from ackwise import __version__
 from ackwise.bmv2.client import DEFAULT_THRIFT_PORT, SwitchClient, SwitchError, SwitchUnreachable
 from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, listener_pid, start_switch
 from ackwise.bmv2.toolchain import ToolchainError, compiled_program, running_build_config
@@ -42,7 +41,9 @@ from ackwise.cli.args import (
 )
 from ackwise.cli.output import emit, render_table
 from ackwise.errors import InputError, printable, shown
-from ackwise.queues import set_queue_depth, set_queue_rate
+from ackwise.features import ecn
+from ackwise.features.apply import ConfigError, execute, load_config, plan_config
+from ackwise.features.queues import set_queue_depth, set_queue_rate
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -37,7 +37,7 @@ def store_errors(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
 
     @functools.wraps(fn)
     def wrapped(args: argparse.Namespace) -> int:
-        from ackwise.experiments.store import StoreError, StoreMismatch
+        from ackwise.experiments.harness.store import StoreError, StoreMismatch
 
         try:
             return fn(args)
@@ -54,7 +54,7 @@ def _split(text: str | None) -> set[str] | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ackwise.experiments.scenario import all_scenarios
+    from ackwise.experiments.harness.scenario import all_scenarios
 
     scenarios = all_scenarios()
     if args.json:
@@ -88,10 +88,10 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 @store_errors
 def cmd_run(args: argparse.Namespace) -> int:
-    from ackwise.experiments.progress import Progress
-    from ackwise.experiments.runner import code_version, execute, plan
-    from ackwise.experiments.scenario import load
-    from ackwise.experiments.store import ResultStore
+    from ackwise.experiments.harness.progress import Progress
+    from ackwise.experiments.harness.runner import code_version, execute, plan
+    from ackwise.experiments.harness.scenario import load
+    from ackwise.experiments.harness.store import ResultStore
 
     scenario = load(args.scenario)
     warn_if_logging_build()
@@ -173,11 +173,11 @@ def _confirmation(
     """The confirmation pass of a screened matrix: at every point, the baseline and the best arm
     of each place on the screening runs' main metric, ``blocks`` fresh blocks each, into
     SCREENING/confirm (report.CONFIRM_DIR), whose runs the report's verdict then rests on."""
-    from ackwise.experiments.comparison import arm_results, best_per_category, excluded_blocks
-    from ackwise.experiments.report import CONFIRM_DIR
-    from ackwise.experiments.runner import plan_confirmation
-    from ackwise.experiments.schema import METRICS, Arm
-    from ackwise.experiments.store import ResultStore
+    from ackwise.experiments.harness.comparison import arm_results, best_per_category, excluded_blocks
+    from ackwise.experiments.harness.report import CONFIRM_DIR
+    from ackwise.experiments.harness.runner import plan_confirmation
+    from ackwise.experiments.harness.schema import METRICS, Arm
+    from ackwise.experiments.harness.store import ResultStore
 
     if not (screening / "runs.jsonl").exists():
         raise ExperimentCliError(
@@ -214,8 +214,8 @@ def _confirmation(
 
 @store_errors
 def cmd_report(args: argparse.Namespace) -> int:
-    from ackwise.experiments.report import ReportError, report_text, write_report
-    from ackwise.experiments.store import merge_shards
+    from ackwise.experiments.harness.report import ReportError, report_text, write_report
+    from ackwise.experiments.harness.store import merge_shards
 
     directories = [Path(d) for d in args.dirs]
     for directory in directories:
@@ -252,9 +252,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Two result sets of one scenario: per point and arm, the second's metric over the first's."""
     import csv
 
-    from ackwise.experiments.comparison import compare_sets
-    from ackwise.experiments.schema import METRICS
-    from ackwise.experiments.store import ResultStore
+    from ackwise.experiments.harness.comparison import compare_sets
+    from ackwise.experiments.harness.schema import METRICS
+    from ackwise.experiments.harness.store import ResultStore
 
     first, second = ResultStore.load(Path(args.first)), ResultStore.load(Path(args.second))
     names = [str((s.manifest.get("scenario") or {}).get("name")) for s in (first, second)]

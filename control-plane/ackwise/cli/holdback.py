@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from ackwise import holdback
 from ackwise.cli.args import SWITCH_PORT
 from ackwise.cli.output import emit
+from ackwise.features import holdback
 
 
 def cmd_setup(args: argparse.Namespace, client_for: Any) -> int:
@@ -16,7 +16,7 @@ def cmd_setup(args: argparse.Namespace, client_for: Any) -> int:
         holdback.setup(client, args.cpu_port)
     text = (
         f"held ACKs go to CPU port {args.cpu_port} (session {holdback.HOLDBACK_SESSION}); start the agent: "
-        f"python -m ackwise.holdback_agent --iface IFACE --thrift-port {args.thrift_port}"
+        f"python -m ackwise.daemons.holdback_agent --iface IFACE --thrift-port {args.thrift_port}"
         if args.cpu_port
         else "hold-back off: no CPU port"
     )

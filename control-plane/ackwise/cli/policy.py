@@ -8,9 +8,7 @@ from typing import Any
 
 from ackwise.cli.args import HANDLE, PRIORITY, int_in
 from ackwise.cli.output import emit, render_records, render_table
-from ackwise.p4names import TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
-from ackwise.policies import Policy, PolicyError, PolicyMatch, PolicyParams
-from ackwise.thinning import (
+from ackwise.features.thinning import (
     delete_flow_policy,
     delete_policy,
     list_flow_policies,
@@ -20,6 +18,8 @@ from ackwise.thinning import (
     set_policy,
     set_reclaim_idle_ms,
 )
+from ackwise.twins.p4names import TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
+from ackwise.twins.policies import Policy, PolicyError, PolicyMatch, PolicyParams
 
 POLICY_NAMES = {p.value for p in Policy}
 

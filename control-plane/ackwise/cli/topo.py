@@ -202,7 +202,7 @@ def cmd_topo_exec(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ackwise.experiments.demo import run_demo
+    from ackwise.experiments.harness.demo import run_demo
 
     try:
         run_demo()

@@ -20,9 +20,9 @@ from ackwise.controller.config import policy_for
 from ackwise.controller.decision import AckStream, tack_d
 from ackwise.controller.ports import ecn_marks, queue_backlog_pkts
 from ackwise.errors import BadOption
-from ackwise.policies import MSS_BYTES, Policy, PolicyParams
-from ackwise.serial import seq_diff
-from ackwise.thinning import FlowRecord, PolicyRule, read_flows, rules_in_lookup_order
+from ackwise.features.thinning import FlowRecord, PolicyRule, read_flows, rules_in_lookup_order
+from ackwise.twins.policies import MSS_BYTES, Policy, PolicyParams
+from ackwise.twins.serial import seq_diff
 
 WATCH_COLUMNS = (
     "flow",

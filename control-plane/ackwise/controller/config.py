@@ -63,12 +63,7 @@ from typing import Any
 
 import yaml
 
-from ackwise.errors import InputError
-from ackwise.p4names import ACC_D_CAP_MAX, FLOW_POLICY_TABLE_SIZE, RECLAIM_IDLE_DEFAULT_US
-from ackwise.policies import Policy, PolicyMatch, PolicyParams
-from ackwise.thinning import PolicyRule
-
-from .decision import (
+from ackwise.controller.decision import (
     BETA_MAX,
     CONTROLLER_POLICIES,
     D_MAX,
@@ -78,6 +73,10 @@ from .decision import (
     Thresholds,
     policy_named,
 )
+from ackwise.errors import InputError
+from ackwise.features.thinning import PolicyRule
+from ackwise.twins.p4names import ACC_D_CAP_MAX, FLOW_POLICY_TABLE_SIZE, RECLAIM_IDLE_DEFAULT_US
+from ackwise.twins.policies import Policy, PolicyMatch, PolicyParams
 
 EXAMPLE = Path(__file__).with_name("example.yaml")
 TOP_KEYS = ("interval_ms", "max_rules_per_switch", "forget_after_s", "defaults", "rules")

@@ -84,18 +84,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from ackwise.flowkey import FlowKey
-from ackwise.p4names import (
+from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.p4names import (
     ACC_D_CAP_MAX,
     ACTION_ACK_THINNING_POLICY_EVERY_D,
     ACTION_ACK_THINNING_POLICY_TACK,
     ACTION_PARAMS_BITS,
 )
-from ackwise.policies import MSS_BYTES, Policy, PolicyMatch, PolicyParams
-from ackwise.serial import seq_diff
+from ackwise.twins.policies import MSS_BYTES, Policy, PolicyMatch, PolicyParams
+from ackwise.twins.serial import seq_diff
 
 if TYPE_CHECKING:
-    from ackwise.thinning import FlowRecord, HalfFlow
+    from ackwise.features.thinning import FlowRecord, HalfFlow
 
 # The largest tack beta and every_d d the switch's actions take (their parameters' widths).
 BETA_MAX = (1 << dict(ACTION_PARAMS_BITS[ACTION_ACK_THINNING_POLICY_TACK])["beta"]) - 1

@@ -61,9 +61,11 @@ from ackwise.bmv2.client import (
     SwitchOperationError,
     SwitchUnreachable,
 )
+from ackwise.controller.config import ControllerConfig, policy_for
+from ackwise.controller.decision import AckStream, Decision, FlowState, decide, sample_from
+from ackwise.controller.ports import busy_share, ecn_marks, port_loads, queue_backlog_pkts
 from ackwise.errors import BadOption
-from ackwise.policies import PolicyMatch, PolicyParams
-from ackwise.thinning import (
+from ackwise.features.thinning import (
     PolicyRule,
     count_flow_policies,
     delete_flow_policy,
@@ -73,10 +75,7 @@ from ackwise.thinning import (
     read_flows,
     set_flow_policy,
 )
-
-from .config import ControllerConfig, policy_for
-from .decision import AckStream, Decision, FlowState, decide, sample_from
-from .ports import busy_share, ecn_marks, port_loads, queue_backlog_pkts
+from ackwise.twins.policies import PolicyMatch, PolicyParams
 
 Log = Callable[[dict[str, Any]], None]
 PortRead = Callable[[SwitchClient, int], int | None]

@@ -5,14 +5,14 @@ the controller knows which port a flow's ACKs and data cross, however the switch
 
 from __future__ import annotations
 
-from ackwise import ecn, queues
 from ackwise.bmv2.client import SwitchClient, SwitchOperationError
 from ackwise.bmv2.program import UnknownName
+from ackwise.features import ecn, queues
 
 
 def queue_backlog_pkts(client: SwitchClient, port: int) -> int | None:
     """Packets waiting in ``port``'s egress queue, from the program's queue model; None for a port
-    without a rate or a program without the model (ackwise.queues.queue_backlog_pkts)."""
+    without a rate or a program without the model (ackwise.features.queues.queue_backlog_pkts)."""
     try:
         return queues.queue_backlog_pkts(client, port)
     except (SwitchOperationError, UnknownName):  # not this program: unknown, not an error
@@ -28,7 +28,7 @@ def ecn_marks(client: SwitchClient, port: int) -> int | None:
 
 
 def port_loads(client: SwitchClient) -> dict[int, tuple[int, int]]:
-    """port -> (service_us, packets booked) of the ports with a rate (ackwise.queues.port_loads);
+    """port -> (service_us, packets booked) of the ports with a rate (ackwise.features.queues.port_loads);
     {} for a program without the queue model."""
     try:
         return queues.port_loads(client)

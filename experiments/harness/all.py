@@ -1,0 +1,193 @@
+"""``make experiments``: every scenario's default matrix (or ``--quick``: one repeat of each one's
+reduced matrix), each into results/SCENARIO[-quick]/ (resumable: an interrupted run picks up where
+it stopped), each reported, and with ``--write-docs`` the headline table written into
+docs/results.md and each scenario's report, figures and records copied under docs/results/.
+
+    python -m ackwise.experiments.harness.all [--quick] [--confirm] [--only asymmetric,wlan]
+        [--write-docs] [--report-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.experiments.harness.record import tool_versions
+from ackwise.experiments.harness.report import build_report, write_report
+from ackwise.experiments.harness.scenario import all_scenarios
+from ackwise.experiments.harness.store import ResultStore
+
+DOCS = REPO_ROOT / "docs" / "results.md"
+# What docs/results.md links to: each scenario's report.md, figures, manifest and records, copied
+# from results/ (which git ignores) so that the numbers in the docs can be read and re-reported.
+PUBLISHED = REPO_ROOT / "docs" / "results"
+PUBLISHED_FILES = ("report.md", "manifest.json", "runs.jsonl")
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def out_dir(name: str, quick: bool) -> Path:
+    return REPO_ROOT / "results" / f"{name}{'-quick' if quick else ''}"
+
+
+def headline(directories: list[Path], command: str) -> str:
+    """The verdict of every scenario, one table, with where it was measured and how."""
+    records = [r for d in directories for r in ResultStore.load(d).all_records()]
+    run_hours = sum(r.duration_s for r in records) / 3600
+
+    def of_runs(tool: str) -> str:
+        """The versions the runs record (not this process's: a report may be written later)."""
+        return ", ".join(sorted({r.versions.get(tool, "?") for r in records})) or tool_versions()[tool]
+
+    code = ", ".join(sorted({r.code_version for r in records}))
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d')} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
+        "of runs, test bed set-up excluded); "
+        f"{platform.node()}: {os.cpu_count()} cores, kernel {of_runs('kernel')}; "
+        f"simple_switch {of_runs('simple_switch')} ({of_runs('bmv2_build')}), p4c {of_runs('p4c')}; "
+        "senders' congestion control "
+        f"{', '.join(sorted({r.congestion_control() for r in records}))}; runs made by ackwise at {code}. "
+        "Each cell: mean ± 95 % CI half-width (n); then the arm over the baseline of its own block "
+        "(geometric mean of the per-block ratios, 95 % paired interval, blocks) and the verdict.",
+        "",
+        "| scenario | point | metric | baseline | best host | best switch | best AP | best combined "
+        "| best overall |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for directory in directories:
+        store = ResultStore.load(directory)
+        report = build_report(store, draw_figures=False)
+        # Which congestion control the senders ran, per scenario: a table may mix re-runs with
+        # records from before ackwise recorded it (docs/results.md, erratum).
+        ran = ", ".join(sorted({r.congestion_control() for r in store.all_records()}))
+        for section in report.sections:
+            v = section.verdict
+            for row in v.rows:
+                cells = []
+                for cat in ("host", "switch", "ap", "combined"):
+                    if cat not in v.categories:
+                        cells.append("–")
+                        continue
+                    c = row.cells[v.categories.index(cat)]
+                    cells.append(
+                        "–"
+                        if c.arm is None
+                        else f"{c.arm}: {c.value} ({c.change}{', ' + c.status if c.status else ''})"
+                    )
+                lines.append(
+                    f"| [{section.name}](results/{directory.name}/report.md) (senders: {ran}) | "
+                    f"{row.point} | {v.metric.key} | {row.baseline} | {' | '.join(cells)} | {row.best} |"
+                )
+    return "\n".join(lines)
+
+
+def publish(directories: list[Path]) -> None:
+    """Copy each results directory's report, figures and records under docs/results/, replacing
+    what an earlier run published there (directories no longer in the table go)."""
+    PUBLISHED.mkdir(exist_ok=True)
+    keep = {d.name for d in directories}
+    for old in PUBLISHED.iterdir():
+        if old.is_dir() and old.name not in keep:
+            shutil.rmtree(old)
+    for directory in directories:
+        target = PUBLISHED / directory.name
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir()
+        for name in PUBLISHED_FILES:
+            shutil.copy2(directory / name, target / name)
+        shutil.copytree(directory / "figures", target / "figures")
+
+
+def write_docs(table: str) -> None:
+    text = DOCS.read_text() if DOCS.exists() else "# Results\n"
+    block = f"{START}\n{table}\n{END}"
+    if START in text:
+        text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    DOCS.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", help="comma-separated scenario names (default: all)")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="write the headline table into docs/results.md"
+    )
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="after each scenario's matrix, its confirmation pass (ackwise experiment run --confirm)",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: report the results directories as they are (e.g. made by another checkout)",
+    )
+    args = parser.parse_args(argv)
+    scenarios = all_scenarios()
+    if args.only:
+        wanted = set(args.only.split(","))
+        scenarios = [s for s in scenarios if s.name in wanted]
+    directories: list[Path] = []
+    failed: list[str] = []
+    for scenario in scenarios:
+        directory = out_dir(scenario.name, args.quick)
+        cmd = [
+            sys.executable,
+            "-m",
+            "ackwise",
+            "experiment",
+            "run",
+            scenario.name,
+            "--out",
+            str(directory),
+        ]
+        if args.quick:
+            cmd.append("--quick")
+        if args.report_only and not (directory / "runs.jsonl").exists():
+            print(f"{scenario.name}: no results in {directory}", file=sys.stderr)
+            failed.append(scenario.name)
+            continue
+        if not args.report_only:
+            print(f"== {scenario.name}: {' '.join(cmd[3:])}", flush=True)
+        if not args.report_only and subprocess.run(cmd).returncode != 0:
+            print(f"{scenario.name}: the run failed; its directory keeps what was done", file=sys.stderr)
+            failed.append(scenario.name)
+            continue
+        if args.confirm and not args.report_only and subprocess.run([*cmd, "--confirm"]).returncode != 0:
+            print(f"{scenario.name}: the confirmation pass failed", file=sys.stderr)
+            failed.append(scenario.name)
+            continue
+        write_report(directory)
+        directories.append(directory)
+    command = "make experiments" + (" QUICK=1" if args.quick else "")
+    if args.report_only or args.only:
+        # What ran: each scenario's matrix, as make experiments runs it, into results/NAME.
+        quick = " --quick" if args.quick else ""
+        command = (
+            f"ackwise experiment run NAME{quick} --out {out_dir('NAME', args.quick).relative_to(REPO_ROOT)}"
+        )
+    table = headline(directories, command)
+    print(table)
+    if args.write_docs and directories:
+        publish(directories)
+        write_docs(table)
+    if failed:
+        print(f"not run to the end: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""What the report concludes from an experiment's records, and how two result sets compare.
+
+Pure: records in, conclusions out (no files, no clock).
+
+- **Blocks.** A block is one point and repeat: every arm once, with the same traffic seed
+  (runner.plan). Each arm's effect is its value over the baseline's in the same block
+  (stats.paired_effect), so what changes from block to block (the machine's load, the traffic
+  drawn) moves both sides of the comparison. A block with a run that failed, or that another
+  check flagged (``excluded``), is left out of every comparison at its point, whole.
+- **Verdicts.** Per point and placement (host, switch, AP, combined), the arm with the best
+  estimate on the main metric, with its ratio, interval and verdict (better / worse / no
+  difference detected, with the smallest effect the blocks could have detected).
+- **Provenance.** What a run ran with (its versions and Testbed.provenance()) must be the same
+  for every run pooled: what every run shares (tools, builds, models, scenario file, scale) across
+  the set, what a sender runs with within each arm (arms may set their own senders).
+- **Compare.** Two result sets of one scenario: per point and arm, the second's metric over the
+  first's, paired by block where both ran the same seeds, unpaired otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from ackwise.experiments.harness.schema import BASELINE, METRICS, PLACES, RunRecord, canonical
+from ackwise.experiments.harness.stats import (
+    DEFAULT_CONFIDENCE,
+    PairedEffect,
+    paired_effect,
+    present,
+    split_groups,
+)
+
+COMBINED = "combined"
+CATEGORIES = (*PLACES, COMBINED)
+
+
+def category(where: str) -> str:
+    """The verdict column of an arm: its place, "combined" for several, "none" for the baseline."""
+    return COMBINED if "+" in where else where
+
+
+# ---- blocks and effects ----
+
+
+def block_key(record: RunRecord) -> tuple[str, int]:
+    return (str(record.point.get("label")), record.repeat)
+
+
+def excluded_blocks(
+    records: Iterable[RunRecord], flagged: Callable[[RunRecord], str | None] | None = None
+) -> dict[tuple[str, int], str]:
+    """The blocks left out of every comparison, with why: a failed run, or one ``flagged``
+    names a reason for (the emulator-limited check, say)."""
+    out: dict[tuple[str, int], str] = {}
+    for r in records:
+        reason = (
+            f"a run failed ({r.arm.get('label')})" if r.status != "ok" else (flagged(r) if flagged else None)
+        )
+        if reason and block_key(r) not in out:
+            out[block_key(r)] = reason
+    return out
+
+
+@dataclass
+class ArmResult:
+    """One arm at one point: its runs' values of a metric, and its effect against the baseline."""
+
+    point: str
+    arm: dict[str, Any]
+    values: list[float]  # every ok run, by repeat (shown as dots)
+    repeats: list[int]
+    effect: PairedEffect | None  # None for the baseline itself, or where it has no run
+    split: tuple[list[float], list[float]] | None = None
+
+    @property
+    def label(self) -> str:
+        return str(self.arm.get("label"))
+
+    @property
+    def where(self) -> str:
+        return str(self.arm.get("where"))
+
+
+def arm_results(
+    records: Sequence[RunRecord],
+    metric: str,
+    excluded: dict[tuple[str, int], str],
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[ArmResult]:
+    """Every (point, arm) of the records on ``metric``: values, split flag, and the paired effect
+    over the blocks not excluded where both the arm and the baseline have a value."""
+    by_cell: dict[tuple[str, str], dict[int, RunRecord]] = defaultdict(dict)
+    arms: dict[str, dict[str, Any]] = {}
+    points: list[str] = []
+    for r in records:
+        point, label = str(r.point.get("label")), str(r.arm.get("label"))
+        if point not in points:
+            points.append(point)
+        arms.setdefault(label, r.arm)
+        if r.status == "ok":
+            by_cell[(point, label)][r.repeat] = r
+    results = []
+    for point in points:
+        baseline = next((by_cell[(point, lbl)] for lbl, a in arms.items() if a.get("where") == BASELINE), {})
+        for label, arm in arms.items():
+            runs = by_cell.get((point, label))
+            if not runs:
+                continue
+            ordered = sorted(runs)
+            pairs = [
+                (value, base)
+                for rep in ordered
+                if (point, rep) not in excluded
+                and rep in baseline
+                and (value := runs[rep].metrics.get(metric)) is not None
+                and (base := baseline[rep].metrics.get(metric)) is not None
+            ]
+            values = [runs[rep].metrics.get(metric) for rep in ordered]
+            kept = present(values)
+            effect = None
+            if arm.get("where") != BASELINE and baseline:
+                effect = paired_effect([a for a, _ in pairs], [b for _, b in pairs], confidence)
+            results.append(
+                ArmResult(
+                    point,
+                    arm,
+                    kept,
+                    [rep for rep, v in zip(ordered, values, strict=True) if v is not None],
+                    effect,
+                    split_groups(kept),
+                )
+            )
+    return results
+
+
+def strength(effect: PairedEffect, better: str) -> float:
+    """How good an estimate is, larger better: log ratio (or difference) signed by direction."""
+    assert effect.estimate is not None
+    value = math.log(effect.estimate) if effect.scale == "ratio" and effect.estimate > 0 else effect.estimate
+    return value if better == "higher" else -value
+
+
+def best_per_category(results: Sequence[ArmResult], better: str) -> dict[tuple[str, str], ArmResult]:
+    """(point, category) -> the arm with the best estimate there (arms with an effect only)."""
+    best: dict[tuple[str, str], ArmResult] = {}
+    for r in results:
+        if r.effect is None or r.effect.estimate is None or r.where == BASELINE:
+            continue
+        key = (r.point, category(r.where))
+        if key not in best or strength(r.effect, better) > strength(best[key].effect, better):  # type: ignore[arg-type]
+            best[key] = r
+    return best
+
+
+def effect_text(effect: PairedEffect) -> str:
+    """'0.83× [0.78, 0.88] (10 blocks)': the estimate over the baseline and its interval."""
+    if effect.estimate is None:
+        return "no block with both runs"
+    blocks = f"({effect.n} block{'s' if effect.n != 1 else ''})"
+    if effect.scale == "ratio":
+        text = f"{effect.estimate:.3g}×"
+        if effect.ci_low is not None and effect.ci_high is not None:
+            text += f" [{effect.ci_low:.3g}, {effect.ci_high:.3g}]"
+        return f"{text} {blocks}"
+    text = f"{effect.estimate:+.3g}"
+    if effect.ci_low is not None and effect.ci_high is not None:
+        text += f" [{effect.ci_low:+.3g}, {effect.ci_high:+.3g}]"
+    return f"{text} (difference) {blocks}"
+
+
+def verdict_text(effect: PairedEffect, better: str) -> str:
+    """'better', 'worse', 'too few blocks' or 'no difference detected (could detect ±6.1 %)'."""
+    verdict = effect.verdict(better)
+    if verdict != "no difference detected" or effect.detectable is None:
+        return verdict
+    if effect.scale == "ratio":
+        return f"{verdict} (could detect ±{(effect.detectable - 1) * 100:.1f} %)"
+    return f"{verdict} (could detect ±{effect.detectable:.3g})"
+
+
+def describe_effect(effect: PairedEffect, better: str) -> str:
+    """'0.83× [0.78, 0.88] (10 blocks), better'."""
+    return f"{effect_text(effect)}, {verdict_text(effect, better)}"
+
+
+# ---- provenance ----
+
+# The versions that must agree across a result set (the code version has its own rule: store.py).
+SHARED_VERSIONS = ("simple_switch", "bmv2_build", "p4c", "kernel", "mininet", "iperf3")
+# What a host's provenance says that must agree within an arm.
+_SENDER_KEYS = (
+    "tcp_congestion_control",
+    "tcp_ecn",
+    "tcp_sack",
+    "tcp_timestamps",
+    "initcwnd",
+    "initrwnd",
+    "offloads",
+)
+NOT_RECORDED = "not recorded"
+
+
+def shared_provenance(record: RunRecord) -> dict[str, Any]:
+    """What every run of a result set must share: tools, switch builds, models, scenario, scale."""
+    p = record.provenance or {}
+    builds = sorted(
+        {
+            canonical({k: v for k, v in (b or {}).items() if k != "executable"})
+            for b in (p.get("bmv2_builds") or {}).values()
+        }
+    )
+    return {
+        "versions": {k: record.versions.get(k, NOT_RECORDED) for k in SHARED_VERSIONS},
+        "bmv2_builds": builds if p else NOT_RECORDED,
+        "link_model": p.get("link_model", NOT_RECORDED if not p else "none"),
+        "airtime_model": p.get("airtime_model", NOT_RECORDED if not p else "none"),
+        "scenario_sha256": p.get("scenario_sha256", NOT_RECORDED),
+        "scale": record.scale,
+    }
+
+
+def sender_provenance(record: RunRecord) -> dict[str, Any]:
+    """What the hosts of one run ran TCP with (must agree within an arm)."""
+    hosts = (record.provenance or {}).get("hosts")
+    if not hosts:
+        return {"hosts": NOT_RECORDED}
+    return {"hosts": {name: {k: h.get(k) for k in _SENDER_KEYS} for name, h in sorted(hosts.items())}}
+
+
+def _diff(a: Any, b: Any, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b), key=str):
+            out += _diff(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))
+        return out
+    if canonical(a) == canonical(b):
+        return []
+    short = [json.dumps(x, default=str) for x in (a, b)]
+    short = [s if len(s) <= 60 else s[:57] + "..." for s in short]
+    return [f"{path}: {short[0]} vs {short[1]}"]
+
+
+def provenance_differences(records: Sequence[RunRecord]) -> list[str]:
+    """Why these records should not be pooled: each place where two runs' provenance differs
+    (the first run of each variant against the first run overall), empty when they agree."""
+    if not records:
+        return []
+    out: list[str] = []
+    first = records[0]
+    seen: set[str] = {canonical(shared_provenance(first))}
+    for r in records[1:]:
+        key = canonical(shared_provenance(r))
+        if key not in seen:
+            seen.add(key)
+            out += [
+                f"run {r.run_id} vs run {first.run_id}: {d}"
+                for d in _diff(shared_provenance(first), shared_provenance(r))
+            ]
+    by_arm: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in records:
+        by_arm[str(r.arm.get("label"))].append(r)
+    for label, runs in by_arm.items():
+        base = sender_provenance(runs[0])
+        seen_arm = {canonical(base)}
+        for r in runs[1:]:
+            key = canonical(sender_provenance(r))
+            if key not in seen_arm:
+                seen_arm.add(key)
+                out += [
+                    f"arm {label}, run {r.run_id} vs run {runs[0].run_id}: {d}"
+                    for d in _diff(base, sender_provenance(r))
+                ]
+    return out
+
+
+def provenance_rows(records: Sequence[RunRecord]) -> list[tuple[str, str]]:
+    """The report's provenance block: (what, value with how many runs had it)."""
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+    def add(name: str, value: Any) -> None:
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+        counts[name][text] += 1
+
+    for r in records:
+        shared = shared_provenance(r)
+        for tool, version in shared["versions"].items():
+            add(tool, version)
+        builds = shared["bmv2_builds"]
+        add(
+            "bmv2 build of the switches",
+            builds
+            if isinstance(builds, str)
+            else "; ".join(_build_text(json.loads(b)) for b in builds) or "no switch",
+        )
+        for key in ("link_model", "airtime_model", "scenario_sha256"):
+            add(key.replace("_", " "), shared[key])
+        add("scale factor", str(r.scale.get("factor")))
+        hosts = sender_provenance(r)["hosts"]
+        if isinstance(hosts, str):
+            add("senders' TCP", hosts)
+            continue
+        for name, settings in hosts.items():
+            offloads = settings.get("offloads") or {}
+            on = sorted({f for intf in offloads.values() for f, state in intf.items() if state == "on"})
+            add(
+                f"{name}: TCP",
+                f"{settings.get('tcp_congestion_control')}, ECN {settings.get('tcp_ecn')}, "
+                f"SACK {settings.get('tcp_sack')}, timestamps {settings.get('tcp_timestamps')}, "
+                f"initcwnd {settings.get('initcwnd')}, offloads on: {', '.join(on) or 'none'}",
+            )
+    rows = []
+    for name, values in counts.items():
+        if len(values) == 1:
+            rows.append((name, next(iter(values))))
+        else:
+            rows.append(
+                (name, "; ".join(f"{v} ({n} runs)" for v, n in sorted(values.items(), key=lambda x: -x[1])))
+            )
+    return rows
+
+
+def _build_text(build: dict[str, Any]) -> str:
+    if build.get("logging_macros") is None:
+        return "unknown"
+    parts = [
+        "logging macros on" if build.get("logging_macros") else "no logging macros",
+        "event logger on" if build.get("event_logger") else "no event logger",
+    ]
+    if build.get("optimisation"):
+        parts.insert(0, str(build["optimisation"]))
+    return f"{build.get('kind')} ({', '.join(parts)})"
+
+
+# ---- two result sets ----
+
+
+@dataclass
+class Comparison:
+    """The second result set's metric over the first's at one point and arm."""
+
+    point: str
+    arm: str
+    paired: bool  # by block (same seeds), or unpaired (Welch on logs)
+    n_first: int
+    n_second: int
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    verdict: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def compare_sets(
+    first: Sequence[RunRecord],
+    second: Sequence[RunRecord],
+    metric: str,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[Comparison]:
+    """Per (point, arm) both sets have ok runs of: second ÷ first on ``metric``."""
+    better = METRICS[metric].better
+
+    def cells(records: Sequence[RunRecord]) -> dict[tuple[str, str], dict[tuple[int, int], float]]:
+        out: dict[tuple[str, str], dict[tuple[int, int], float]] = defaultdict(dict)
+        for r in records:
+            value = r.metrics.get(metric)
+            if r.status == "ok" and value is not None:
+                out[(str(r.point.get("label")), str(r.arm.get("label")))][(r.repeat, r.seed)] = float(value)
+        return out
+
+    a, b = cells(first), cells(second)
+    result = []
+    for key in [k for k in a if k in b]:
+        runs_a, runs_b = a[key], b[key]
+        common = sorted(set(runs_a) & set(runs_b))
+        if len(common) >= 2 and len(common) == len(runs_a) == len(runs_b):
+            effect = paired_effect([runs_b[k] for k in common], [runs_a[k] for k in common], confidence)
+            comp = Comparison(
+                key[0], key[1], True, len(runs_a), len(runs_b), effect.estimate, effect.ci_low, effect.ci_high
+            )
+            comp.verdict = effect.verdict(better) if better else ""
+        else:
+            comp = _welch_log_ratio(key, list(runs_a.values()), list(runs_b.values()), confidence, better)
+        result.append(comp)
+    return result
+
+
+def _welch_log_ratio(
+    key: tuple[str, str], first: list[float], second: list[float], confidence: float, better: str
+) -> Comparison:
+    comp = Comparison(key[0], key[1], False, len(first), len(second), None, None, None)
+    if min(first + second) <= 0:
+        comp.notes.append("a value is 0 or negative: no ratio")
+        return comp
+    la, lb = np.log(first), np.log(second)
+    comp.ratio = float(math.exp(lb.mean() - la.mean()))
+    if len(first) < 2 or len(second) < 2:
+        comp.verdict = "too few runs"
+        return comp
+    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        comp.ci_low = comp.ci_high = comp.ratio
+    else:
+        df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+        t = float(scipy_stats.t.ppf((1 + confidence) / 2, df))
+        diff = lb.mean() - la.mean()
+        comp.ci_low, comp.ci_high = math.exp(diff - t * se), math.exp(diff + t * se)
+    if comp.ci_low > 1 or comp.ci_high < 1:  # type: ignore[operator]
+        higher = comp.ci_low > 1  # type: ignore[operator]
+        comp.verdict = ("better" if higher == (better == "higher") else "worse") if better else "different"
+    else:
+        comp.verdict = "no difference detected"
+    return comp

@@ -1,0 +1,609 @@
+"""``ackwise experiment run``: a scenario's matrix, run by run, each in a fresh test bed.
+
+The matrix is point x arm x repeat, run as blocks: a block is one point and repeat, every arm once
+with the same traffic (same transfer seeds; the link emulator runs without random loss), its arms
+back to back in an order shuffled by the seed, the blocks in a shuffled order too. Each arm is
+compared with the baseline of its own block (stats.paired_effect), so slow drift of the machine
+moves both sides of every comparison. A run's
+record goes to the results directory as soon as the run ends; a run that fails (bytes not exact,
+timeout, a process of the test bed died, anything raised) is recorded as failed with its reason.
+A resumed matrix skips what the directory already holds for the same configuration and code.
+
+``plan()`` is pure; ``execute()`` is the shell around the test bed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import subprocess
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.experiments.harness.record import tool_versions
+from ackwise.experiments.harness.scenario import Scenario
+from ackwise.experiments.harness.schema import Arm, FlowResult, Point, RunRecord, run_id
+from ackwise.experiments.measure.metrics import (
+    ack_counts,
+    ack_rate_series,
+    airtime_share,
+    avoidable_pure_acks,
+    jain_index,
+    percentile,
+)
+from ackwise.experiments.measure.metrics import queue_delay_ms as queue_delay
+from ackwise.experiments.measure.pcapstats import read_segments
+from ackwise.features.thinning import set_default_policy
+from ackwise.twins.policies import PolicyError, PolicyParams
+
+RUN_TIMEOUT_S = 600
+SHORT_FLOWS_BASE_PORT = 5001  # short flows take ports from here up, one each (run_transfer_streams)
+
+
+class ExperimentError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    scenario: str
+    point: Point
+    arm: Arm
+    repeat: int
+    seed: int  # the traffic's seed: the same for every arm of a point and repeat
+    run_id: str
+    config: dict[str, Any]  # topology name and parameters as run, traffic, capture
+
+    def label(self) -> str:
+        return f"{self.point.label} | {self.arm.label()} | repeat {self.repeat + 1}"
+
+
+def code_version() -> str:
+    out = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "describe", "--always", "--dirty", "--abbrev=10"],
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip() or "unknown (not a git checkout)"
+
+
+def select_arms(scenario: Scenario, where: set[str] | None, policies: set[str] | None) -> list[Arm]:
+    """The arms ``--where`` and ``--policies`` keep; the baseline always stays (the comparison needs
+    it). ``where`` names places (host, switch, ap): an arm stays when all its places are named."""
+    arms = []
+    for arm in scenario.arms:
+        if arm == Arm():
+            arms.append(arm)
+            continue
+        if where is not None and not set(arm.where.split("+")) <= where:
+            continue
+        names = {p.name for p in (arm.host, arm.switch) if p} | ({"ap"} if arm.ap else set())
+        if policies is not None and not names & policies:
+            continue
+        arms.append(arm)
+    return arms
+
+
+def plan(
+    scenario: Scenario,
+    *,
+    where: set[str] | None = None,
+    policies: set[str] | None = None,
+    repeats: int | None = None,
+    seed: int = 1,
+    quick: bool = False,
+    shard: tuple[int, int] | None = None,
+) -> list[PlannedRun]:
+    """The runs of a scenario's matrix, in the order to run them. ``shard`` (K, N): only the Kth
+    of N disjoint parts, whole blocks each (``ackwise experiment run --shard K/N``)."""
+    points = list(scenario.points)
+    arms = select_arms(scenario, where, policies)
+    n_repeats = repeats if repeats is not None else scenario.repeats
+    if quick:
+        if scenario.quick.get("points"):
+            points = [scenario.point(label) for label in scenario.quick["points"]]
+        if scenario.quick.get("arms"):
+            keep = set(scenario.quick["arms"])
+            arms = [a for a in arms if a == Arm() or a.label() in keep]
+        n_repeats = repeats if repeats is not None else int(scenario.quick.get("repeats", 1))
+    if n_repeats < 1:
+        raise ExperimentError("--repeats must be at least 1")
+    if shard is not None:
+        k, n = shard
+        if not 1 <= k <= n:
+            raise ExperimentError(f"--shard {k}/{n}: give K/N with 1 <= K <= N")
+    # Blocks: one per point and repeat, every arm once with the same traffic seed. Whole blocks
+    # run together (arms shuffled inside), blocks in a shuffled order: an arm's effect is measured
+    # against the baseline of its own block, under the same conditions of the machine.
+    blocks: list[list[PlannedRun]] = []
+    for p_index, point in enumerate(points):
+        for repeat in range(n_repeats):
+            run_seed = seed * 1000 + p_index * 100 + repeat
+            block = []
+            for arm in arms:
+                config = run_config(scenario, point, arm, run_seed)
+                rid = run_id(scenario.name, point, arm, repeat, run_seed, config)
+                block.append(PlannedRun(scenario.name, point, arm, repeat, run_seed, rid, config))
+            blocks.append(block)
+    if shard is not None:  # every Nth block of the canonical order: disjoint, complete, stable
+        blocks = [b for i, b in enumerate(blocks) if i % shard[1] == shard[0] - 1]
+    rng = random.Random(seed)
+    rng.shuffle(blocks)
+    for block in blocks:
+        rng.shuffle(block)
+    return [run for block in blocks for run in block]
+
+
+CONFIRM_BLOCKS = 10  # the confirmation pass's blocks per point (ackwise experiment run --confirm)
+
+
+def plan_confirmation(
+    scenario: Scenario,
+    chosen: dict[str, list[Arm]],
+    *,
+    blocks: int = CONFIRM_BLOCKS,
+    first_repeat: int = 0,
+    seed: int = 1,
+) -> list[PlannedRun]:
+    """The confirmation pass: at each point of ``chosen``, the baseline and the arms chosen there
+    (the best of each place on the screening runs), ``blocks`` blocks numbered from
+    ``first_repeat`` up, so that their traffic seeds are not the screening's (a winner picked on
+    some draws is confirmed on fresh ones). Blocks and arms in a seeded order, as plan()."""
+    if blocks < 2:
+        raise ExperimentError("--confirm-blocks must be at least 2 (a paired interval needs two blocks)")
+    if first_repeat + blocks > 100:
+        raise ExperimentError("confirmation blocks would reach repeat 100 and reuse another point's seeds")
+    index = {p.label: i for i, p in enumerate(scenario.points)}
+    planned: list[list[PlannedRun]] = []
+    for label, arms in chosen.items():
+        point = scenario.point(label)
+        for repeat in range(first_repeat, first_repeat + blocks):
+            run_seed = seed * 1000 + index[label] * 100 + repeat
+            block = []
+            for arm in [Arm(), *(a for a in arms if a != Arm())]:
+                config = run_config(scenario, point, arm, run_seed)
+                rid = run_id(scenario.name, point, arm, repeat, run_seed, config)
+                block.append(PlannedRun(scenario.name, point, arm, repeat, run_seed, rid, config))
+            planned.append(block)
+    rng = random.Random(seed)
+    rng.shuffle(planned)
+    for block in planned:
+        rng.shuffle(block)
+    return [run for block in planned for run in block]
+
+
+def run_config(scenario: Scenario, point: Point, arm: Arm, seed: int) -> dict[str, Any]:
+    params = dict(scenario.params) | dict(point.params) | scenario.arm_topology_params(arm)
+    return {
+        "topology": scenario.topology,
+        "topology_params": params,
+        "traffic": scenario.traffic,
+        "capture": scenario.capture,
+        "switch_ecn": list(scenario.switch_ecn),
+        "seed": seed,
+    }
+
+
+# ---- one run ----
+
+
+def _receivers_ports(flows: list[tuple[str, str, int]], traffic: dict[str, Any]) -> dict[str, list[int]]:
+    """The ports each receiver's host agent must manage: every port a transfer to it may use.
+
+    Short flows take one port each, from 5001 up, in the order they start across all senders
+    (``run_transfer_streams``), so any receiver may get any of them: each gets the whole range.
+    (Regression: the agent once managed only 5001 and 5002, and the kernel's quickack, set for
+    the agent, ACKed every segment of the other 58 short flows.)"""
+    ports: dict[str, list[int]] = {}
+    if traffic["kind"] == "short-flows":
+        every = list(
+            range(SHORT_FLOWS_BASE_PORT, SHORT_FLOWS_BASE_PORT + len(flows) * int(traffic["n_flows"]))
+        )
+        return {receiver: every for _, receiver, _ in flows}
+    for _, receiver, port in flows:
+        ports.setdefault(receiver, []).append(port)
+    return ports
+
+
+def _topology_params(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config["topology_params"].items() if not k.startswith("_")}
+
+
+def execute(
+    run: PlannedRun,
+    scenario: Scenario,
+    on_progress: Callable[[str], None] | None = None,
+    keep_captures: Path | None = None,
+) -> RunRecord:
+    """Run one point x arm x repeat in a fresh test bed and return its record (failed or not).
+    ``keep_captures``: a directory to keep the run's pcaps in (RUN_ID-INTERFACE.pcap)."""
+    started = time.time()
+    started_iso = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record = RunRecord(
+        run_id=run.run_id,
+        scenario=run.scenario,
+        point=asdict(run.point),
+        arm=run.arm.to_dict(),
+        repeat=run.repeat,
+        seed=run.seed,
+        scale=dict(scenario.scale),
+        config=run.config,
+        code_version=code_version(),
+        versions=tool_versions(),
+        link_backend="",
+        status="ok",
+        reason=None,
+        started_at=started_iso,
+        duration_s=0.0,
+    )
+    try:
+        _run_in_testbed(run, scenario, record, on_progress, keep_captures)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a run that fails is a result: record why
+        record.status = "failed"
+        record.reason = f"{type(exc).__name__}: {exc}"[:800]
+        record.metrics = record.metrics or {}
+        if not isinstance(exc, ExperimentError):
+            record.reason += " | " + traceback.format_exc(limit=3).strip().splitlines()[-1][:200]
+    record.duration_s = round(time.time() - started, 2)
+    return record
+
+
+def _run_in_testbed(
+    run: PlannedRun,
+    scenario: Scenario,
+    record: RunRecord,
+    on_progress: Callable[[str], None] | None,
+    keep_captures: Path | None = None,
+) -> None:
+    from ackwise.experiments.measure import traffic as tr
+    from ackwise.hosts.mininet_agent import HostAgent
+    from ackwise.topologies.links import link_backend
+    from ackwise.topologies.testbed import Testbed
+
+    config = run.config
+    params = _topology_params(config)
+    record.link_backend = link_backend(params.get("backend", "auto"))
+    testbed = Testbed.create(config["topology"], **params)
+    with ExitStack() as stack:
+        stack.enter_context(testbed)
+        decisions = _configure_switches(testbed, run.arm, config, stack)
+        flows = _flows(testbed, scenario.traffic)
+        agents = []
+        if run.arm.host is not None:
+            for receiver, ports in _receivers_ports(flows, scenario.traffic).items():
+                agent = HostAgent(
+                    testbed.host(receiver), run.arm.host.name, run.arm.host.params, tuple(ports)
+                )
+                agents.append(agent.start())
+                stack.callback(agent.stop)
+        captures = [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
+        kept_pcaps: list[dict[str, Any]] = []
+        for capture in captures:
+            stack.callback(capture.discard)
+        # One sampler per sender (its host's counters), watching its first flow's cwnd and RTT.
+        first_receiver = {s: r for s, r, _ in reversed(flows)}
+        samplers = {
+            s: tr.TcpSampler(testbed.host(s), testbed.host(r).IP()).start() for s, r in first_receiver.items()
+        }
+        for sampler in samplers.values():
+            stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
+        results, extra = _drive_traffic(testbed, scenario.traffic, flows, run.seed, on_progress)
+        tcp = {s: sampler.stop() for s, sampler in samplers.items()}
+        segments = []
+        for capture in captures:
+            capture.stop(keep_pcap=True)
+            segments += list(read_segments(capture.path))
+            if keep_captures is not None:
+                keep_captures.mkdir(parents=True, exist_ok=True)
+                kept = keep_captures / f"{run.run_id}-{capture.path.name}"
+                shutil.move(capture.path, kept)
+                kept_pcaps.append({"interface": capture.path.stem, "file": kept.name})
+            capture.discard()
+        agent_reports = [agent.stop() for agent in agents]
+        record.provenance = {
+            **testbed.provenance(),
+            "scenario_file": Path(scenario.source_path).name,
+            "scenario_sha256": scenario.source_sha256,
+            "scale": dict(scenario.scale),
+        }
+        health = testbed.health()
+        link_stats = testbed.link_stats()
+        ips = {h.name: h.IP() for h in testbed.hosts}
+    died = [r for r in agent_reports if r.get("agent_died")]
+    if died:
+        raise ExperimentError(f"the host agent died during the run ({len(died)} of {len(agent_reports)})")
+    if health:
+        raise ExperimentError("the test bed broke during the run: " + "; ".join(health))
+    _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, params)
+    if decisions is not None:
+        record.series["controller"] = decisions
+    if kept_pcaps:
+        record.series["captures"] = kept_pcaps  # in the results directory's captures/
+    failed = [f for f in record.flows if not f["byte_exact"]]
+    if failed:
+        raise ExperimentError(
+            f"{len(failed)} transfer(s) not byte-exact: {failed[0]['sender']}->{failed[0]['receiver']}"
+        )
+
+
+AUTO = "auto"  # the switch policy that is no one policy: the per-flow controller picks each flow's
+TRACKING = PolicyParams.parse("every_d", ["d=1"])  # under auto: every flow tracked, every segment ACKed
+
+
+def _configure_switches(
+    testbed: Any, arm: Arm, config: dict[str, Any], stack: ExitStack
+) -> list[dict[str, Any]] | None:
+    """ECN thresholds, and the arm's switch policy. With policy ``auto``, the controller runs on the
+    arm's switches for the run (stopped by ``stack``); its decisions, as logged, are returned."""
+    from ackwise.features import ecn
+
+    for setting in config.get("switch_ecn", []):
+        switch = testbed.switch(setting["switch"])
+        with switch.client() as client:
+            ecn.set_threshold(client, switch.port_to(setting["toward"]), int(setting["k"]))
+    if arm.switch is None:
+        return None
+    names = [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
+    if arm.switch.name == AUTO:
+        return _start_controller(testbed, names, arm.switch.params, stack)
+    try:
+        params = PolicyParams.parse(arm.switch.name, [f"{k}={v}" for k, v in arm.switch.params.items()])
+    except PolicyError as exc:
+        raise ExperimentError(f"switch policy {arm.switch.label()}: {exc}") from None
+    for name in names:
+        with testbed.switch(name).client() as client:
+            set_default_policy(client, params)
+    return None
+
+
+def _start_controller(
+    testbed: Any, names: list[str], thresholds: dict[str, str], stack: ExitStack
+) -> list[dict[str, Any]]:
+    """``ackwise controller run`` in this process, on the named switches, managing every flow, with
+    the default limits and thresholds (``thresholds`` overrides some, from the arm's params)."""
+    import threading
+
+    from ackwise.controller.config import parse_config
+    from ackwise.controller.loop import Controller, SwitchEndpoint
+
+    doc: dict[str, Any] = {"rules": [{"name": "all", "match": {"src": "0.0.0.0/0"}}]}
+    if thresholds:
+        doc["defaults"] = {"thresholds": {k: float(v) for k, v in thresholds.items()}}
+    try:
+        controller_config = parse_config(doc)
+    except ValueError as exc:
+        raise ExperimentError(f"switch policy auto: {exc}") from None
+    for name in names:
+        with testbed.switch(name).client() as client:
+            set_default_policy(client, TRACKING)
+    decisions: list[dict[str, Any]] = []
+    started = time.time()
+
+    def log(line: dict[str, Any]) -> None:
+        if line.get("event") in ("set", "change", "reapply", "remove", "error"):
+            kept = {k: line.get(k) for k in ("event", "switch", "flow", "new", "kind", "reason", "error")}
+            decisions.append({"t_s": round(line["t"] - started, 3), **kept})
+
+    endpoints = [SwitchEndpoint("localhost", testbed.switch(n).thrift_port) for n in names]
+    controller = Controller(endpoints, controller_config, log=log)
+    controller.connect_all()
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, kwargs={"stop": stop}, name="controller", daemon=True)
+    thread.start()
+
+    def finish() -> None:
+        stop.set()
+        thread.join(timeout=10)
+        controller.close()
+
+    stack.callback(finish)
+    return decisions
+
+
+def _flows(testbed: Any, traffic: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(sender, receiver, port) for each bulk flow of the traffic."""
+    pairs = testbed.flows if traffic.get("flows", "all") == "all" else [tuple(f) for f in traffic["flows"]]
+    return [(s, r, 5001 + i) for i, (s, r) in enumerate(pairs)]
+
+
+def _capture_intfs(testbed: Any, capture: dict[str, Any]) -> list[str]:
+    if "intf" in capture:
+        return [capture["intf"]]
+    node = testbed._net().get(capture["node"])
+    names = []
+    for intf in node.intfList():
+        link = intf.link
+        if link is None:
+            continue
+        other = link.intf2 if link.intf1 is intf else link.intf1
+        if other.node.name == capture["toward"]:
+            names.append(intf.name)
+    if not names:
+        raise ExperimentError(f"capture: {capture['node']} has no link towards {capture['toward']}")
+    return names
+
+
+def _drive_traffic(
+    testbed: Any,
+    traffic: dict[str, Any],
+    flows: list[tuple[str, str, int]],
+    seed: int,
+    on_progress: Callable[[str], None] | None,
+) -> tuple[list[Any], dict[str, Any]]:
+    from ackwise.experiments.measure import traffic as tr
+
+    extra: dict[str, Any] = {}
+    background: list[Any] = []
+    try:
+        udp = traffic.get("udp_onoff")
+        if udp:
+            onoff = tr.OnOffUdp(
+                testbed.host(udp["sender"]),
+                testbed.host(udp["receiver"]),
+                float(udp["rate_bps"]),
+                float(udp["on_s"]),
+                float(udp["off_s"]),
+                float(udp["duration_s"]),
+            ).start()
+            background.append(onoff)
+        if traffic["kind"] == "transfers":
+            pairs = [(testbed.host(s), testbed.host(r)) for s, r, _ in flows]
+
+            def progress(transfers: list[Any]) -> None:
+                if on_progress is not None:
+                    done = sum(t.progress() for t in transfers)
+                    total = sum(t.size_bytes for t in transfers)
+                    on_progress(f"{done / 1e6:.2f}/{total / 1e6:.2f} MB")
+
+            results = tr.run_transfers(
+                pairs,
+                int(traffic["size_bytes"]),
+                stagger_s=float(traffic.get("stagger_s", 0)),
+                on_progress=progress,
+                timeout_s=float(traffic.get("timeout_s", RUN_TIMEOUT_S)),
+                seed_base=seed,
+                reverse_rate_bps=float(traffic.get("reverse_data", {}).get("rate_bps", 0)),
+                reverse_write_bytes=int(traffic.get("reverse_data", {}).get("write_bytes", 1000)),
+            )
+        else:
+            results = _short_flows(testbed, traffic, flows, seed, on_progress)
+        for proc in background:
+            extra[type(proc).__name__] = proc.wait()
+        return results, extra
+    finally:
+        for proc in background:
+            proc.stop()
+
+
+def _short_flows(
+    testbed: Any,
+    traffic: dict[str, Any],
+    flows: list[tuple[str, str, int]],
+    seed: int,
+    on_progress: Callable[[str], None] | None,
+) -> list[Any]:
+    """Per sender, ``n_flows`` transfers one after another: Pareto sizes, exponential think times."""
+    from ackwise.experiments.measure import traffic as tr
+
+    rng = random.Random(seed)
+    shape = float(traffic.get("pareto_shape", 1.5))
+    mean = float(traffic["mean_size_bytes"])
+    scale = mean * (shape - 1) / shape  # Pareto with this shape has this mean
+    streams = []
+    for s, r, _ in flows:
+        stream = []
+        for _ in range(int(traffic["n_flows"])):
+            size = max(1, int(scale / (1 - rng.random()) ** (1 / shape)))
+            size = min(size, int(traffic.get("max_size_bytes", 2_000_000)))
+            think = rng.expovariate(1 / float(traffic["think_s"]))
+            stream.append((testbed.host(s), testbed.host(r), size, think))
+        streams.append(stream)
+    per_stream = tr.run_transfer_streams(
+        streams,
+        base_port=SHORT_FLOWS_BASE_PORT,
+        timeout_s=float(traffic.get("timeout_s", 120)),
+        on_progress=on_progress,
+    )
+    return [result for stream in per_stream for result in stream]
+
+
+def _plain(value: Any) -> float | int | None:
+    """A JSON-safe number: numpy scalars become Python numbers, NaN and infinities None."""
+    if value is None:
+        return None
+    number = float(value) if not isinstance(value, int | bool) else int(value)
+    if isinstance(number, float):
+        return round(number, 6) if math.isfinite(number) else None
+    return number
+
+
+def first_receiver_of(flows: list[tuple[str, str, int]], sender: str) -> str:
+    return next(r for s, r, _ in flows if s == sender)
+
+
+def _fill_metrics(
+    record: RunRecord,
+    scenario: Scenario,
+    flows: list[tuple[str, str, int]],
+    results: list[Any],
+    tcp: dict[str, dict[str, Any]],
+    segments: list[Any],
+    ips: dict[str, str],
+    link_stats: dict[str, Any],
+    extra: dict[str, Any],
+    params: dict[str, Any],
+) -> None:
+    record.flows = [
+        asdict(
+            FlowResult(
+                r.sender,
+                r.receiver,
+                r.size_bytes,
+                round(r.completion_s, 4),
+                round(r.goodput_bps, 1),
+                r.byte_exact,
+                None,
+                r.max_stall_s,
+            )
+        )
+        for r in results
+    ]
+    senders = {ips[s] for s, _, _ in flows}
+    receivers = {ips[r] for _, r, _ in flows}
+    counts = ack_counts(segments, senders, receivers)
+    completions = [r.completion_s for r in results]
+    goodputs = [r.goodput_bps for r in results]
+    rtts = [s["rtt_ms"] for t in tcp.values() for s in t["cwnd_samples"]]
+    m: dict[str, float | int | None] = {
+        "completion_s": sum(completions) / len(completions) if completions else None,
+        "completion_p95_s": percentile(completions, 95),
+        "completion_max_s": max(completions) if completions else None,
+        "goodput_mbps": sum(goodputs) / 1e6 if scenario.traffic["kind"] == "transfers" else None,
+        "acks_per_data_segment": counts.acks_per_data_segment,
+        "pure_acks": counts.pure_acks,
+        "data_segments": counts.data_segments,
+        "retransmissions": sum(t["retransmitted_segments"] for t in tcp.values()),
+        "rto_timeouts": sum(t["rto_timeouts"] for t in tcp.values()),
+        "jain_fairness": jain_index(goodputs) if len(goodputs) > 1 else None,
+        "queue_delay_ms": queue_delay(rtts),
+    }
+    if scenario.topology == "chain":
+        m["throughput_mbps"] = m["goodput_mbps"]
+    if scenario.topology == "wlan":
+        from ackwise.topologies.wireless import preset
+
+        medium = link_stats.get("air", {}).get("media", [{}])[0]
+        airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).airtime_us(66)
+        m["ack_airtime_share"] = airtime_share(counts.pure_acks, airtime_us, int(medium.get("busy_ns", 0)))
+    if scenario.traffic.get("reverse_data"):
+        # Per connection: the receiver's pure ACKs that its own data, sent soon after on the same
+        # connection, could have carried.
+        m["avoidable_pure_acks"] = sum(
+            avoidable_pure_acks(segments, (ips[r], port), ips[s])[0] for s, r, port in flows
+        )
+        m["reverse_bytes"] = sum(t.reverse_bytes for t in results)
+    record.metrics = {k: _plain(v) for k, v in m.items() if k in scenario.metrics or v is not None}
+    record.series = {
+        "cwnd": [
+            {
+                "flow": f"{s}->{first_receiver_of(flows, s)}",
+                "t_s": [round(x["t"], 2) for x in t["cwnd_samples"]],
+                "cwnd": [x["cwnd"] for x in t["cwnd_samples"]],
+                "congestion_controls": t["congestion_controls"],  # as the kernel named them
+            }
+            for s, t in tcp.items()
+        ],
+        "ack_rate": [],
+    }
+    for s, r, _ in flows:
+        times, rates = ack_rate_series(segments, ips[r], ips[s])
+        record.series["ack_rate"].append({"flow": f"{s}->{r}", "t_s": times, "acks_per_s": rates})

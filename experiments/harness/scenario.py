@@ -1,0 +1,213 @@
+"""Scenarios of the comparison, read from ``experiments/scenarios/NAME.yaml`` (data, not code).
+
+A scenario names its topology and base parameters, the axis it sweeps (each point sets topology
+parameters), the traffic, where ACKs are counted, the metrics it reports (main first), the
+figures, the arms (where the ACK policy runs and with which parameters), what a quick run keeps,
+the seed claims it reproduces, and how it was scaled to fit bmv2 on a small machine. The schema
+is checked when the file is read: a wrong key or value names the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ackwise.errors import InputError
+from ackwise.experiments.harness.figures import validate_figure_spec
+from ackwise.experiments.harness.schema import METRICS, Arm, Point, PolicySpec
+
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # experiments/scenarios: data
+TRAFFIC_KINDS = ("transfers", "short-flows")
+
+
+class ScenarioError(InputError, ValueError):
+    """A scenario file that is not valid; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    source: str  # "smartacking §4.2", "TACK Fig. 12"
+    claim: str  # what the source reports
+    check: str = ""  # how this scenario's numbers test it
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    reproduces: tuple[Claim, ...]
+    topology: str
+    params: dict[str, Any]
+    axis: dict[str, str]  # {"name": ..., "unit": ...}
+    points: tuple[Point, ...]
+    traffic: dict[str, Any]
+    capture: dict[str, Any]  # {"intf": NAME, "what": "..."}: where ACKs per data segment are counted
+    metrics: tuple[str, ...]
+    figures: tuple[dict[str, Any], ...]
+    arms: tuple[Arm, ...]
+    arm_params: tuple[dict[str, Any], ...]  # topology parameters an arm sets (the AP proxy: proxy=true)
+    repeats: int
+    quick: dict[str, Any]  # {"points": [labels], "arms": [labels], "repeats": n}
+    scale: dict[str, Any]  # {"factor": float, "what": str}
+    switch_ecn: tuple[dict[str, Any], ...]  # ECN thresholds set in every run: {switch, toward, k}
+    duration_hint_s: float  # one run, for the progress display's first estimate
+    source_path: str = ""
+    source_sha256: str = ""  # of the YAML file as read: every run record names the file it ran
+
+    def to_dict(self) -> dict[str, Any]:
+        """The definition as data (what a results directory records): no absolute paths, so the
+        same scenario from another checkout is the same scenario. (The file's hash is in each run's
+        provenance instead: a comment edited in the YAML is not another scenario.)"""
+        d = asdict(self)
+        d["source_path"] = Path(self.source_path).name
+        del d["source_sha256"]
+        d["arms"] = [
+            a.to_dict() | {"topology_params": p} for a, p in zip(self.arms, self.arm_params, strict=True)
+        ]
+        del d["arm_params"]
+        return d
+
+    def arm_topology_params(self, arm: Arm) -> dict[str, Any]:
+        return dict(self.arm_params[self.arms.index(arm)])
+
+    def point(self, label: str) -> Point:
+        for p in self.points:
+            if p.label == label:
+                return p
+        raise ScenarioError(
+            f"{self.name}: no point {label!r}; points: {', '.join(p.label for p in self.points)}"
+        )
+
+
+def _need(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in doc:
+        raise ScenarioError(f"{where}: missing key {key!r}")
+    value = doc[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ScenarioError(f"{where}: {key!r} must be a {names}, not {type(value).__name__}")
+    return value
+
+
+def _policy(doc: Any, where: str) -> PolicySpec | None:
+    if doc is None:
+        return None
+    if isinstance(doc, str):
+        return PolicySpec(doc)
+    if isinstance(doc, dict) and "policy" in doc:
+        params = doc.get("params") or {}
+        if not isinstance(params, dict):
+            raise ScenarioError(f"{where}: params must be a mapping")
+        return PolicySpec(str(doc["policy"]), {str(k): str(v) for k, v in params.items()})
+    raise ScenarioError(f"{where}: write a policy name, or {{policy: NAME, params: {{...}}}}")
+
+
+def _arm(doc: Any, where: str) -> tuple[Arm, dict[str, Any]]:
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"{where}: an arm is a mapping with host, switch (and switches), ap")
+    unknown = set(doc) - {"host", "switch", "switches", "ap", "topology_params"}
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown keys {', '.join(sorted(unknown))} (host, switch, switches, ap)"
+        )
+    switch = _policy(doc.get("switch"), f"{where}.switch")
+    switches = tuple(doc.get("switches") or ())
+    if switch is not None and not switches:
+        raise ScenarioError(f"{where}: a switch policy needs 'switches: [NAME, ...]' (which switch runs it)")
+    arm = Arm(_policy(doc.get("host"), f"{where}.host"), switch, switches, bool(doc.get("ap", False)))
+    params = dict(doc.get("topology_params") or {})
+    return arm, params
+
+
+def load(name_or_path: str | Path) -> Scenario:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = SCENARIO_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")))
+        raise ScenarioError(f"no scenario {str(name_or_path)!r}; known: {known}")
+    text = path.read_text()
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    where = path.name
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"{where}: a scenario is a mapping")
+    name = _need(doc, "name", str, where)
+    if name != path.stem:
+        raise ScenarioError(f"{where}: name {name!r} must match the file name")
+    claims = tuple(
+        Claim(str(c["source"]), str(c["claim"]), str(c.get("check", "")))
+        for c in _need(doc, "reproduces", list, where)
+    )
+    axis = dict(doc.get("axis") or {"name": "", "unit": ""})
+    points_doc = doc.get("points") or [{"x": "", "label": "default", "params": {}}]
+    points = []
+    for i, p in enumerate(points_doc):
+        if not isinstance(p, dict) or "label" not in p:
+            raise ScenarioError(f"{where}: points[{i}] needs a label (and x, params)")
+        points.append(Point(p.get("x", p["label"]), str(p["label"]), dict(p.get("params") or {})))
+    if len({p.label for p in points}) != len(points):
+        raise ScenarioError(f"{where}: point labels must be unique")
+    traffic = dict(_need(doc, "traffic", dict, where))
+    if traffic.get("kind") not in TRAFFIC_KINDS:
+        raise ScenarioError(f"{where}: traffic.kind must be one of {', '.join(TRAFFIC_KINDS)}")
+    metrics = tuple(_need(doc, "metrics", list, where))
+    for m in metrics:
+        if m not in METRICS:
+            raise ScenarioError(f"{where}: unknown metric {m!r}; known: {', '.join(METRICS)}")
+    figures = tuple(dict(f) for f in doc.get("figures") or ())
+    for f in figures:
+        problems = validate_figure_spec(f)
+        if problems:
+            raise ScenarioError(f"{where}: figure {f.get('title', f.get('kind'))!r}: {'; '.join(problems)}")
+    arms_and_params = [_arm(a, f"{where}: arms[{i}]") for i, a in enumerate(_need(doc, "arms", list, where))]
+    arms = tuple(a for a, _ in arms_and_params)
+    if len(set(arms)) != len(arms):
+        raise ScenarioError(f"{where}: two arms are the same")
+    if Arm() not in arms:
+        raise ScenarioError(f"{where}: every scenario needs the baseline arm ({{}}: nothing on)")
+    scale = dict(_need(doc, "scale", dict, where))
+    if "factor" not in scale or "what" not in scale:
+        raise ScenarioError(f"{where}: scale needs factor and what (say how the scenario was fitted to bmv2)")
+    quick = dict(doc.get("quick") or {})
+    labels = {a.label() for a in arms}
+    for label in quick.get("arms", []):
+        if label not in labels:
+            raise ScenarioError(
+                f"{where}: quick arm {label!r} is not an arm; arms: {'; '.join(sorted(labels))}"
+            )
+    for label in quick.get("points", []):
+        if label not in {p.label for p in points}:
+            raise ScenarioError(f"{where}: quick point {label!r} is not a point")
+    return Scenario(
+        name=name,
+        title=_need(doc, "title", str, where),
+        reproduces=claims,
+        topology=_need(doc, "topology", str, where),
+        params=dict(doc.get("params") or {}),
+        axis={"name": str(axis.get("name", "")), "unit": str(axis.get("unit", ""))},
+        points=tuple(points),
+        traffic=traffic,
+        capture=dict(_need(doc, "capture", dict, where)),
+        metrics=metrics,
+        figures=figures,
+        arms=arms,
+        arm_params=tuple(p for _, p in arms_and_params),
+        repeats=int(doc.get("repeats", 3)),
+        quick=quick,
+        scale=scale,
+        switch_ecn=tuple(dict(e) for e in doc.get("switch_ecn") or ()),
+        duration_hint_s=float(doc.get("duration_hint_s", 30)),
+        source_path=str(path),
+        source_sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
+
+
+def all_scenarios() -> list[Scenario]:
+    return [load(p) for p in sorted(SCENARIO_DIR.glob("*.yaml"))]

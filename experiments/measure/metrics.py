@@ -1,0 +1,106 @@
+"""The comparison's metrics, computed from what a run measured: pure functions, no I/O.
+
+Inputs are the segments a capture saw on the constrained link (ackwise.twins.packets.TcpSegment), the
+transfers' results, the senders' cwnd/RTT samples and the link emulator's counters. Each metric's
+name, unit and direction are in schema.METRICS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ackwise.twins.packets import TcpSegment
+
+
+@dataclass(frozen=True)
+class AckCounts:
+    data_segments: int  # data segments from the senders
+    pure_acks: int  # pure ACKs from the receivers
+
+    @property
+    def acks_per_data_segment(self) -> float | None:
+        return self.pure_acks / self.data_segments if self.data_segments else None
+
+
+def ack_counts(segments: Iterable[TcpSegment], senders: set[str], receivers: set[str]) -> AckCounts:
+    """Data segments sent by ``senders`` to ``receivers``, and the pure ACKs coming back."""
+    data = acks = 0
+    for seg in segments:
+        if seg.src in senders and seg.dst in receivers and seg.payload_len > 0:
+            data += 1
+        elif seg.src in receivers and seg.dst in senders and seg.is_pure_ack:
+            acks += 1
+    return AckCounts(data, acks)
+
+
+def ack_rate_series(
+    segments: Iterable[TcpSegment], receiver: str, sender: str, bin_s: float = 0.5
+) -> tuple[list[float], list[float]]:
+    """Pure ACKs per second from ``receiver`` to ``sender`` in bins of ``bin_s``, from the first
+    segment of the flow; (bin start times, rates)."""
+    times = [s.time for s in segments if s.src == receiver and s.dst == sender and s.is_pure_ack]
+    if not times:
+        return [], []
+    start = min(times)
+    n_bins = int((max(times) - start) / bin_s) + 1
+    counts = np.zeros(n_bins)
+    for t in times:
+        counts[int((t - start) / bin_s)] += 1
+    return [round(i * bin_s, 3) for i in range(n_bins)], [float(c / bin_s) for c in counts]
+
+
+def avoidable_pure_acks(
+    segments: Sequence[TcpSegment], receiver: tuple[str, int], sender: str, within_s: float = 0.04
+) -> tuple[int, int]:
+    """Shang and Wills: pure ACKs the data receiver (address, port: one connection) sent to
+    ``sender`` that its own data on that connection could have carried. A pure ACK counts when the
+    receiver sent a data segment on the same connection within ``within_s`` after it (TCP's usual
+    delayed-ACK budget) acknowledging at least as much: holding the ACK that long would have let
+    the data carry it. Returns (avoidable, all pure ACKs on the connection)."""
+    host, port = receiver
+    ordered = sorted(
+        (s for s in segments if s.src == host and s.sport == port and s.dst == sender), key=lambda s: s.time
+    )
+    avoidable = total = 0
+    for i, seg in enumerate(ordered):
+        if not seg.is_pure_ack:
+            continue
+        total += 1
+        for later in ordered[i + 1 :]:
+            if later.time - seg.time > within_s:
+                break
+            if later.payload_len > 0 and (later.ack - seg.ack) % 2**32 < 2**31:
+                avoidable += 1
+                break
+    return avoidable, total
+
+
+def jain_index(values: Sequence[float]) -> float | None:
+    """Jain's fairness index: 1 when every flow got the same, 1/n when one got everything."""
+    xs = [v for v in values if v is not None]
+    if not xs or sum(x * x for x in xs) == 0:
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def queue_delay_ms(rtt_samples_ms: Sequence[float]) -> float | None:
+    """Mean RTT above the flow's smallest: the queueing its packets and ACKs met on the path."""
+    xs = [x for x in rtt_samples_ms if x == x]  # drop NaN
+    if len(xs) < 2:
+        return None
+    return float(np.mean(xs) - min(xs))
+
+
+def airtime_share(frames: int, airtime_us_each: float, busy_ns: int) -> float | None:
+    """Share of the medium's busy time that ``frames`` frames of ``airtime_us_each`` took."""
+    if busy_ns <= 0:
+        return None
+    return min(1.0, frames * airtime_us_each * 1000 / busy_ns)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    xs = [v for v in values if v is not None]
+    return float(np.percentile(xs, q)) if xs else None

@@ -1,0 +1,1192 @@
+"""Structure-aware fuzzing of the data plane: mutated Ethernet/IPv4/TCP packets through ack_switch
+under every ACK policy and through ap_proxy with a station served, beside valid flows, with a check
+on every packet.
+
+    python -m ackwise.experiments.stress.fuzz --packets 100000 [--seed 1] [--configs every_d,ap_proxy]
+                                       [--json FILE] [--write-docs]
+
+Run as root. It makes a private network namespace, veth pairs and one simple_switch in it (Thrift
+port 9390 inside the namespace, so nothing else on the machine is touched), and removes them.
+
+**How a packet is checked.** Every packet carries a tag, its IPv4 identification, unique within a
+burst (a few hundred packets); after each burst a marker on each side, which the switch forwards
+behind everything else of the burst (one FIFO egress queue per port), says the burst is over. An
+input's fate is then read from the outputs with its tag:
+
+- *forwarded*: on the port it is routed to, byte for byte what a plain router makes of it (MACs
+  rewritten, TTL - 1, IPv4 header checksum recomputed) or, not routed (not IPv4), unchanged;
+- *dropped*: no output with its tag;
+- *rewritten*: on that port, other bytes (only a coalesced ACK may: ACK number, window and
+  timestamps newer, checksums valid);
+- *to agent*, *spoofed* (ap_proxy): a copy on the CPU port, a station ACK consumed there, an ACK
+  made for the sender from a data segment.
+
+What each input may come to is decided from its bytes alone, by a model of what the switch must
+do: the Ethernet type, IPv4 header (IHL, checksum, TTL, fragments), TCP header and options as
+p4src/include/parser.p4 reads them (malformed: data offset below 5, an option length 0 or 1, an
+option past the data offset, a packet ending inside a header). A packet the switch may drop is
+one of: IHL below 5, an IPv4 header cut short, a bad IPv4 checksum, TTL 0 or 1, and a pure ACK
+that is well formed, unfragmented and carries no option the switch does not interpret, under a
+thinning policy. Anything else must be forwarded exactly. A violation is an input whose fate is
+not one it may have, an output with a checksum that was right on input and is wrong now, an output
+no input explains, a valid flow's data segment that did not come out, or a burst whose markers did
+not (the switch stopped forwarding). At the end of each configuration the switch's own counters
+must add up: the inputs dropped equal forwarding.drops + parser.malformed[IHL] + the ACKs thinned
+and filtered, and parser.malformed counts exactly the inputs the model calls malformed. The stats
+counters (ack_thinning.stats, ack_filter.stats, ap.stats) are reported cell by cell, by name, as
+many cells as the program has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ackwise.bmv2.client import named_cells
+from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.experiments.harness.record import tool_versions
+from ackwise.twins.p4names import (
+    ACTION_FORWARDING_L2_FORWARD,
+    ACTION_FORWARDING_ROUTE,
+    COUNTER_ACK_FILTER_STATS,
+    COUNTER_ACK_THINNING_STATS,
+    COUNTER_AP_STATS,
+    COUNTER_FORWARDING_DROPS,
+    COUNTER_PARSER_MALFORMED,
+    ETHERTYPE_AGENT_HEARTBEAT,
+    KEY_DST_ADDR,
+    REGISTER_AP_WINDOW_UPDATES,
+    TABLE_FORWARDING_IPV4_LPM,
+    TABLE_FORWARDING_L2_EXACT,
+    TCP_OPTIONS_MAX,
+    ApStat,
+    FilterStat,
+    MalformedReason,
+    ThinningStat,
+)
+
+THRIFT_PORT = 9390
+POLICIES = ("off", "every_d", "dynamic_d", "tack", "filter", "acc", "coalesce")
+CONFIGS = (*POLICIES, "ap_proxy")
+# Packets per burst: bmv2 reads its ports with packet sockets whose buffers hold about a hundred
+# full frames; a burst larger than that, sent at once, would be dropped by the kernel before the
+# switch saw it, and read as the switch's doing.
+BURST = 50
+MARK = b"AKFUZZ-MARK"
+SEGMENT_BYTES = 512  # payload of the flows' data segments: small, so that bursts fit bmv2's socket buffers
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+DOCS_START, DOCS_END = "<!-- fuzz:start -->", "<!-- fuzz:end -->"
+REPO = REPO_ROOT
+
+# Ports: 1 the data senders (10.0.1.x), 2 the receivers (10.0.2.x; the station side for ap_proxy),
+# 3 the AP's CPU port. Switch MACs 00:00:00:00:0N:fe, hosts 00:00:00:00:0N:01 (as ptf-tests).
+UPLINK, DOWNLINK, CPU = 1, 2, 3
+
+
+def mac(port: int, host: bool) -> bytes:
+    return bytes([0, 0, 0, 0, port, 0x01 if host else 0xFE])
+
+
+# ---- checksums and packet building (struct: scapy is too slow for 100 000 packets a run) ----
+
+
+def csum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def ipv4_header(
+    src: str,
+    dst: str,
+    payload_len: int,
+    ident: int,
+    proto: int = 6,
+    ttl: int = 64,
+    options: bytes = b"",
+    tos: int = 0,
+    frag: int = 0,
+) -> bytearray:
+    ihl = 5 + len(options) // 4
+    hdr = bytearray(
+        struct.pack(
+            "!BBHHHBBH4s4s",
+            0x40 | ihl,
+            tos,
+            ihl * 4 + payload_len,
+            ident,
+            frag,
+            ttl,
+            proto,
+            0,
+            socket.inet_aton(src),
+            socket.inet_aton(dst),
+        )
+        + options
+    )
+    hdr[10:12] = csum(bytes(hdr)).to_bytes(2, "big")
+    return hdr
+
+
+def tcp_header(
+    src: str,
+    dst: str,
+    sport: int,
+    dport: int,
+    seq: int,
+    ack: int,
+    flags: int,
+    window: int,
+    options: bytes,
+    payload: bytes,
+) -> bytearray:
+    doff = 5 + (len(options) + 3) // 4
+    options = options + b"\0" * ((doff - 5) * 4 - len(options))
+    hdr = bytearray(
+        struct.pack("!HHIIBBHHH", sport, dport, seq % 2**32, ack % 2**32, doff << 4, flags, window, 0, 0)
+        + options
+    )
+    seg = bytes(hdr) + payload
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(seg))
+    hdr[16:18] = csum(pseudo + seg).to_bytes(2, "big")
+    return hdr + payload
+
+
+def frame(in_port: int, ip_and_rest: bytes, ethertype: int = 0x0800) -> bytes:
+    return mac(in_port, False) + mac(in_port, True) + ethertype.to_bytes(2, "big") + ip_and_rest
+
+
+def ts_option(val: int, ecr: int) -> bytes:
+    return b"\x01\x01\x08\x0a" + struct.pack("!II", val % 2**32, ecr % 2**32)
+
+
+def sack_option(blocks: list[tuple[int, int]]) -> bytes:
+    return (
+        b"\x01\x01"
+        + bytes([5, 2 + 8 * len(blocks)])
+        + b"".join(struct.pack("!II", a % 2**32, b % 2**32) for a, b in blocks)
+    )
+
+
+# ---- what the switch must do with a frame: the model ----
+
+KNOWN_OPTIONS = {0, 1, 2, 3, 4, 5, 8}
+OPTION_LENGTHS = {2: (4,), 3: (3,), 4: (2,), 5: (10, 18, 26, 34), 8: (10,)}
+
+
+@dataclass
+class Model:
+    """What the parser and forwarding of p4src make of a frame (see the module docstring)."""
+
+    ipv4: bool = False
+    routed: bool = False  # IPv4 with a readable header: routed (else switched on the MAC)
+    may_drop: str = ""  # why the switch may drop it ("" : it must not)
+    must_drop: bool = False  # RFC 1812 5.2.2: a router discards it
+    malformed: str = ""  # the parser's reason, if any
+    tcp: bool = False
+    pure_ack: bool = False  # ACK, no payload, no SYN/FIN/RST
+    thinnable: bool = False  # a policy may drop or rewrite it
+    ip_ok: bool = False  # IPv4 header checksum right
+    tcp_ok: bool = False  # TCP checksum right (over the IPv4 total length)
+
+
+def model(f: bytes, policy: str) -> Model:
+    m = Model()
+    if len(f) < 14 or f[12:14] != b"\x08\x00":
+        return m
+    m.ipv4 = True
+    ip = f[14:]
+    ihl = (ip[0] & 0x0F) * 4 if ip else 0
+    if len(ip) >= 1 and ihl < 20:
+        m.malformed, m.may_drop, m.must_drop = "ipv4_ihl", "ihl below 5", True
+        return m
+    total_len = int.from_bytes(ip[2:4], "big") if len(ip) >= 4 else 0
+    if len(ip) < 20 or len(ip) < ihl or ip[0] >> 4 != 4 or total_len < ihl:
+        m.malformed, m.may_drop, m.must_drop = "ipv4_header", "bad ipv4 header (RFC 1812 5.2.2)", True
+        return m
+    m.routed = True
+    m.ip_ok = csum(bytes(ip[:ihl])) == 0
+    if not m.ip_ok:
+        m.may_drop, m.must_drop = "ipv4 checksum", True
+    elif ip[8] <= 1:
+        m.may_drop, m.must_drop = "ttl expired", True
+    frag_offset = int.from_bytes(ip[6:8], "big") & 0x1FFF
+    more_fragments = bool(ip[6] & 0x20)
+    if frag_offset != 0 or more_fragments or ip[9] != 6:
+        return m  # the transport header is read from whole segments only
+    tcp = ip[ihl:]
+    if len(tcp) < 20:
+        m.malformed = "truncated"
+        return m
+    m.tcp = True
+    doff = (tcp[12] >> 4) * 4
+    flags = tcp[13]
+    payload_len = (total_len - ihl - doff) % 2**16  # as the parser computes it (bit<16>)
+    if ihl + 20 <= total_len <= len(ip):
+        seg = bytes(tcp[: total_len - ihl])
+        pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(seg))
+        m.tcp_ok = csum(bytes(pseudo) + seg) == 0
+    if doff < 20:
+        m.malformed = "tcp_data_offset"
+        return m
+    unknown = False
+    i, count = 20, 0
+    while i < doff:
+        if i >= len(tcp):
+            m.malformed = "truncated"
+            return m
+        kind = tcp[i]
+        if kind == 0:
+            break  # the rest is padding
+        if kind == 1:
+            i, count = i + 1, count + 1
+            continue
+        if i + 1 >= doff:
+            m.malformed = "tcp_option_overrun"
+            return m
+        if i + 1 >= len(tcp):
+            m.malformed = "truncated"
+            return m
+        length = tcp[i + 1]
+        if length < 2:
+            m.malformed = "tcp_option_length"
+            return m
+        if i + length > doff:
+            m.malformed = "tcp_option_overrun"
+            return m
+        if i + length > len(tcp):
+            m.malformed = "truncated"
+            return m
+        if kind not in KNOWN_OPTIONS or length not in OPTION_LENGTHS.get(kind, ()):
+            unknown = True
+        i, count = i + length, count + 1
+    if len(tcp) < doff:
+        m.malformed = "truncated"  # the parser reads up to the data offset, padding after an EOL too
+        return m
+    if count > TCP_OPTIONS_MAX:
+        unknown = True
+    m.pure_ack = bool(flags & 0x10) and payload_len == 0 and not flags & 0x07
+    # What the safety contract would keep whatever the policy says: flags, unknown options, a
+    # fragment of a bigger segment (its payload is in the other fragments).
+    m.thinnable = (
+        m.pure_ack
+        and policy not in ("off", "ap_proxy")
+        and not flags & 0x28
+        and not unknown
+        and m.ip_ok
+        and not m.may_drop
+    )
+    return m
+
+
+def forwarded(f: bytes, m: Model) -> tuple[int, bytes]:
+    """(egress port, bytes) a plain router makes of frame ``f`` that entered on a port."""
+    in_port = f[10]  # our frames come from host N's MAC 00:00:00:00:0N:01
+    if not m.routed:
+        return (DOWNLINK if in_port == UPLINK else UPLINK), f  # the L2 entry for the switch's MAC
+    out = UPLINK if f[14 + 16 : 14 + 19] == bytes([10, 0, 1]) else DOWNLINK
+    raw = bytearray(f)
+    raw[0:6], raw[6:12] = mac(out, True), mac(out, False)
+    ihl = (raw[14] & 0x0F) * 4
+    raw[14 + 8] = (raw[14 + 8] - 1) % 256
+    raw[14 + 10 : 14 + 12] = b"\0\0"
+    raw[14 + 10 : 14 + 12] = csum(bytes(raw[14 : 14 + ihl])).to_bytes(2, "big")
+    return out, bytes(raw)
+
+
+# ---- flows and mutations ----
+
+
+@dataclass
+class Flow:
+    """A TCP connection in progress: the sender on port 1, the receiver on port 2."""
+
+    index: int
+    seq: int
+    ack_seq: int
+    ts: int
+    sent: int = 0  # segments sent
+    acked: int = 0
+
+    @property
+    def src(self) -> str:
+        return f"10.0.1.{10 + self.index}"
+
+    @property
+    def dst(self) -> str:
+        return f"10.0.2.{10 + self.index}"
+
+    @property
+    def sport(self) -> int:
+        return 40000 + self.index
+
+    def data(self, ident: int, mss: int = SEGMENT_BYTES) -> tuple[bytes, int]:
+        payload = bytes([(self.sent + i) % 251 for i in range(min(mss, 64))]) * (mss // 64)
+        tcp = tcp_header(
+            self.src,
+            self.dst,
+            self.sport,
+            5001,
+            self.seq + self.sent * len(payload),
+            self.ack_seq,
+            0x10,
+            502,
+            ts_option(self.ts + self.sent, 7000),
+            payload,
+        )
+        self.sent += 1
+        return frame(UPLINK, bytes(ipv4_header(self.src, self.dst, len(tcp), ident) + tcp)), len(payload)
+
+    def handshake(self, ident: int, step: int) -> bytes:
+        """The sender's SYN (step 0), the receiver's SYN-ACK (1), the sender's ACK (2)."""
+        if step == 0:
+            tcp = tcp_header(
+                self.src, self.dst, self.sport, 5001, self.seq - 1, 0, 0x02, 65535, ts_option(self.ts, 0), b""
+            )
+            return frame(UPLINK, bytes(ipv4_header(self.src, self.dst, len(tcp), ident) + tcp))
+        if step == 1:
+            tcp = tcp_header(
+                self.dst,
+                self.src,
+                5001,
+                self.sport,
+                self.ack_seq - 1,
+                self.seq,
+                0x12,
+                65535,
+                ts_option(7000, self.ts),
+                b"",
+            )
+            return frame(DOWNLINK, bytes(ipv4_header(self.dst, self.src, len(tcp), ident) + tcp))
+        tcp = tcp_header(
+            self.src,
+            self.dst,
+            self.sport,
+            5001,
+            self.seq,
+            self.ack_seq,
+            0x10,
+            65535,
+            ts_option(self.ts, 7000),
+            b"",
+        )
+        return frame(UPLINK, bytes(ipv4_header(self.src, self.dst, len(tcp), ident) + tcp))
+
+    def pure_ack(self, ident: int, rng: random.Random, sack: bool = False) -> bytes:
+        self.acked = min(self.sent, self.acked + rng.choice((1, 1, 2)))
+        ack = self.seq + self.acked * SEGMENT_BYTES
+        opts = ts_option(7000 + self.acked, self.ts + self.acked)
+        if sack:
+            opts += sack_option([(ack + SEGMENT_BYTES, ack + 2 * SEGMENT_BYTES)])
+        tcp = tcp_header(self.dst, self.src, 5001, self.sport, self.ack_seq, ack, 0x10, 65535, opts, b"")
+        return frame(DOWNLINK, bytes(ipv4_header(self.dst, self.src, len(tcp), ident) + tcp))
+
+
+def _ip_parts(f: bytes) -> tuple[bytearray, bytearray]:
+    """(IPv4 header, the rest) of a well-formed frame we built."""
+    ihl = (f[14] & 0x0F) * 4
+    return bytearray(f[14 : 14 + ihl]), bytearray(f[14 + ihl :])
+
+
+def _reassemble(
+    f: bytes, ip: bytearray, rest: bytes, fix_len: bool = True, fix_ip: bool = True, fix_tcp: bool = False
+) -> bytes:
+    if fix_len:
+        ip[2:4] = (len(ip) + len(rest)).to_bytes(2, "big")
+    if fix_tcp and len(rest) >= 20 and ip[9] == 6:
+        r = bytearray(rest)
+        r[16:18] = b"\0\0"
+        pseudo = bytes(ip[12:20]) + struct.pack("!BBH", 0, 6, len(r))
+        r[16:18] = csum(pseudo + bytes(r)).to_bytes(2, "big")
+        rest = bytes(r)
+    if fix_ip:
+        ip[10:12] = b"\0\0"
+        ip[10:12] = csum(bytes(ip)).to_bytes(2, "big")
+    return f[:14] + bytes(ip) + rest
+
+
+def _tcp_with_options(f: bytes, options: bytes, doff: int | None = None, keep_csum: bool = False) -> bytes:
+    ip, rest = _ip_parts(f)
+    old_doff = (rest[12] >> 4) * 4
+    tcp = bytearray(rest[:20]) + options[:40]  # a data offset holds at most 40 bytes of options
+    payload = rest[old_doff:]
+    tcp[12] = ((doff if doff is not None else (len(tcp) + 3) // 4) << 4) | (tcp[12] & 0x0F)
+    if doff is None:
+        tcp += b"\0" * ((-len(tcp)) % 4)
+    return _reassemble(f, ip, bytes(tcp) + bytes(payload), fix_tcp=not keep_csum)
+
+
+def mutate(kind: str, f: bytes, rng: random.Random) -> bytes:
+    """``f`` (a valid data segment or pure ACK) mutated the ``kind`` way; its IPv4 id is kept."""
+    ip, rest = _ip_parts(f)
+    if kind == "ipv4_ihl":
+        ip[0] = 0x40 | rng.randrange(16)
+        return _reassemble(f, ip, bytes(rest), fix_len=False)
+    if kind == "ipv4_options":
+        opts = bytes(rng.randrange(256) for _ in range(rng.choice((4, 8, 12, 40))))
+        ip = ip[:20] + bytearray(opts)
+        ip[0] = 0x40 | (len(ip) // 4)
+        return _reassemble(f, ip, bytes(rest))
+    if kind == "ipv4_total_length":
+        ip[2:4] = rng.choice(
+            (0, 1, 19, 20, 39, 40, 41, len(ip) + len(rest) - 1, len(ip) + len(rest) + 1, 65535)
+        ).to_bytes(2, "big")
+        return _reassemble(f, ip, bytes(rest), fix_len=False)
+    if kind == "ipv4_fragment":
+        ip[6:8] = rng.choice(
+            (0x2000, 0x2000 | rng.randrange(1, 8192), rng.randrange(1, 8192), 0x4000)
+        ).to_bytes(2, "big")
+        return _reassemble(f, ip, bytes(rest))
+    if kind == "ipv4_checksum":
+        ip[10:12] = (int.from_bytes(ip[10:12], "big") ^ (1 << rng.randrange(16))).to_bytes(2, "big")
+        return f[:14] + bytes(ip) + bytes(rest)
+    if kind == "ipv4_ttl":
+        ip[8] = rng.choice((0, 1, 2, 255))
+        return _reassemble(f, ip, bytes(rest))
+    if kind == "ipv4_version":
+        ip[0] = (rng.choice((0, 5, 6, 15)) << 4) | (ip[0] & 0x0F)
+        return _reassemble(f, ip, bytes(rest))
+    if kind == "ipv4_protocol":
+        ip[9] = rng.choice((0, 1, 17, 41, 255))
+        return _reassemble(f, ip, bytes(rest))
+    if kind == "ethertype":
+        # Not 802.1Q (0x8100, 0x88a8): Linux takes a VLAN tag off a received frame into metadata
+        # that packet sockets do not show, so the tag would vanish on the wire, not in the switch.
+        return f[:12] + rng.choice((b"\x86\xdd", b"\x08\x06", b"\x00\x00", b"\xff\xff", b"\x08\x01")) + f[14:]
+    if kind == "tcp_data_offset":
+        r = bytearray(rest)
+        r[12] = (rng.randrange(16) << 4) | (r[12] & 0x0F)
+        return _reassemble(f, ip, bytes(r), fix_tcp=True)
+    if kind == "tcp_flags":
+        r = bytearray(rest)
+        r[13] = rng.randrange(256)
+        return _reassemble(f, ip, bytes(r), fix_tcp=True)
+    if kind == "tcp_option_kind":
+        k = rng.randrange(256)
+        length = rng.choice((2, 3, 4, 6, 8, 10, 18))
+        body = (
+            bytes([k, length]) + bytes(rng.randrange(256) for _ in range(length - 2)) if k > 1 else bytes([k])
+        )
+        return _tcp_with_options(f, body + ts_option(5, 6))
+    if kind == "tcp_option_length":
+        k = rng.choice((2, 3, 4, 5, 8, 30))
+        return _tcp_with_options(
+            f, b"\x01\x01" + bytes([k, rng.choice((0, 1, 2, 3, 9, 11, 40, 255))]) + bytes(10)
+        )
+    if kind == "tcp_options_truncated":
+        opts = ts_option(1, 2) + sack_option([(1, 2), (3, 4)])
+        cut = rng.randrange(1, len(opts))
+        return _tcp_with_options(f, opts[:cut], doff=5 + (cut + 3) // 4)
+    if kind == "tcp_options_many":
+        return _tcp_with_options(f, b"\x01" * rng.randrange(8, 40))
+    if kind == "sack_blocks":
+        base = int.from_bytes(rest[8:12], "big")
+        blocks = [
+            (base + rng.randrange(-(2**31), 2**31), base + rng.randrange(-(2**31), 2**31))
+            for _ in range(rng.randrange(1, 5))
+        ]
+        if rng.random() < 0.3:
+            blocks = [(2**32 - 100, 200)]  # wraps
+        return _tcp_with_options(f, ts_option(9, 9) + sack_option(blocks))
+    if kind == "timestamps_back":
+        return _tcp_with_options(f, ts_option(rng.randrange(0, 100), rng.randrange(0, 100)))
+    if kind == "tcp_checksum":
+        r = bytearray(rest)
+        r[16] ^= 0x40
+        return _reassemble(f, ip, bytes(r))
+    if kind == "truncate":
+        cut = rng.randrange(14, len(f))
+        return f[:cut]
+    if kind == "extend":
+        return f + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+    if kind == "scapy_fuzz":
+        return scapy_fuzz(f, rng)
+    raise ValueError(kind)
+
+
+def scapy_fuzz(f: bytes, rng: random.Random) -> bytes:
+    """scapy's fuzz(): random values in every field it does not compute, addresses kept routable."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.packet import fuzz
+    from scapy.volatile import RandNum
+
+    RandNum.state = random.Random(rng.random())  # type: ignore[attr-defined]
+    random.seed(rng.random())  # scapy draws from the module's generator
+    src = socket.inet_ntoa(f[26:30])
+    dst = socket.inet_ntoa(f[30:34])
+    ident = int.from_bytes(f[18:20], "big")
+    pkt = IP(src=src, dst=dst, id=ident) / fuzz(TCP())
+    try:
+        raw = bytes(pkt)
+    except Exception:  # scapy cannot always build what it drew: the packet unmutated
+        return f
+    raw = bytearray(raw)
+    raw[4:6] = ident.to_bytes(2, "big")
+    return f[:14] + bytes(raw)
+
+
+MUTATIONS = (
+    "ipv4_ihl",
+    "ipv4_options",
+    "ipv4_total_length",
+    "ipv4_fragment",
+    "ipv4_checksum",
+    "ipv4_ttl",
+    "ipv4_version",
+    "ipv4_protocol",
+    "ethertype",
+    "tcp_data_offset",
+    "tcp_flags",
+    "tcp_option_kind",
+    "tcp_option_length",
+    "tcp_options_truncated",
+    "tcp_options_many",
+    "sack_blocks",
+    "timestamps_back",
+    "tcp_checksum",
+    "truncate",
+    "extend",
+    "scapy_fuzz",
+)
+
+
+# ---- the run ----
+
+
+@dataclass
+class Sent:
+    ident: int
+    kind: str  # mutation kind, "valid", or "witness"
+    frame: bytes
+    model: Model
+    port: int
+    out_port: int
+    expected: bytes
+
+
+@dataclass
+class Report:
+    config: str
+    packets: int = 0
+    outcomes: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    violations: list[str] = field(default_factory=list)
+    counters: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def violate(self, text: str) -> None:
+        if len(self.violations) < 200:
+            self.violations.append(text)
+        else:
+            self.counters["violations_not_listed"] = self.counters.get("violations_not_listed", 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "packets": self.packets,
+            "outcomes": {k: dict(v) for k, v in sorted(self.outcomes.items())},
+            "violations": self.violations,
+            "counters": self.counters,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+class Wire:
+    """Raw sockets on the test ends of the veths; a thread collects what the switch sends."""
+
+    def __init__(self, ifaces: dict[int, str]) -> None:
+        self.socks: dict[int, socket.socket] = {}
+        for port, name in ifaces.items():
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            s.bind((name, 0))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            self.socks[port] = s
+        self.received: list[tuple[int, bytes]] = []
+        self.lock = threading.Lock()
+        self.stop = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        by_fd = {s.fileno(): p for p, s in self.socks.items()}
+        while not self.stop:
+            ready, _, _ = select.select(list(self.socks.values()), [], [], 0.05)
+            for s in ready:
+                data, addr = s.recvfrom(65535)
+                if addr[2] == PACKET_OUTGOING:
+                    continue
+                with self.lock:
+                    self.received.append((by_fd[s.fileno()], data))
+
+    def send(self, port: int, data: bytes) -> None:
+        self.socks[port].send(data)
+
+    def take(self) -> list[tuple[int, bytes]]:
+        with self.lock:
+            out, self.received = self.received, []
+        return out
+
+    def close(self) -> None:
+        self.stop = True
+        self.thread.join()
+        for s in self.socks.values():
+            s.close()
+
+
+def marker(port: int, burst: int) -> bytes:
+    src, dst = ("10.0.1.2", "10.0.2.2") if port == UPLINK else ("10.0.2.2", "10.0.1.2")
+    udp = struct.pack("!HHHH", 9, 9, 8 + len(MARK) + 4, 0) + MARK + burst.to_bytes(4, "big")
+    return frame(port, bytes(ipv4_header(src, dst, len(udp), 0, proto=17)) + udp)
+
+
+NUDGE = b"\x02" + bytes(4) + b"\x99" + mac(9, True) + b"\x88\xb6" + bytes(46)  # no L2 entry: dropped
+
+
+def heartbeat() -> bytes:
+    return b"\xff" * 6 + mac(CPU, True) + ETHERTYPE_AGENT_HEARTBEAT.to_bytes(2, "big") + bytes(46)
+
+
+class Fuzzer:
+    def __init__(
+        self,
+        config: str,
+        seed: int,
+        client: Any,
+        wire: Wire,
+        alive: Callable[[], bool],
+        diagnose: Callable[[], str] = lambda: "",
+    ) -> None:
+        self.config, self.client, self.wire, self.alive = config, client, wire, alive
+        self.diagnose = diagnose
+        self.policy = "off" if config == "ap_proxy" else config
+        self.rng = random.Random(f"{seed}-{config}")
+        self.flows = [
+            Flow(i, self.rng.randrange(2**32), self.rng.randrange(2**32), self.rng.randrange(2**31))
+            for i in range(8)
+        ]
+        self.witness = Flow(90, self.rng.randrange(2**32), self.rng.randrange(2**32), 1000)
+        self.report = Report(config)
+        self.opening = [(f, step) for f in [*self.flows, self.witness] for step in (0, 1, 2)]
+        self.dropped = 0
+        self.nudges = 0
+        self.spoofs = 0  # ACKs the AP made for the sender: spoofed, and window updates
+        self.malformed = Counter[str]()
+
+    def next_packet(self, ident: int) -> tuple[str, bytes]:
+        if self.opening:  # every flow starts with its handshake, as a proxy needs to see
+            flow, step = self.opening.pop(0)
+            return "handshake", flow.handshake(ident, step)
+        r = self.rng.random()
+        if r < 0.06:
+            return "witness_data", self.witness.data(ident)[0]
+        if r < 0.10:
+            return "witness_ack", self.witness.pure_ack(ident, self.rng)
+        flow = self.rng.choice(self.flows)
+        base = (
+            flow.data(ident)[0]
+            if self.rng.random() < 0.4 or flow.sent == flow.acked
+            else flow.pure_ack(ident, self.rng, sack=self.rng.random() < 0.1)
+        )
+        if r < 0.30:
+            return "valid", base
+        kind = self.rng.choice(MUTATIONS)
+        return kind, mutate(kind, base, self.rng)
+
+    def run(self, packets: int) -> Report:
+        started = time.monotonic()
+        burst_no = 0
+        while self.report.packets < packets:
+            burst_no += 1
+            n = min(BURST, packets - self.report.packets)
+            sent: list[Sent] = []
+            if self.config == "ap_proxy":
+                self.wire.send(CPU, heartbeat())
+            for i in range(n):
+                ident = i + 1
+                kind, f = self.next_packet(ident)
+                m = model(f, self.policy)
+                out_port, expected = forwarded(f, m)
+                sent.append(Sent(ident, kind, f, m, f[10], out_port, expected))
+                self.wire.send(f[10], f)
+            for port in (UPLINK, DOWNLINK):
+                self.wire.send(port, marker(port, burst_no))
+            outputs = self._collect(burst_no)
+            if outputs is None:
+                state = "switch dead" if not self.alive() else "switch alive, not forwarding"
+                self.report.violate(f"burst {burst_no}: the markers did not come out within 10 s ({state})")
+                self.report.counters["stall_threads"] = self.diagnose()
+                self.report.counters["stall_burst"] = [[s.port, s.kind, s.frame.hex()] for s in sent]
+                break
+            self._check(sent, outputs)
+            self.report.packets += n
+        self.report.seconds = time.monotonic() - started
+        self._check_counters()
+        return self.report
+
+    def _collect(self, burst_no: int) -> list[tuple[int, bytes]] | None:
+        got: list[tuple[int, bytes]] = []
+        seen = set()
+        start = time.monotonic()
+        deadline, nudge_at = start + 10, start + 0.3
+        while time.monotonic() < deadline:
+            if time.monotonic() > nudge_at:
+                # bmv2 takes one packet per select() wake-up (BMI, bmi_port.c) from libpcap, which
+                # may hold more of a burst in its buffer: those wait for the next packet on the
+                # port. A frame the switch drops (no L2 entry) wakes it.
+                for port in {UPLINK, DOWNLINK} - seen:
+                    self.wire.send(port, NUDGE)
+                    self.nudges += 1
+                nudge_at = time.monotonic() + 0.3
+            for port, data in self.wire.take():
+                if MARK in data and data.endswith(burst_no.to_bytes(4, "big")):
+                    seen.add(port)
+                elif MARK in data:
+                    continue  # a late marker of an earlier burst
+                else:
+                    got.append((port, data))
+            if seen == {UPLINK, DOWNLINK}:
+                time.sleep(0.01)  # the CPU port's copies travel another egress queue
+                got += [(p, d) for p, d in self.wire.take() if MARK not in d]
+                return got
+            time.sleep(0.002)
+        return None
+
+    def _check(self, sent: list[Sent], outputs: list[tuple[int, bytes]]) -> None:
+        by_id: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
+        l2_outputs: list[tuple[int, bytes]] = []
+        for port, data in outputs:
+            if len(data) >= 20 and data[12:14] == b"\x08\x00":
+                by_id[int.from_bytes(data[18:20], "big")].append((port, data))
+            else:
+                l2_outputs.append((port, data))
+        for s in sent:
+            if s.model.malformed:
+                self.malformed[s.model.malformed] += 1
+            if s.frame[12:14] == b"\x08\x00" and len(s.frame) >= 20:
+                outs = by_id.pop(s.ident, [])
+            else:
+                outs = [o for o in l2_outputs if o[1] == s.expected]
+                for o in outs:
+                    l2_outputs.remove(o)
+            fate = self._fate(s, outs)
+            self.report.outcomes[s.kind][fate] += 1
+            if fate in ("dropped", "thinned", "dropped (violation)"):
+                self.dropped += 1
+        for ident, outs in by_id.items():
+            for port, data in outs:
+                self.report.violate(
+                    f"an output no input explains (id {ident}, port {port}): {data[:54].hex()}"
+                )
+        for port, data in l2_outputs:
+            self.report.violate(f"a non-IPv4 output no input explains (port {port}): {data[:32].hex()}")
+
+    def _fate(self, s: Sent, outs: list[tuple[int, bytes]]) -> str:
+        m = s.model
+        exact = [(p, d) for p, d in outs if p == s.out_port and d == s.expected]
+        others = [(p, d) for p, d in outs if not (p == s.out_port and d == s.expected)]
+        what = f"{s.kind} id {s.ident} ({s.frame[14:54].hex()})"
+        ap = self.config == "ap_proxy"
+        copies = [(p, d) for p, d in others if ap and p == CPU and d == s.expected]
+        others = [o for o in others if o not in copies]
+        spoofs = [(p, d) for p, d in others if ap and s.port == UPLINK and p == UPLINK]
+        others = [o for o in others if o not in spoofs]
+        for _, d in spoofs:
+            sm = model(d, "off")
+            if not (sm.ip_ok and sm.tcp_ok and sm.pure_ack):
+                self.report.violate(
+                    f"a spoofed ACK with a bad checksum or not a pure ACK, for {what}: {d[14:54].hex()}"
+                )
+            if m.malformed or not m.tcp or m.may_drop:
+                self.report.violate(f"an ACK spoofed for a malformed or broken segment: {what}")
+        updates = [
+            (p, d)
+            for p, d in others
+            if ap
+            and s.port == DOWNLINK
+            and p == UPLINK
+            and m.pure_ack
+            and not m.malformed
+            and model(d, "off").pure_ack
+        ]
+        others = [o for o in others if o not in updates]
+        for _, d in updates:  # a consumed station ACK turned into a window update for the sender
+            um = model(d, "off")
+            if not (um.ip_ok and um.tcp_ok):
+                self.report.violate(f"a window update with a bad checksum, from {what}: {d[14:54].hex()}")
+        if updates and copies and not exact:
+            self.spoofs += len(updates)
+            return "to agent+window update"
+        if others:
+            port, d = others[0]
+            om = model(d, "off")
+            if (m.ip_ok and not om.ip_ok) or (m.tcp_ok and not om.tcp_ok):
+                self.report.violate(
+                    f"checksum right on input, wrong on output: {what} -> port {port} {d[14:54].hex()}"
+                )
+            if (
+                port == s.out_port
+                and not exact
+                and m.thinnable
+                and self.policy in ("coalesce", "acc")
+                and om.pure_ack
+            ):
+                return "rewritten"
+            self.report.violate(f"modified or misrouted: {what} -> port {port}: {d[14:54].hex()}")
+            return "modified"
+        if exact and m.must_drop:
+            self.report.violate(f"forwarded, and a router must discard it ({m.may_drop}): {what}")
+            return "forwarded (violation)"
+        if exact:
+            if len(exact) > 1:
+                self.report.violate(f"duplicated: {what}")
+            self.spoofs += len(spoofs)
+            return "forwarded" + ("+agent" if copies else "") + ("+spoof" if spoofs else "")
+        if copies and ap and s.port == DOWNLINK and m.pure_ack and not m.malformed:
+            return "to agent"  # a station ACK consumed: the sender already had that news
+        if m.may_drop:
+            return "dropped"
+        if m.thinnable:
+            return "thinned"
+        if s.kind.startswith("witness_data"):
+            self.report.violate(f"a valid flow's data segment did not come out: {what}")
+        else:
+            self.report.violate(
+                f"dropped, and may not be ({'malformed ' + m.malformed if m.malformed else 'well formed'}"
+                f"{', pure ACK' if m.pure_ack else ''}): {what}"
+            )
+        return "dropped (violation)"
+
+    def _check_counters(self) -> None:
+        c = self.client
+        # Every cell the program has (its JSON says how many); indexed by the P4's enums, reported
+        # by their names.
+        drops = [cell.packets for cell in c.counter_read_all(COUNTER_FORWARDING_DROPS)]
+        malformed = c.counter_read_all(COUNTER_PARSER_MALFORMED)
+        switch_malformed = {name: n for name, n in named_cells(malformed, MalformedReason).items() if n}
+        dropped_malformed = {
+            r: malformed[r].packets for r in (MalformedReason.IPV4_IHL, MalformedReason.IPV4_HEADER)
+        }
+        self.report.counters[COUNTER_FORWARDING_DROPS] = drops
+        self.report.counters[COUNTER_PARSER_MALFORMED] = switch_malformed
+        self.report.counters["model.malformed"] = dict(self.malformed)
+        thinned = filtered = 0
+        if self.config != "ap_proxy":
+            stats = c.counter_read_all(COUNTER_ACK_THINNING_STATS)
+            filter_stats = c.counter_read_all(COUNTER_ACK_FILTER_STATS)
+            # Thinned at ingress, folded into a waiting ACK (coalesce), dropped at egress (filter).
+            thinned = stats[ThinningStat.ACKS_THINNED].packets + stats[ThinningStat.ACKS_ABSORBED].packets
+            filtered = filter_stats[FilterStat.FILTERED].packets
+            self.report.counters[COUNTER_ACK_THINNING_STATS] = named_cells(stats, ThinningStat)
+            self.report.counters[COUNTER_ACK_FILTER_STATS] = named_cells(filter_stats, FilterStat)
+        else:
+            ap_cells = c.counter_read_all(COUNTER_AP_STATS)
+            ap_stats = {
+                s: ap_cells[s].packets for s in (ApStat.SPOOFED, ApStat.CONSUMED, ApStat.DUP_TO_AGENT)
+            }
+            self.report.counters[COUNTER_AP_STATS] = named_cells(ap_cells, ApStat)
+            updates = sum(c.register_read_all(REGISTER_AP_WINDOW_UPDATES))
+            to_agent = sum(
+                n for v in self.report.outcomes.values() for k, n in v.items() if k.startswith("to agent")
+            )
+            if self.spoofs != ap_stats[ApStat.SPOOFED] + updates:
+                self.report.violate(
+                    f"{self.spoofs} ACKs made for senders came out, the AP counts "
+                    f"{ap_stats[ApStat.SPOOFED]} spoofed and {updates} window updates"
+                )
+            if to_agent != ap_stats[ApStat.CONSUMED] + ap_stats[ApStat.DUP_TO_AGENT]:
+                self.report.violate(
+                    f"{to_agent} station ACKs went to the agent only, the AP counts "
+                    f"{ap_stats[ApStat.CONSUMED]} consumed and {ap_stats[ApStat.DUP_TO_AGENT]} duplicates"
+                )
+        self.report.counters["nudges"] = self.nudges
+        switch_dropped = sum(drops) - self.nudges + sum(dropped_malformed.values()) + thinned + filtered
+        observed = self.dropped
+        self.report.counters["dropped_observed"] = observed
+        self.report.counters["dropped_by_switch_counters"] = switch_dropped
+        if self.config == "ap_proxy":
+            consumed = sum(v.get("to agent", 0) for v in self.report.outcomes.values())
+            self.report.counters["consumed_observed"] = consumed
+        if switch_dropped != observed:
+            self.report.violate(
+                f"counters do not add up: {observed} inputs dropped, the switch counts {switch_dropped} "
+                f"(forwarding.drops {sum(drops)}, IHL {dropped_malformed[MalformedReason.IPV4_IHL]}, "
+                f"IPv4 header {dropped_malformed[MalformedReason.IPV4_HEADER]}, "
+                f"thinned {thinned}, filtered {filtered})"
+            )
+        if switch_malformed != dict(self.malformed):
+            self.report.violate(
+                f"parser.malformed {switch_malformed} differs from the model's {dict(self.malformed)}"
+            )
+
+
+# ---- the switch, in a namespace of our own ----
+
+
+def configure(client: Any, config: str) -> None:
+    from ackwise.features.ap import StationParams, configure_ap
+    from ackwise.features.thinning import set_default_policy
+    from ackwise.twins.policies import PolicyParams
+
+    for port in (UPLINK, DOWNLINK):
+        client.table_add(
+            TABLE_FORWARDING_IPV4_LPM,
+            ACTION_FORWARDING_ROUTE,
+            {KEY_DST_ADDR: f"10.0.{port}.0/24"},
+            {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
+        )
+    # Frames that are not IPv4 are switched on their destination, the switch's MAC: across.
+    for mac, port in (("00:00:00:00:01:fe", DOWNLINK), ("00:00:00:00:02:fe", UPLINK)):
+        client.table_add(
+            TABLE_FORWARDING_L2_EXACT, ACTION_FORWARDING_L2_FORWARD, {KEY_DST_ADDR: mac}, {"port": port}
+        )
+    if config == "ap_proxy":
+        params = StationParams(
+            budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=60_000, holdoff_ms=0
+        )
+        configure_ap(client, [UPLINK], [DOWNLINK], CPU, [("10.0.2.0/24", params)])
+    else:
+        set_default_policy(client, PolicyParams.parse(config, []))
+
+
+def thread_stacks(pid: int) -> str:
+    """Where every thread of a stalled switch waits (gdb, when it is installed)."""
+    try:
+        out = subprocess.run(
+            ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"no stacks: {exc}"
+    stacks = "\n".join(line for line in out.splitlines() if line.startswith(("Thread", "#")))
+    links = subprocess.run(["ip", "-s", "-s", "link"], capture_output=True, text=True).stdout
+    return stacks + "\n---- links ----\n" + links
+
+
+def add_veth_pair(switch_end: str, test_end: str) -> None:
+    """A veth pair for a switch port and the test's end of it, up, jumbo MTU, no IPv6 chatter, and
+    as the test bed's interfaces: every frame handed on as it is, none merged or split."""
+    subprocess.run(["ip", "link", "add", switch_end, "type", "veth", "peer", "name", test_end], check=True)
+    for n in (switch_end, test_end):
+        Path(f"/proc/sys/net/ipv6/conf/{n}/disable_ipv6").write_text("1")
+        subprocess.run(["ip", "link", "set", n, "mtu", "9000", "up"], check=True)
+        subprocess.run(
+            ["ethtool", "-K", n, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],
+            capture_output=True,
+        )
+
+
+def inside(args: argparse.Namespace) -> int:
+    """The run itself, inside the namespace ``main`` made."""
+    from ackwise.bmv2.launcher import SwitchSpec, start_switch
+
+    ifaces = {UPLINK: "fzs1", DOWNLINK: "fzs2", CPU: "fzs3"}
+    for port, name in ifaces.items():
+        add_veth_pair(name, f"fzt{port}")
+    wire = Wire({p: f"fzt{p}" for p in ifaces})
+    reports = []
+    try:
+        for config in args.configs:
+            program = "ap_proxy" if config == "ap_proxy" else "ack_switch"
+            spec = SwitchSpec(
+                program_json=str(REPO / "build" / f"{program}.json"),
+                ports=ifaces,
+                thrift_port=THRIFT_PORT,
+                cpu_port=CPU if config == "ap_proxy" else None,
+                log_file=os.environ.get("ACKWISE_FUZZ_BMV2_LOG"),  # bmv2's event log, to debug a finding
+            )
+            switch = start_switch(spec)
+            try:
+                client = switch.client()
+                configure(client, config)
+                time.sleep(0.2)
+                wire.take()
+                report = Fuzzer(
+                    config,
+                    args.seed,
+                    client,
+                    wire,
+                    lambda s=switch: bool(s.alive),  # type: ignore[misc]
+                    lambda s=switch: thread_stacks(s.pid),  # type: ignore[misc]
+                ).run(args.packets)
+                client.close()
+            finally:
+                switch.stop()
+            reports.append(report.to_dict())
+            print(summary_line(report.to_dict()), file=sys.stderr, flush=True)
+            for line in counter_lines(report.to_dict()):
+                print(f"  {line}", file=sys.stderr, flush=True)
+    finally:
+        wire.close()
+    Path(args.json).write_text(
+        json.dumps(
+            {
+                "seed": args.seed,
+                "packets_per_config": args.packets,
+                "versions": tool_versions(),
+                "reports": reports,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def summary_line(r: dict[str, Any]) -> str:
+    fates = Counter[str]()
+    for v in r["outcomes"].values():
+        fates.update(v)
+    return (
+        f"{r['config']}: {r['packets']} packets in {r['seconds']} s, "
+        + ", ".join(f"{k} {v}" for k, v in sorted(fates.items()))
+        + f"; {len(r['violations'])} violations"
+    )
+
+
+# The switch's counters with a name per cell, printed after each configuration's summary line.
+NAMED_COUNTERS = (COUNTER_ACK_THINNING_STATS, COUNTER_ACK_FILTER_STATS, COUNTER_AP_STATS)
+
+
+def counter_lines(r: dict[str, Any]) -> list[str]:
+    """One line per named counter the report holds: every cell, by name."""
+    return [
+        f"{name}: " + ", ".join(f"{cell} {n}" for cell, n in r["counters"][name].items())
+        for name in NAMED_COUNTERS
+        if name in r["counters"]
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packets", type=int, default=100_000, help="per configuration (default 100000)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--configs", default=",".join(CONFIGS), help=f"comma-separated subset of {', '.join(CONFIGS)}"
+    )
+    parser.add_argument("--json", help="write the full report here (default: build/fuzz.json)")
+    parser.add_argument("--write-docs", action="store_true", help="put the figures into docs/robustness.md")
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.configs = [c for c in args.configs.split(",") if c]
+    unknown = set(args.configs) - set(CONFIGS)
+    if unknown:
+        parser.error(
+            f"--configs: unknown {', '.join(sorted(unknown))}; give a subset of {', '.join(CONFIGS)}"
+        )
+    if args.packets < 1:
+        parser.error("--packets: at least 1")
+    args.json = args.json or str(REPO / "build" / "fuzz.json")
+    if args.inside:
+        return inside(args)
+    if os.geteuid() != 0:
+        print("fuzz: run as root (it makes a network namespace and veths)", file=sys.stderr)
+        return 2
+    ns = f"akfuzz{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
+        cmd = [
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            sys.executable,
+            "-m",
+            "ackwise.experiments.stress.fuzz",
+            "--inside",
+            "--packets",
+            str(args.packets),
+            "--seed",
+            str(args.seed),
+            "--configs",
+            ",".join(args.configs),
+            "--json",
+            args.json,
+        ]
+        rc = subprocess.run(cmd).returncode
+    finally:
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), 9)
+            except ProcessLookupError:
+                pass
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    if rc != 0:
+        return rc
+    doc = json.loads(Path(args.json).read_text())
+    if args.write_docs:
+        write_docs(doc)
+    bad = sum(len(r["violations"]) for r in doc["reports"])
+    print(f"fuzz: {sum(r['packets'] for r in doc['reports'])} packets, {bad} violations; report {args.json}")
+    return 1 if bad else 0
+
+
+def write_docs(doc: dict[str, Any]) -> None:
+    path = REPO / "docs" / "robustness.md"
+    versions = doc.get("versions", {})
+    text = path.read_text()
+    rows = [
+        "| configuration | packets | forwarded | dropped (allowed) | thinned | rewritten | to agent "
+        "| violations | seconds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    kinds: Counter[str] = Counter()
+    per_kind: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in doc["reports"]:
+        fates: Counter[str] = Counter()
+        for kind, v in r["outcomes"].items():
+            fates.update(v)
+            per_kind[kind].update(v)
+            kinds[kind] += sum(v.values())
+        fwd = sum(v for k, v in fates.items() if k.startswith("forwarded"))
+        rows.append(
+            f"| {r['config']} | {r['packets']} | {fwd} | {fates['dropped']} | {fates['thinned']} | "
+            f"{fates['rewritten']} | {fates['to agent']} | {len(r['violations'])} | {r['seconds']} |"
+        )
+    fate_names = ["forwarded", "dropped", "thinned", "rewritten", "to agent", "other"]
+    rows += [
+        "",
+        "| kind | sent | " + " | ".join(fate_names) + " |",
+        "| --- | ---: |" + " ---: |" * len(fate_names),
+    ]
+    for kind in sorted(per_kind):
+        v = per_kind[kind]
+        fwd = sum(n for k, n in v.items() if k.startswith("forwarded"))
+        other = sum(v.values()) - fwd - sum(v[k] for k in fate_names[1:5])
+        rows.append(
+            f"| {kind} | {kinds[kind]} | {fwd} | "
+            + " | ".join(str(v[k]) for k in fate_names[1:5])
+            + f" | {other} |"
+        )
+    block = (
+        f"{DOCS_START}\nSeed {doc['seed']}, {doc['packets_per_config']} packets per configuration "
+        f"({time.strftime('%Y-%m-%d')}, `make fuzz`; simple_switch {versions.get('simple_switch', '?')}, "
+        f"{versions.get('bmv2_build', '?')}; ackwise {versions.get('ackwise', '?')}).\n\n"
+        + "\n".join(rows)
+        + f"\n{DOCS_END}"
+    )
+    start, end = text.index(DOCS_START), text.index(DOCS_END) + len(DOCS_END)
+    path.write_text(text[:start] + block + text[end:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
