@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from typing import Any
 from ackwise.hosts.kernel import set_quickack
 from ackwise.hosts.policies import make_policy
 from ackwise.hosts.receiver import ReceiverFlow
+from ackwise.processes import run_daemon
 from ackwise.twins.packets import parse_ipv4_tcp
 
 FlowId = tuple[str, int, int]  # remote address, remote port, local port
@@ -160,27 +160,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quickack", action="store_true", help="one kernel ACK per segment while running")
     parser.add_argument("--stats", type=Path)
     args = parser.parse_args(argv)
-    try:
-        params = dict(p.split("=", 1) for p in args.param)
-        agent = Agent(args.policy, params, args.port, args.queue_base, args.idle_ms / 1000)
-    except ValueError as exc:
-        print(f"agent: {exc}", file=sys.stderr)
-        return 2
 
-    def stop(*_: object) -> None:
-        agent.stop_requested = True
+    def run(agent: Agent) -> None:
+        routes = set_quickack(True) if args.quickack else []
+        try:
+            agent.run()
+        finally:
+            if routes:
+                set_quickack(False, routes)
+            if args.stats:
+                args.stats.write_text(json.dumps(agent.report(), indent=2, default=str))
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    routes = set_quickack(True) if args.quickack else []
-    try:
-        agent.run()
-    finally:
-        if routes:
-            set_quickack(False, routes)
-        if args.stats:
-            args.stats.write_text(json.dumps(agent.report(), indent=2, default=str))
-    return 0
+    return run_daemon(
+        "agent",
+        lambda: Agent(
+            args.policy,
+            dict(p.split("=", 1) for p in args.param),
+            args.port,
+            args.queue_base,
+            args.idle_ms / 1000,
+        ),
+        (ValueError,),
+        run,
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pytest
 
 from ackwise.bmv2.toolchain import missing_tools
 from ackwise.experiments.measure.pcapstats import DirectionStats
+from ackwise.netdev import add_netns, netns_pids, remove_netns
 from ackwise.topologies.testbed import Testbed
 from ackwise.twins.policies import MSS_BYTES
 
@@ -35,8 +36,7 @@ class Netns:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        subprocess.run(["ip", "netns", "add", name], check=True)
-        self.run("ip", "link", "set", "lo", "up")
+        add_netns(name)
 
     def run(
         self, *cmd: str, env: dict[str, str] | None = None, check: bool = True, timeout: float = 120
@@ -52,16 +52,10 @@ class Netns:
         )
 
     def pids(self) -> list[int]:
-        out = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True, text=True).stdout
-        return [int(p) for p in out.split()]
+        return netns_pids(self.name)
 
     def remove(self) -> None:
-        for pid in self.pids():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
+        remove_netns(self.name)
 
 
 def pytest_configure(config: pytest.Config) -> None:

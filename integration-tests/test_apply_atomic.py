@@ -19,6 +19,8 @@ import pytest
 import yaml
 from conftest import REPO, Netns
 
+from ackwise.netdev import add_veth
+
 ACK_PORT = "9393"
 AP_PORT = "9394"
 
@@ -67,8 +69,7 @@ def start(netns: Netns, env: dict[str, str], port: str, program: str, ifaces: li
 @pytest.fixture
 def ns(netns: Netns, cli_env: dict[str, str]) -> Iterator[Netns]:
     for i in (1, 2, 3, 4):
-        netns.run("ip", "link", "add", f"rba{i}", "type", "veth", "peer", "name", f"rba{i}h")
-        netns.run("ip", "link", "set", f"rba{i}", "up")
+        add_veth(f"rba{i}", f"rba{i}h", netns=netns.name, mtu=None, ipv6=True, offloads=True)
     try:
         yield netns
     finally:

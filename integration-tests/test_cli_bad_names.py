@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import Netns
 
+from ackwise.netdev import add_veth
+
 ACK_PORT = "9391"
 AP_PORT = "9392"
 NOT_UTF8 = os.fsdecode(b"\xff\xfe")
@@ -24,8 +26,7 @@ NOT_UTF8 = os.fsdecode(b"\xff\xfe")
 @pytest.fixture
 def switches(netns: Netns, cli_env: dict[str, str]) -> Iterator[Netns]:
     for i in (1, 2, 3):
-        netns.run("ip", "link", "add", f"rbb{i}", "type", "veth", "peer", "name", f"rbb{i}h")
-        netns.run("ip", "link", "set", f"rbb{i}", "up")
+        add_veth(f"rbb{i}", f"rbb{i}h", netns=netns.name, mtu=None, ipv6=True, offloads=True)
     ack = [
         "ackwise",
         "--thrift-port",

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from conftest import Netns
 
+from ackwise.netdev import add_veth
+
 PORT = "9091"
 
 
 def test_every_command_fails_naming_the_port(netns: Netns, cli_env: dict[str, str], tmp_path: Path) -> None:
-    netns.run("ip", "link", "add", "sw-p1", "type", "veth", "peer", "name", "host1")
-    netns.run("ip", "link", "set", "sw-p1", "up")
+    add_veth("sw-p1", "host1", netns=netns.name, mtu=None, ipv6=True, offloads=True)
     started = netns.run(
         "ackwise",
         "--json",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ackwise.netdev import add_veth
 from ackwise.topologies.links import LinkemProcess, LinkParams
 
 
@@ -25,10 +26,7 @@ def two_veth_pairs() -> Iterator[tuple[str, str]]:
     a, b = f"{tag}a", f"{tag}b"
     try:
         for name in (a, b):
-            ip = ["ip", "link"]
-            subprocess.run([*ip, "add", name, "type", "veth", "peer", "name", f"{name}p"], check=True)
-            for intf in (name, f"{name}p"):
-                subprocess.run([*ip, "set", intf, "up"], check=True)
+            add_veth(name, f"{name}p", mtu=None, ipv6=True, offloads=True)
         yield a, b
     finally:
         for name in (a, b):

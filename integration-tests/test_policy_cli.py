@@ -7,6 +7,8 @@ import sys
 
 from conftest import Netns
 
+from ackwise.netdev import add_veth
+
 PORT = "9092"
 
 SEND = r"""
@@ -30,9 +32,7 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
         return netns.run("ackwise", "--thrift-port", PORT, *args, env=cli_env, check=check)
 
     for i in (1, 2):
-        netns.run("ip", "link", "add", f"sw-p{i}", "type", "veth", "peer", "name", f"host{i}")
-        netns.run("ip", "link", "set", f"sw-p{i}", "up")
-        netns.run("ip", "link", "set", f"host{i}", "up")
+        add_veth(f"sw-p{i}", f"host{i}", netns=netns.name, mtu=None, ipv6=True, offloads=True)
     ackwise("switch", "start", "ack_switch", "-i", "1@sw-p1", "-i", "2@sw-p2")
     for i in (1, 2):
         ackwise(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ackwise.netdev import add_veth
 from ackwise.topologies.stale import intf_users
 from ackwise.topologies.testbed import Testbed, TestbedError
 
@@ -28,7 +29,7 @@ def leftover_veth() -> Iterator[tuple[str, str]]:
     pair = ("e1-eth2", "awstale0")
     for name in pair:
         assert not exists(name), f"{name} exists before the test: remove it with 'ip link del {name}'"
-    subprocess.run(["ip", "link", "add", pair[0], "type", "veth", "peer", "name", pair[1]], check=True)
+    add_veth(pair[0], pair[1], mtu=None, ipv6=True, offloads=True)
     try:
         yield pair
     finally:

@@ -18,6 +18,7 @@ from conftest import REPO
 import ackwise.bmv2.launcher
 from ackwise.bmv2.client import SwitchClient, SwitchError, SwitchOperationError
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
+from ackwise.netdev import add_veth
 
 PORT = 9094
 NOT_YET = (
@@ -34,7 +35,7 @@ def simple_switch_pids() -> set[int]:
 def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SwitchSpec]:
     monkeypatch.setenv("ACKWISE_STATE_DIR", str(tmp_path / "state"))
     # The switch runs in the root namespace, so its port is a root-namespace veth.
-    subprocess.run(["ip", "link", "add", "awl-p1", "type", "veth", "peer", "name", "awl-h1"], check=True)
+    add_veth("awl-p1", "awl-h1", mtu=None, ipv6=True, offloads=True)
     try:
         yield SwitchSpec(
             program_json=str(REPO / "build" / "forward_only.json"), ports={1: "awl-p1"}, thrift_port=PORT

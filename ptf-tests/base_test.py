@@ -21,10 +21,10 @@ from ptf.base_tests import BaseTest
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
-from scapy.utils import checksum
 
 from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
+from ackwise.twins.packets import checksum
 
 PORTS = (0, 1, 2, 3)
 
@@ -221,20 +221,6 @@ def routed(pkt: Packet | bytes, out_port: int) -> bytes:
     raw[14 + 10 : 14 + 12] = b"\0\0"
     raw[14 + 10 : 14 + 12] = checksum(bytes(raw[14 : 14 + ihl_bytes])).to_bytes(2, "big")
     return bytes(raw)
-
-
-def set_tcp_checksum(frame: bytearray) -> None:
-    """Recompute, in place, the TCP checksum of an Ethernet/IPv4/TCP frame from its bytes alone
-    (pseudo-header, header, options, payload), independently of any parser's view of the options."""
-    ip_at = 14
-    ihl_bytes = (frame[ip_at] & 0x0F) * 4
-    total_len = int.from_bytes(frame[ip_at + 2 : ip_at + 4], "big")
-    tcp_at = ip_at + ihl_bytes
-    tcp_len = total_len - ihl_bytes
-    frame[tcp_at + 16 : tcp_at + 18] = b"\0\0"
-    pseudo = bytes(frame[ip_at + 12 : ip_at + 20]) + bytes([0, frame[ip_at + 9]]) + tcp_len.to_bytes(2, "big")
-    value = checksum(pseudo + bytes(frame[tcp_at : tcp_at + tcp_len]))
-    frame[tcp_at + 16 : tcp_at + 18] = value.to_bytes(2, "big")
 
 
 class AckwiseTest(BaseTest):

@@ -34,47 +34,22 @@ from ackwise.bmv2.toolchain import (  # noqa: E402
     find_tool,
     missing_tools,
 )
+from ackwise.netdev import add_veth, delete_link  # noqa: E402
 
 N_PORTS = 4
 
 
-def sh(*cmd: str) -> None:
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-
-
 def create_veths(tag: str) -> list[tuple[str, str]]:
-    """The data ports' pairs, then the agent's pair (last)."""
-    pairs = []
+    """The data ports' pairs, then the agent's pair (last): jumbo MTU, no IPv6 neighbour discovery,
+    offloads off as on the test bed's interfaces (with them on, the data-plane fuzzer saw a port of
+    simple_switch stop taking packets mid-burst now and then)."""
+    pairs: list[tuple[str, str]] = []
     try:
         for switch_side, test_side in [(f"{tag}s{p}", f"{tag}t{p}") for p in range(N_PORTS)] + [
             (f"{tag}cs", f"{tag}ca")
         ]:
-            sh("ip", "link", "add", switch_side, "type", "veth", "peer", "name", test_side)
+            add_veth(switch_side, test_side)
             pairs.append((switch_side, test_side))
-            for iface in (switch_side, test_side):
-                # No IPv6 neighbour discovery or router solicitations on the test ports.
-                Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6").write_text("1")
-                sh("ip", "link", "set", iface, "mtu", "9000", "up")
-                # Offloads off, as on the test bed's interfaces: with them on, the data-plane
-                # fuzzer saw a port of simple_switch stop taking packets mid-burst now and then.
-                subprocess.run(
-                    [
-                        "ethtool",
-                        "-K",
-                        iface,
-                        "tso",
-                        "off",
-                        "gso",
-                        "off",
-                        "gro",
-                        "off",
-                        "tx",
-                        "off",
-                        "rx",
-                        "off",
-                    ],
-                    capture_output=True,
-                )
     except BaseException:
         delete_veths(pairs)
         raise
@@ -83,7 +58,7 @@ def create_veths(tag: str) -> list[tuple[str, str]]:
 
 def delete_veths(pairs: list[tuple[str, str]]) -> None:
     for switch_side, _ in pairs:
-        subprocess.run(["ip", "link", "del", switch_side], stderr=subprocess.DEVNULL)
+        delete_link(switch_side)
 
 
 def stop_leftover_switches(state: Path) -> None:

@@ -14,8 +14,9 @@ from ackwise.bmv2.toolchain import compiled_program
 from ackwise.features.queues import set_queue_depth, set_queue_rate
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import COALESCE_SLOTS, COALESCE_WAITING, COUNTER_ACK_THINNING_STATS, ThinningStat
+from ackwise.twins.packets import fix_tcp_checksum
 from ackwise.twins.policies import PolicyParams
-from base_test import TcpFlow, routed, set_tcp_checksum, udp_datagram
+from base_test import TcpFlow, routed, udp_datagram
 from test_ack_thinning import ThinningTest
 
 COALESCE = PolicyParams.parse("coalesce", [])
@@ -35,7 +36,7 @@ def rewritten(waiting: bytes, newest: bytes) -> bytes:
     ts_waiting, ts_newest = timestamps_at(bytes(frame)), timestamps_at(newest)
     if ts_waiting is not None and ts_newest is not None:
         frame[ts_waiting : ts_waiting + 8] = newest[ts_newest : ts_newest + 8]
-    set_tcp_checksum(frame)
+    fix_tcp_checksum(frame)
     return bytes(frame)
 
 
@@ -48,7 +49,7 @@ def sack_rewritten(waiting: bytes, newest: bytes) -> bytes:
     )
     length = newest[at_newest + 1]
     frame[at_waiting : at_waiting + length] = newest[at_newest : at_newest + length]
-    set_tcp_checksum(frame)
+    fix_tcp_checksum(frame)
     return bytes(frame)
 
 

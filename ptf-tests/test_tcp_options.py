@@ -10,17 +10,14 @@ import struct
 from dataclasses import dataclass, field
 
 from ackwise.twins.p4names import REGISTER_PROBE_PARSED, ProbeCell
-from base_test import AckwiseTest, routed, set_tcp_checksum, tcp_segment
+from ackwise.twins.packets import fix_tcp_checksum, sack_option, timestamps_option
+from base_test import AckwiseTest, routed, tcp_segment
 
 NOP, EOL = b"\x01", b"\x00"
 
 
-def ts(val: int, ecr: int) -> bytes:
-    return struct.pack("!BBII", 8, 10, val, ecr)
-
-
 def sack(*blocks: tuple[int, int]) -> bytes:
-    return struct.pack("!BB", 5, 2 + 8 * len(blocks)) + b"".join(struct.pack("!II", *b) for b in blocks)
+    return sack_option(blocks)
 
 
 @dataclass
@@ -36,7 +33,11 @@ SACK3 = ((0xFFFFFF00, 0x00000100), (3000, 4000), (5000, 6000))
 LAYOUTS = [
     Layout(
         "SYN: MSS SACKOK TS NOP WS",
-        struct.pack("!BBH", 2, 4, 1460) + b"\x04\x02" + ts(0x11223344, 0) + NOP + b"\x03\x03\x07",
+        struct.pack("!BBH", 2, 4, 1460)
+        + b"\x04\x02"
+        + timestamps_option(0x11223344, 0)
+        + NOP
+        + b"\x03\x03\x07",
         flags="S",
         expect={
             ProbeCell.MSS_PRESENT: 1,
@@ -53,7 +54,7 @@ LAYOUTS = [
     ),
     Layout(
         "ACK: NOP NOP TS",
-        NOP + NOP + ts(100, 200),
+        NOP + NOP + timestamps_option(100, 200),
         expect={
             ProbeCell.TS_PRESENT: 1,
             ProbeCell.TS_VAL: 100,
@@ -67,7 +68,7 @@ LAYOUTS = [
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(1)",
-        NOP + NOP + ts(7, 8) + NOP + NOP + sack((10000, 11448)),
+        NOP + NOP + timestamps_option(7, 8) + NOP + NOP + sack((10000, 11448)),
         expect={
             ProbeCell.TS_VAL: 7,
             ProbeCell.TS_ECR: 8,
@@ -79,7 +80,7 @@ LAYOUTS = [
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(3)",
-        NOP + NOP + ts(9, 10) + NOP + NOP + sack(*SACK3),
+        NOP + NOP + timestamps_option(9, 10) + NOP + NOP + sack(*SACK3),
         expect={
             ProbeCell.SACK_BLOCKS: 3,
             ProbeCell.SACK_LEFT_0: SACK3[0][0],
@@ -93,7 +94,7 @@ LAYOUTS = [
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(2)",
-        NOP + NOP + ts(11, 12) + NOP + NOP + sack((20000, 21448), (30000, 31448)),
+        NOP + NOP + timestamps_option(11, 12) + NOP + NOP + sack((20000, 21448), (30000, 31448)),
         expect={
             ProbeCell.TS_VAL: 11,
             ProbeCell.TS_ECR: 12,
@@ -107,7 +108,7 @@ LAYOUTS = [
     ),
     Layout(
         "ACK: NOP NOP TS NOP NOP SACK(1) EOL and padding (13 words, not the one-step SACK(2) layout)",
-        NOP + NOP + ts(13, 14) + NOP + NOP + sack((40000, 41448)) + EOL + bytes(7),
+        NOP + NOP + timestamps_option(13, 14) + NOP + NOP + sack((40000, 41448)) + EOL + bytes(7),
         expect={
             ProbeCell.TS_VAL: 13,
             ProbeCell.SACK_BLOCKS: 1,
@@ -145,7 +146,7 @@ LAYOUTS = [
     ),
     Layout(
         "NOP NOP TS EOL and padding",
-        NOP + NOP + ts(1, 2) + EOL + b"\x00\x00\x00",
+        NOP + NOP + timestamps_option(1, 2) + EOL + b"\x00\x00\x00",
         expect={
             ProbeCell.TS_PRESENT: 1,
             ProbeCell.TS_VAL: 1,
@@ -160,7 +161,7 @@ LAYOUTS = [
     ),
     Layout(
         "data segment with NOP NOP TS and payload",
-        NOP + NOP + ts(55, 66),
+        NOP + NOP + timestamps_option(55, 66),
         flags="PA",
         payload=bytes(range(256)) * 4 + b"odd",
         expect={
@@ -229,7 +230,7 @@ class TcpChecksumRewriteTest(AckwiseTest):
                 expected = bytearray(routed(pkt, 2))
                 tcp_at = 14 + (expected[14] & 0x0F) * 4
                 expected[tcp_at + 14 : tcp_at + 16] = (0x1234).to_bytes(2, "big")
-                set_tcp_checksum(expected)
+                fix_tcp_checksum(expected)
                 self.assertNotEqual(
                     expected[tcp_at + 16 : tcp_at + 18], bytes(pkt)[tcp_at + 16 : tcp_at + 18]
                 )

@@ -11,6 +11,7 @@ from typing import Any
 from ackwise.bmv2.client import SwitchClient, port_answers
 from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import compiled_program
+from ackwise.netdev import add_veth
 from ackwise.topologies.links import RootNode, prepare_root_intf
 
 _taken_thrift_ports: set[int] = set()
@@ -73,9 +74,7 @@ class BMv2Switch(RootNode):
         ports = self.data_ports()
         if self.cpu_port is not None:
             switch_side, agent_side = self.cpu_intfs
-            subprocess.run(
-                ["ip", "link", "add", switch_side, "type", "veth", "peer", "name", agent_side], check=True
-            )
+            add_veth(switch_side, agent_side, mtu=None, ipv6=True, offloads=True)  # set up below, as the rest
             prepare_root_intf(agent_side)
             ports[self.cpu_port] = switch_side
         for intf in ports.values():

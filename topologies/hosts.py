@@ -8,6 +8,8 @@ from typing import Any
 
 from mininet.node import Host
 
+from ackwise.netdev import offloads_off_command
+
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
 DEFAULT_CONGESTION_CONTROL = "cubic"
 
@@ -84,7 +86,7 @@ class AckwiseHost(Host):
             )
         for intf in self.intfList():
             if intf.name != "lo":
-                self.cmd(f"ethtool -K {intf.name} tso off gso off gro off tx off rx off >/dev/null 2>&1")
+                self.cmd(" ".join(offloads_off_command(intf.name)) + " >/dev/null 2>&1")
         return result
 
     def provenance(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import Any
 from mininet.node import Switch
 
 from ackwise.bmv2.toolchain import BUILD_DIR
+from ackwise.netdev import add_netns, delete_netns, disable_ipv6, set_offloads_off
 from ackwise.processes import stop_process
 from ackwise.topologies.wireless import MAC_BYTES_BEYOND_ETHERNET, WirelessPreset
 
@@ -70,7 +71,9 @@ class LinkParams:
 def netem_available() -> bool:
     """Whether this kernel has netem: try it on the loopback of a throwaway namespace."""
     name = f"awnetem{os.getpid()}"
-    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+    try:
+        add_netns(name, loopback_up=False)
+    except subprocess.CalledProcessError:
         return False
     try:
         probe = [
@@ -90,7 +93,7 @@ def netem_available() -> bool:
         ]
         return subprocess.run(probe, capture_output=True).returncode == 0
     finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        delete_netns(name)
 
 
 def link_backend(requested: str = "auto") -> str:
@@ -222,13 +225,10 @@ def firewall_rules() -> list[str]:
 def prepare_root_intf(name: str) -> None:
     """Bring an interface of a root-namespace node up, with offloads off so that every frame on it
     is one wire-sized packet, with no IPv6 chatter, and closed to the root namespace's IP stack."""
-    Path(f"/proc/sys/net/ipv6/conf/{name}/disable_ipv6").write_text("1")
+    disable_ipv6(name)
     isolate_root_intf(name)
     subprocess.run(["ip", "link", "set", name, "up"], check=True)
-    subprocess.run(
-        ["ethtool", "-K", name, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],
-        capture_output=True,
-    )
+    set_offloads_off(name)
 
 
 class RootNode(Switch):

@@ -49,3 +49,27 @@ def run_until_stopped(name: str, main: Callable[[], int]) -> int:
         except KeyboardInterrupt as exc:
             print(f"{name}: stopped ({str(exc) or 'Ctrl-C'})", file=sys.stderr)
             return 130
+
+
+def run_daemon(
+    name: str,
+    make: Callable[[], Any],
+    errors: tuple[type[BaseException], ...],
+    run: Callable[[Any], None] | None = None,
+) -> int:
+    """The main of ackwise's daemons (the CPU-port agents, the host agent): build the daemon (an
+    error of ``errors`` is one line, ``NAME: ...``, exit 2), let SIGTERM and SIGINT set its
+    ``stop_requested``, run it (``run``, default its ``run()``) until it returns, exit 0."""
+    try:
+        daemon = make()
+    except errors as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+
+    def stop(*_: object) -> None:
+        daemon.stop_requested = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    (run or (lambda d: d.run()))(daemon)
+    return 0

@@ -38,8 +38,6 @@ import os
 import re
 import shlex
 import statistics
-import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,16 +61,16 @@ from ackwise.bmv2.toolchain import (
 from ackwise.experiments.harness.record import tool_versions
 from ackwise.experiments.measure.rawsend import BURST_FRAMES, send_paced, senders
 from ackwise.experiments.stress import instructions
+from ackwise.experiments.stress.dataplane import cpu_s, install_routes, segment
 from ackwise.features.thinning import set_default_policy
+from ackwise.netdev import add_veth, delete_link
 from ackwise.processes import run_until_stopped
 from ackwise.twins.p4names import (
     ACTION_FLOOR_EVERY_D,
-    ACTION_FORWARDING_ROUTE,
     COUNTER_ACK_FILTER_STATS,
     COUNTER_ACK_THINNING_STATS,
     KEY_DST_ADDR,
     TABLE_FLOOR_POLICY,
-    TABLE_FORWARDING_IPV4_LPM,
     FilterStat,
     ThinningStat,
 )
@@ -105,7 +103,6 @@ CONFIGS = [
 # The yardstick (p4src/thinning_floor.p4): the least a switch does to thin with every_d. Not an
 # ackwise program: it measures what ack_switch's contract and features cost beyond that core.
 FLOOR = "thinning_floor"
-MAC = {1: bytes.fromhex("0000000001fe"), 2: bytes.fromhex("0000000002fe")}
 # Programs by name whose JSON is not build/NAME.json (--baseline).
 PROGRAM_JSONS: dict[str, Path] = {}
 
@@ -167,37 +164,6 @@ def program_json(name: str) -> str:
     return str(PROGRAM_JSONS.get(name) or compiled_program(name))
 
 
-def _ipv4_header(src: int, dst: int, payload_len: int) -> bytes:
-    header = struct.pack(
-        "!BBHHHBBH4s4s",
-        0x45,
-        0,
-        20 + payload_len,
-        1,
-        0,
-        64,
-        6,
-        0,
-        src.to_bytes(4, "big"),
-        dst.to_bytes(4, "big"),
-    )
-    total = sum(struct.unpack("!10H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return header[:10] + struct.pack("!H", ~total & 0xFFFF) + header[12:]
-
-
-def segment(
-    in_port: int, src: int, dst: int, sport: int, dport: int, seq: int, ack: int, payload: int
-) -> bytes:
-    """Ethernet/IPv4/TCP with NOP NOP Timestamps. The TCP checksum is left zero: the switch does
-    not check it, and nothing behind the switch reads these packets."""
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq % 2**32, ack % 2**32, 8 << 4, 0x10, 1000, 0, 0)
-    tcp += b"\x01\x01\x08\x0a" + struct.pack("!II", seq % 2**32, ack % 2**32)
-    ip = _ipv4_header(src, dst, len(tcp) + payload)
-    return MAC[in_port] + bytes.fromhex("000000000101") + b"\x08\x00" + ip + tcp + bytes(payload)
-
-
 class TrafficStream:
     """The bench's traffic, (ingress port, frame) in sending order, as a stream that continues from
     one probe to the next: every flow's sequence and ACK numbers keep advancing, so a later probe
@@ -243,21 +209,6 @@ def bench_interfaces(pid: int) -> dict[int, tuple[str, str]]:
     """The veth pairs a bench run of process `pid` makes: port -> (switch side, test side)."""
     tag = f"bn{pid % 10000}"
     return {port: (f"{tag}s{port}", f"{tag}t{port}") for port in (1, 2)}
-
-
-def veth(name: str, peer: str) -> None:
-    subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", peer], check=True)
-    for iface in (name, peer):
-        Path(f"/proc/sys/net/ipv6/conf/{iface}/disable_ipv6").write_text("1")
-        subprocess.run(["ip", "link", "set", iface, "mtu", "9000", "up"], check=True)
-
-
-def cpu_s(pid: int) -> float:
-    """CPU time of every thread of a process so far, in seconds, to the nanosecond (schedstat)."""
-    return (
-        sum(int((task / "schedstat").read_text().split()[0]) for task in Path(f"/proc/{pid}/task").iterdir())
-        / 1e9
-    )
 
 
 def _rx(iface: str) -> int:
@@ -640,13 +591,7 @@ def set_floor_policy(client: SwitchClient, params: PolicyParams) -> None:
 
 def _routes_and_policy(thrift_port: int, policy: str | None, program: str) -> None:
     with SwitchClient("localhost", thrift_port) as client:
-        for port in (1, 2):
-            client.table_add(
-                TABLE_FORWARDING_IPV4_LPM,
-                ACTION_FORWARDING_ROUTE,
-                {KEY_DST_ADDR: f"10.0.{port}.0/24"},
-                {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
-            )
+        install_routes(client)
         if policy is None:
             return
         params = PolicyParams.parse(policy.split()[0], policy.split()[1:])
@@ -756,7 +701,8 @@ def _main(argv: list[str] | None) -> int:
     counted: list[instructions.Instructions] = []
     try:
         for sw, test in ifaces.values():
-            veth(sw, test)
+            # Offloads left as the kernel sets them: what the bench has always measured.
+            add_veth(sw, test, offloads=True)
         if not args.instructions_only:  # first: a failure here costs no long run
             try:  # bmv2's trace: the logging build, whichever builds are measured
                 for program, policy in configs:
@@ -801,7 +747,7 @@ def _main(argv: list[str] | None) -> int:
                 _print(r)
     finally:
         for sw, _ in ifaces.values():
-            subprocess.run(["ip", "link", "del", sw], stderr=subprocess.DEVNULL)
+            delete_link(sw)
     holdback_table = ""
     if not args.no_holdback and not args.steps_only and not args.instructions_only:
         from ackwise.experiments import holdback_bench  # it imports this module: here, not at the top

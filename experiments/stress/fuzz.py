@@ -43,12 +43,10 @@ import argparse
 import json
 import os
 import random
-import select
 import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -59,24 +57,38 @@ from typing import Any
 from ackwise.bmv2.client import named_cells
 from ackwise.bmv2.toolchain import REPO_ROOT
 from ackwise.experiments.harness.record import tool_versions
+from ackwise.experiments.stress.dataplane import (
+    CPU,
+    DOWNLINK,
+    MARK,
+    UPLINK,
+    Wire,
+    configure,
+    frame,
+    mac,
+    marker,
+    sack_option,
+    ts_option,
+)
+from ackwise.netdev import add_veth, run_in_new_netns
 from ackwise.twins.p4names import (
-    ACTION_FORWARDING_L2_FORWARD,
-    ACTION_FORWARDING_ROUTE,
     COUNTER_ACK_FILTER_STATS,
     COUNTER_ACK_THINNING_STATS,
     COUNTER_AP_STATS,
     COUNTER_FORWARDING_DROPS,
     COUNTER_PARSER_MALFORMED,
     ETHERTYPE_AGENT_HEARTBEAT,
-    KEY_DST_ADDR,
     REGISTER_AP_WINDOW_UPDATES,
-    TABLE_FORWARDING_IPV4_LPM,
-    TABLE_FORWARDING_L2_EXACT,
     TCP_OPTIONS_MAX,
     ApStat,
     FilterStat,
     MalformedReason,
     ThinningStat,
+)
+from ackwise.twins.packets import (
+    checksum,
+    ipv4_header,
+    tcp_header,
 )
 
 THRIFT_PORT = 9390
@@ -86,104 +98,9 @@ CONFIGS = (*POLICIES, "ap_proxy")
 # full frames; a burst larger than that, sent at once, would be dropped by the kernel before the
 # switch saw it, and read as the switch's doing.
 BURST = 50
-MARK = b"AKFUZZ-MARK"
 SEGMENT_BYTES = 512  # payload of the flows' data segments: small, so that bursts fit bmv2's socket buffers
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
 DOCS_START, DOCS_END = "<!-- fuzz:start -->", "<!-- fuzz:end -->"
 REPO = REPO_ROOT
-
-# Ports: 1 the data senders (10.0.1.x), 2 the receivers (10.0.2.x; the station side for ap_proxy),
-# 3 the AP's CPU port. Switch MACs 00:00:00:00:0N:fe, hosts 00:00:00:00:0N:01 (as ptf-tests).
-UPLINK, DOWNLINK, CPU = 1, 2, 3
-
-
-def mac(port: int, host: bool) -> bytes:
-    return bytes([0, 0, 0, 0, port, 0x01 if host else 0xFE])
-
-
-# ---- checksums and packet building (struct: scapy is too slow for 100 000 packets a run) ----
-
-
-def csum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def ipv4_header(
-    src: str,
-    dst: str,
-    payload_len: int,
-    ident: int,
-    proto: int = 6,
-    ttl: int = 64,
-    options: bytes = b"",
-    tos: int = 0,
-    frag: int = 0,
-) -> bytearray:
-    ihl = 5 + len(options) // 4
-    hdr = bytearray(
-        struct.pack(
-            "!BBHHHBBH4s4s",
-            0x40 | ihl,
-            tos,
-            ihl * 4 + payload_len,
-            ident,
-            frag,
-            ttl,
-            proto,
-            0,
-            socket.inet_aton(src),
-            socket.inet_aton(dst),
-        )
-        + options
-    )
-    hdr[10:12] = csum(bytes(hdr)).to_bytes(2, "big")
-    return hdr
-
-
-def tcp_header(
-    src: str,
-    dst: str,
-    sport: int,
-    dport: int,
-    seq: int,
-    ack: int,
-    flags: int,
-    window: int,
-    options: bytes,
-    payload: bytes,
-) -> bytearray:
-    doff = 5 + (len(options) + 3) // 4
-    options = options + b"\0" * ((doff - 5) * 4 - len(options))
-    hdr = bytearray(
-        struct.pack("!HHIIBBHHH", sport, dport, seq % 2**32, ack % 2**32, doff << 4, flags, window, 0, 0)
-        + options
-    )
-    seg = bytes(hdr) + payload
-    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(seg))
-    hdr[16:18] = csum(pseudo + seg).to_bytes(2, "big")
-    return hdr + payload
-
-
-def frame(in_port: int, ip_and_rest: bytes, ethertype: int = 0x0800) -> bytes:
-    return mac(in_port, False) + mac(in_port, True) + ethertype.to_bytes(2, "big") + ip_and_rest
-
-
-def ts_option(val: int, ecr: int) -> bytes:
-    return b"\x01\x01\x08\x0a" + struct.pack("!II", val % 2**32, ecr % 2**32)
-
-
-def sack_option(blocks: list[tuple[int, int]]) -> bytes:
-    return (
-        b"\x01\x01"
-        + bytes([5, 2 + 8 * len(blocks)])
-        + b"".join(struct.pack("!II", a % 2**32, b % 2**32) for a, b in blocks)
-    )
 
 
 # ---- what the switch must do with a frame: the model ----
@@ -223,7 +140,7 @@ def model(f: bytes, policy: str) -> Model:
         m.malformed, m.may_drop, m.must_drop = "ipv4_header", "bad ipv4 header (RFC 1812 5.2.2)", True
         return m
     m.routed = True
-    m.ip_ok = csum(bytes(ip[:ihl])) == 0
+    m.ip_ok = checksum(bytes(ip[:ihl])) == 0
     if not m.ip_ok:
         m.may_drop, m.must_drop = "ipv4 checksum", True
     elif ip[8] <= 1:
@@ -243,7 +160,7 @@ def model(f: bytes, policy: str) -> Model:
     if ihl + 20 <= total_len <= len(ip):
         seg = bytes(tcp[: total_len - ihl])
         pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(seg))
-        m.tcp_ok = csum(bytes(pseudo) + seg) == 0
+        m.tcp_ok = checksum(bytes(pseudo) + seg) == 0
     if doff < 20:
         m.malformed = "tcp_data_offset"
         return m
@@ -308,7 +225,7 @@ def forwarded(f: bytes, m: Model) -> tuple[int, bytes]:
     ihl = (raw[14] & 0x0F) * 4
     raw[14 + 8] = (raw[14 + 8] - 1) % 256
     raw[14 + 10 : 14 + 12] = b"\0\0"
-    raw[14 + 10 : 14 + 12] = csum(bytes(raw[14 : 14 + ihl])).to_bytes(2, "big")
+    raw[14 + 10 : 14 + 12] = checksum(bytes(raw[14 : 14 + ihl])).to_bytes(2, "big")
     return out, bytes(raw)
 
 
@@ -415,11 +332,11 @@ def _reassemble(
         r = bytearray(rest)
         r[16:18] = b"\0\0"
         pseudo = bytes(ip[12:20]) + struct.pack("!BBH", 0, 6, len(r))
-        r[16:18] = csum(pseudo + bytes(r)).to_bytes(2, "big")
+        r[16:18] = checksum(pseudo + bytes(r)).to_bytes(2, "big")
         rest = bytes(r)
     if fix_ip:
         ip[10:12] = b"\0\0"
-        ip[10:12] = csum(bytes(ip)).to_bytes(2, "big")
+        ip[10:12] = checksum(bytes(ip)).to_bytes(2, "big")
     return f[:14] + bytes(ip) + rest
 
 
@@ -606,54 +523,6 @@ class Report:
             "counters": self.counters,
             "seconds": round(self.seconds, 1),
         }
-
-
-class Wire:
-    """Raw sockets on the test ends of the veths; a thread collects what the switch sends."""
-
-    def __init__(self, ifaces: dict[int, str]) -> None:
-        self.socks: dict[int, socket.socket] = {}
-        for port, name in ifaces.items():
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            s.bind((name, 0))
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-            self.socks[port] = s
-        self.received: list[tuple[int, bytes]] = []
-        self.lock = threading.Lock()
-        self.stop = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        by_fd = {s.fileno(): p for p, s in self.socks.items()}
-        while not self.stop:
-            ready, _, _ = select.select(list(self.socks.values()), [], [], 0.05)
-            for s in ready:
-                data, addr = s.recvfrom(65535)
-                if addr[2] == PACKET_OUTGOING:
-                    continue
-                with self.lock:
-                    self.received.append((by_fd[s.fileno()], data))
-
-    def send(self, port: int, data: bytes) -> None:
-        self.socks[port].send(data)
-
-    def take(self) -> list[tuple[int, bytes]]:
-        with self.lock:
-            out, self.received = self.received, []
-        return out
-
-    def close(self) -> None:
-        self.stop = True
-        self.thread.join()
-        for s in self.socks.values():
-            s.close()
-
-
-def marker(port: int, burst: int) -> bytes:
-    src, dst = ("10.0.1.2", "10.0.2.2") if port == UPLINK else ("10.0.2.2", "10.0.1.2")
-    udp = struct.pack("!HHHH", 9, 9, 8 + len(MARK) + 4, 0) + MARK + burst.to_bytes(4, "big")
-    return frame(port, bytes(ipv4_header(src, dst, len(udp), 0, proto=17)) + udp)
 
 
 NUDGE = b"\x02" + bytes(4) + b"\x99" + mac(9, True) + b"\x88\xb6" + bytes(46)  # no L2 entry: dropped
@@ -939,32 +808,6 @@ class Fuzzer:
 # ---- the switch, in a namespace of our own ----
 
 
-def configure(client: Any, config: str) -> None:
-    from ackwise.features.ap import StationParams, configure_ap
-    from ackwise.features.thinning import set_default_policy
-    from ackwise.twins.policies import PolicyParams
-
-    for port in (UPLINK, DOWNLINK):
-        client.table_add(
-            TABLE_FORWARDING_IPV4_LPM,
-            ACTION_FORWARDING_ROUTE,
-            {KEY_DST_ADDR: f"10.0.{port}.0/24"},
-            {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
-        )
-    # Frames that are not IPv4 are switched on their destination, the switch's MAC: across.
-    for mac, port in (("00:00:00:00:01:fe", DOWNLINK), ("00:00:00:00:02:fe", UPLINK)):
-        client.table_add(
-            TABLE_FORWARDING_L2_EXACT, ACTION_FORWARDING_L2_FORWARD, {KEY_DST_ADDR: mac}, {"port": port}
-        )
-    if config == "ap_proxy":
-        params = StationParams(
-            budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=60_000, holdoff_ms=0
-        )
-        configure_ap(client, [UPLINK], [DOWNLINK], CPU, [("10.0.2.0/24", params)])
-    else:
-        set_default_policy(client, PolicyParams.parse(config, []))
-
-
 def thread_stacks(pid: int) -> str:
     """Where every thread of a stalled switch waits (gdb, when it is installed)."""
     try:
@@ -981,26 +824,13 @@ def thread_stacks(pid: int) -> str:
     return stacks + "\n---- links ----\n" + links
 
 
-def add_veth_pair(switch_end: str, test_end: str) -> None:
-    """A veth pair for a switch port and the test's end of it, up, jumbo MTU, no IPv6 chatter, and
-    as the test bed's interfaces: every frame handed on as it is, none merged or split."""
-    subprocess.run(["ip", "link", "add", switch_end, "type", "veth", "peer", "name", test_end], check=True)
-    for n in (switch_end, test_end):
-        Path(f"/proc/sys/net/ipv6/conf/{n}/disable_ipv6").write_text("1")
-        subprocess.run(["ip", "link", "set", n, "mtu", "9000", "up"], check=True)
-        subprocess.run(
-            ["ethtool", "-K", n, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off"],
-            capture_output=True,
-        )
-
-
 def inside(args: argparse.Namespace) -> int:
     """The run itself, inside the namespace ``main`` made."""
     from ackwise.bmv2.launcher import SwitchSpec, start_switch
 
     ifaces = {UPLINK: "fzs1", DOWNLINK: "fzs2", CPU: "fzs3"}
     for port, name in ifaces.items():
-        add_veth_pair(name, f"fzt{port}")
+        add_veth(name, f"fzt{port}")  # as the test bed's: every frame handed on as it is
     wire = Wire({p: f"fzt{p}" for p in ifaces})
     reports = []
     try:
@@ -1099,15 +929,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("fuzz: run as root (it makes a network namespace and veths)", file=sys.stderr)
         return 2
-    ns = f"akfuzz{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
-        cmd = [
-            "ip",
-            "netns",
-            "exec",
-            ns,
+    rc = run_in_new_netns(
+        f"akfuzz{os.getpid()}",
+        [
             sys.executable,
             "-m",
             "ackwise.experiments.stress.fuzz",
@@ -1120,16 +944,8 @@ def main(argv: list[str] | None = None) -> int:
             ",".join(args.configs),
             "--json",
             args.json,
-        ]
-        rc = subprocess.run(cmd).returncode
-    finally:
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-        for pid in pids:
-            try:
-                os.kill(int(pid), 9)
-            except ProcessLookupError:
-                pass
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+        ],
+    )
     if rc != 0:
         return rc
     doc = json.loads(Path(args.json).read_text())

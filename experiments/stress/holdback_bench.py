@@ -26,14 +26,12 @@ from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import compiled_program
 from ackwise.experiments.measure.rawsend import BURST_FRAMES, send_paced, senders
-from ackwise.experiments.stress.bench import segment, veth
+from ackwise.experiments.stress.dataplane import install_routes, segment
 from ackwise.features.thinning import set_default_policy
+from ackwise.netdev import add_veth, delete_link
 from ackwise.processes import stop_process
 from ackwise.twins.p4names import (
-    ACTION_FORWARDING_ROUTE,
     COUNTER_ACK_THINNING_STATS,
-    KEY_DST_ADDR,
-    TABLE_FORWARDING_IPV4_LPM,
     ThinningStat,
 )
 from ackwise.twins.policies import MSS_BYTES, PolicyParams
@@ -79,17 +77,7 @@ def measure(
     agent = None
     try:
         with SwitchClient("localhost", thrift_port) as client:
-            for port in (1, 2):
-                client.table_add(
-                    TABLE_FORWARDING_IPV4_LPM,
-                    ACTION_FORWARDING_ROUTE,
-                    {KEY_DST_ADDR: f"10.0.{port}.0/24"},
-                    {
-                        "port": port,
-                        "src_mac": f"00:00:00:00:0{port}:fe",
-                        "dst_mac": f"00:00:00:00:0{port}:01",
-                    },
-                )
+            install_routes(client)
             set_default_policy(client, PolicyParams.parse("every_d", ["d=4", "hold_ms=200"]))
         cmd = [sys.executable, "-m", "ackwise.daemons.holdback_agent", "--iface", ifaces[CPU_PORT][1]]
         cmd += ["--thrift-port", str(thrift_port), "--cpu-port", str(CPU_PORT), "--stats", str(stats)]
@@ -136,7 +124,7 @@ def run(seconds: float, rates: list[float]) -> list[HoldbackResult]:
     results = []
     try:
         for sw, test in ifaces.values():
-            veth(sw, test)
+            add_veth(sw, test, offloads=True)  # as make bench
         for rate in rates:
             r = measure(rate, seconds, ifaces, 9592)
             results.append(r)
@@ -147,7 +135,7 @@ def run(seconds: float, rates: list[float]) -> list[HoldbackResult]:
             )
     finally:
         for sw, _ in ifaces.values():
-            subprocess.run(["ip", "link", "del", sw], stderr=subprocess.DEVNULL)
+            delete_link(sw)
     return results
 
 

@@ -34,21 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.client import CounterValue, named_cells
-from ackwise.experiments.stress.fuzz import (
+from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.experiments.stress.dataplane import (
     DOWNLINK,
     MARK,
-    REPO,
-    THRIFT_PORT,
     UPLINK,
     Wire,
-    add_veth_pair,
     configure,
     frame,
-    ipv4_header,
     marker,
-    tcp_header,
     ts_option,
 )
+from ackwise.netdev import add_veth, run_in_new_netns
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import (
     COUNTER_ACK_THINNING_STATS,
@@ -56,8 +53,10 @@ from ackwise.twins.p4names import (
     REGISTER_ACK_THINNING_SLOT,
     ThinningStat,
 )
+from ackwise.twins.packets import ipv4_header, tcp_header
 
 SEGMENT = 200
+THRIFT_PORT = 9390  # in the run's own network namespace
 BATCH = 8  # flows per burst: 48 packets, within what bmv2's port buffers take at once
 
 
@@ -235,10 +234,10 @@ def inside(args: argparse.Namespace) -> int:
 
     ifaces = {UPLINK: "scs1", DOWNLINK: "scs2"}
     for port, name in ifaces.items():
-        add_veth_pair(name, f"sct{port}")
+        add_veth(name, f"sct{port}")
     wire = Wire({p: f"sct{p}" for p in ifaces})
     spec = SwitchSpec(
-        program_json=str(REPO / "build" / "ack_switch.json"), ports=ifaces, thrift_port=THRIFT_PORT
+        program_json=str(REPO_ROOT / "build" / "ack_switch.json"), ports=ifaces, thrift_port=THRIFT_PORT
     )
     switch = start_switch(spec)
     result: dict[str, Any] = {"flows": args.flows, "random_keys": args.random_keys}
@@ -327,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         "--random-keys", action="store_true", help="random addresses and ports, not sequential"
     )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", default=str(REPO / "build" / "scale.json"))
+    parser.add_argument("--json", default=str(REPO_ROOT / "build" / "scale.json"))
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.inside:
@@ -335,38 +334,24 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("scale: run as root (it makes a network namespace and veths)", file=sys.stderr)
         return 2
-    ns = f"akscale{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
-        rc = subprocess.run(
-            [
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                sys.executable,
-                "-m",
-                "ackwise.experiments.stress.scale",
-                "--inside",
-                "--flows",
-                str(args.flows),
-                "--reclaim-flows",
-                str(args.reclaim_flows),
-                "--seed",
-                str(args.seed),
-                *(["--random-keys"] if args.random_keys else []),
-                "--json",
-                args.json,
-            ]
-        ).returncode
-    finally:
-        for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
-            try:
-                os.kill(int(pid), 9)
-            except ProcessLookupError:
-                pass
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+    rc = run_in_new_netns(
+        f"akscale{os.getpid()}",
+        [
+            sys.executable,
+            "-m",
+            "ackwise.experiments.stress.scale",
+            "--inside",
+            "--flows",
+            str(args.flows),
+            "--reclaim-flows",
+            str(args.reclaim_flows),
+            "--seed",
+            str(args.seed),
+            *(["--random-keys"] if args.random_keys else []),
+            "--json",
+            args.json,
+        ],
+    )
     if rc == 0:
         print(Path(args.json).read_text())
     return rc

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import P4C_BMV2, find_tool
-from ackwise.experiments.stress.bench import cpu_s, veth
+from ackwise.experiments.stress.dataplane import cpu_s
+from ackwise.netdev import add_veth, delete_link
 from ackwise.processes import run_until_stopped
 
 UNITS = 50  # of the measured kind per packet
@@ -205,7 +206,7 @@ def run(packets: int, rate: float, repeats: int) -> list[tuple[Variant, float, f
             subprocess.run([find_tool(P4C_BMV2), str(source), "-o", str(jsons[v.name])], check=True)
         try:
             for sw, peer in ifaces:
-                veth(sw, peer)
+                add_veth(sw, peer, offloads=True)  # as make bench
             samples: dict[str, list[float]] = {v.name: [] for v in variants}
             for rep in range(repeats):
                 for v in variants:
@@ -216,7 +217,7 @@ def run(packets: int, rate: float, repeats: int) -> list[tuple[Variant, float, f
                     )
         finally:
             for sw, _ in ifaces:
-                subprocess.run(["ip", "link", "del", sw], stderr=subprocess.DEVNULL)
+                delete_link(sw)
     medians = {name: statistics.median(values) for name, values in samples.items()}
     return [(v, medians[v.name], (medians[v.name] - medians["base"]) / UNITS) for v in variants]
 

@@ -19,13 +19,8 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import logging
 import os
-import select
-import signal
-import socket
-import struct
 import sys
 import time
 from collections import OrderedDict
@@ -34,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.client import SwitchClient, SwitchError
+from ackwise.daemons import cpu_port
+from ackwise.daemons.cpu_port import CpuPortAgent
 from ackwise.features.ap import agent_stats_path, leave_fast_mode, list_stations
+from ackwise.processes import run_daemon
 from ackwise.twins.flowkey import FlowKey
-from ackwise.twins.p4names import ETHERTYPE_AGENT_HEARTBEAT
 from ackwise.twins.packets import ACK, RST, SYN, TcpSegment, parse_ipv4_tcp
 from ackwise.twins.serial import seq_diff, seq_geq, seq_gt, seq_leq
 
@@ -55,12 +52,9 @@ HANDSHAKE_REPAIRS_MAX = 3
 SACKED_ABOVE_FOR_LOSS = 3
 STATIONS_REFRESH_S = 2.0
 FORGET_AFTER_S = 10.0
+# A sender may burst a whole budget at wire speed; a copy the kernel drops here is a byte
+# acknowledged to the sender that nobody holds.
 SOCKET_BUFFER_BYTES = 32 * 1024 * 1024
-SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
-SOL_PACKET, PACKET_STATISTICS = (
-    263,
-    6,
-)  # linux/if_packet.h  # a flow whose station has not moved its ACK this long is gone: free it
 
 log = logging.getLogger("ackwise.daemons.ap_agent")
 
@@ -196,26 +190,15 @@ class ProxiedFlow:
         return []
 
 
-class RepairAgent:
+class RepairAgent(CpuPortAgent):
     def __init__(
         self, iface: str, thrift_port: int, global_cap_bytes: int, holdoff_ms: int, stats_path: Path
     ) -> None:
-        self.iface, self.thrift_port = iface, thrift_port
+        super().__init__(iface, stats_path, SOCKET_BUFFER_BYTES)
+        self.thrift_port = thrift_port
         self.global_cap_bytes, self.holdoff_ms = global_cap_bytes, holdoff_ms
-        self.stats_path = stats_path
         self.flows: dict[FlowKey, ProxiedFlow] = {}
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-        self.sock.bind((iface, 0))
-        self.sock.setblocking(False)
-        # A sender may burst a whole budget at wire speed; a copy the kernel drops here is a byte
-        # acknowledged to the sender that nobody holds. (FORCE: past rmem_max, as root.)
-        try:
-            self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, SOCKET_BUFFER_BYTES)
-        except PermissionError:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
-        self.mac = Path(f"/sys/class/net/{iface}/address").read_text().strip()
         self.client = SwitchClient("localhost", thrift_port).connect()
-        self.stop_requested = False
         self.station_nets: list[ipaddress.IPv4Network] = []
         self.refresh_stations()
         self.counters = {
@@ -229,14 +212,6 @@ class RepairAgent:
         }
 
     # ---- the switch ----
-
-    def heartbeat(self) -> None:
-        frame = (
-            b"\xff" * 6
-            + bytes.fromhex(self.mac.replace(":", ""))
-            + ETHERTYPE_AGENT_HEARTBEAT.to_bytes(2, "big")
-        )
-        self.sock.send(frame + bytes(46))
 
     def leave_fast_mode(self, flow: ProxiedFlow, why: str) -> None:
         try:
@@ -350,19 +325,7 @@ class RepairAgent:
                 self.refresh_stations()
                 next_refresh = now + STATIONS_REFRESH_S
             self.repair_stalled(now)
-            try:
-                readable, _, _ = select.select([self.sock], [], [], min(0.01, max(0.0, next_beat - now)))
-            except InterruptedError:
-                continue
-            if readable:
-                while True:
-                    try:
-                        frame, addr = self.sock.recvfrom(65536)
-                    except BlockingIOError:
-                        break
-                    if addr[2] == socket.PACKET_OUTGOING:
-                        continue  # our own heartbeats and repairs
-                    self.handle(frame, time.monotonic())
+            self.receive(min(0.01, next_beat - now))
         self.write_stats()
 
     def report(self) -> dict[str, Any]:
@@ -385,24 +348,12 @@ class RepairAgent:
             },
         }
 
-    def count_socket_drops(self) -> None:
-        """Frames the kernel dropped because the agent fell behind (reading resets the count)."""
-        stats = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
-        self.counters["socket_drops"] += struct.unpack("II", stats)[1]
-
-    def write_stats(self) -> None:
-        self.count_socket_drops()
-        tmp = self.stats_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.report(), indent=2))
-        tmp.replace(self.stats_path)
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--iface", required=True, help="the agent's end of the CPU port's veth pair")
-    parser.add_argument("--thrift-port", type=int, default=9090)
+    cpu_port.add_arguments(parser)
     parser.add_argument("--global-cap-bytes", type=int, default=64 * 1024 * 1024)
     parser.add_argument(
         "--holdoff-ms", type=int, default=2000, help="how long a flow in trouble stays out of fast mode"
@@ -423,19 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.stats is None:
         args.stats = agent_stats_path(args.thrift_port)
     logging.basicConfig(level=args.log_level.upper(), format="ap_agent: %(message)s")
-    try:
-        agent = RepairAgent(args.iface, args.thrift_port, args.global_cap_bytes, args.holdoff_ms, args.stats)
-    except (OSError, SwitchError) as exc:
-        print(f"ap_agent: {exc}", file=sys.stderr)
-        return 2
-
-    def stop(*_: object) -> None:
-        agent.stop_requested = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    agent.run()
-    return 0
+    return run_daemon(
+        "ap_agent",
+        lambda: RepairAgent(args.iface, args.thrift_port, args.global_cap_bytes, args.holdoff_ms, args.stats),
+        (OSError, SwitchError),
+    )
 
 
 if __name__ == "__main__":

@@ -23,48 +23,36 @@ retransmission timer recovers.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import select
-import signal
-import socket
-import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.client import SwitchClient, SwitchError
+from ackwise.daemons import cpu_port
+from ackwise.daemons.cpu_port import CpuPortAgent
 from ackwise.features import holdback, queue_share
-from ackwise.twins.p4names import ETHERTYPE_AGENT_HEARTBEAT, AgentKind
+from ackwise.processes import run_daemon
+from ackwise.twins.p4names import AgentKind
 from ackwise.twins.packets import parse_ipv4_tcp
 
 HEARTBEAT_INTERVAL_S = 0.1
 REPORT_INTERVAL_S = 1.0
-SOCKET_BUFFER_BYTES = 8 * 1024 * 1024
-SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
-SOL_PACKET, PACKET_STATISTICS = 263, 6  # linux/if_packet.h
-ETHERNET_HEADER = 14
+ETHERNET_HEADER = cpu_port.ETHERNET_HEADER_BYTES
 
 
-class HoldbackAgent:
-    def __init__(self, iface: str, cpu_port: int | None, thrift_port: int, stats_path: Path | None) -> None:
-        self.iface, self.stats_path = iface, stats_path
-        if cpu_port is not None:
+class HoldbackAgent(CpuPortAgent):
+    def __init__(
+        self, iface: str, cpu_port_number: int | None, thrift_port: int, stats_path: Path | None
+    ) -> None:
+        if cpu_port_number is not None:
             with SwitchClient("localhost", thrift_port).connect() as client:
-                holdback.setup(client, cpu_port)
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-        self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, SOCKET_BUFFER_BYTES)
-        self.sock.bind((iface, 0))
-        self.sock.setblocking(False)
+                holdback.setup(client, cpu_port_number)
+        super().__init__(iface, stats_path)
         self.table = holdback.HoldTable()
         self.share = queue_share.ShareQueues()
         self.counters = {"frames_in": 0, "not_held_acks": 0, "socket_drops": 0, "handling_us_total": 0}
-        self.stop_requested = False
-        mac = Path(f"/sys/class/net/{iface}/address").read_text().strip()
-        self.heartbeat_frame = (
-            b"\xff" * 6 + bytes.fromhex(mac.replace(":", "")) + struct.pack("!H", ETHERTYPE_AGENT_HEARTBEAT)
-        ).ljust(60, b"\0")
 
     def handle(self, frame: bytes, now: float) -> None:
         started = time.perf_counter_ns()
@@ -105,26 +93,14 @@ class HoldbackAgent:
         while not self.stop_requested:
             now = time.monotonic()
             if now >= next_beat:
-                self.sock.send(self.heartbeat_frame)
+                self.heartbeat()
                 next_beat = now + HEARTBEAT_INTERVAL_S
             if now >= next_report:
                 self.write_stats()
                 next_report = now + REPORT_INTERVAL_S
             self.release(now)
             wake = min(next_beat, self.table.next_due() or next_beat, self.share.next_due() or next_beat)
-            try:
-                readable, _, _ = select.select([self.sock], [], [], max(0.0, wake - time.monotonic()))
-            except InterruptedError:
-                continue
-            if readable:
-                while True:
-                    try:
-                        frame, addr = self.sock.recvfrom(65536)
-                    except BlockingIOError:
-                        break
-                    if addr[2] == socket.PACKET_OUTGOING:
-                        continue  # our own heartbeats and releases
-                    self.handle(frame, time.monotonic())
+            self.receive(wake - time.monotonic())
         for frame in self.table.due(float("inf")):  # stopping: nothing held is kept back
             self.sock.send(frame)
         if self.share.holding():
@@ -147,22 +123,12 @@ class HoldbackAgent:
             "handling_us_per_ack": per_ack,
         }
 
-    def write_stats(self) -> None:
-        stats = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
-        self.counters["socket_drops"] += struct.unpack("II", stats)[1]
-        if self.stats_path is None:
-            return
-        tmp = self.stats_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.report(), indent=2))
-        tmp.replace(self.stats_path)
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--iface", required=True, help="the agent's end of the CPU port's veth pair")
-    parser.add_argument("--thrift-port", type=int, default=9090)
+    cpu_port.add_arguments(parser)
     parser.add_argument(
         "--cpu-port", type=int, help="set the switch up: its CPU port number (default: already set up)"
     )
@@ -170,19 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.stats is None:
         args.stats = holdback.agent_stats_path(args.thrift_port)
-    try:
-        agent = HoldbackAgent(args.iface, args.cpu_port, args.thrift_port, args.stats)
-    except (OSError, SwitchError) as exc:
-        print(f"holdback_agent: {exc}", file=sys.stderr)
-        return 2
-
-    def stop(*_: object) -> None:
-        agent.stop_requested = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    agent.run()
-    return 0
+    return run_daemon(
+        "holdback_agent",
+        lambda: HoldbackAgent(args.iface, args.cpu_port, args.thrift_port, args.stats),
+        (OSError, SwitchError),
+    )
 
 
 if __name__ == "__main__":
