@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from ackwise.cli import app as cli
+from ackwise.cli.args import EXIT_USAGE
 from ackwise.controller.config import (
     EXAMPLE,
     ControllerConfigError,
@@ -211,13 +212,13 @@ def test_check_command_on_the_example(capsys: pytest.CaptureFixture[str]) -> Non
 def test_check_command_lists_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"interval_ms": 1, "rules": [{"name": "r", "match": {"src": "x"}}]}))
-    assert cli.main(["controller", "check", str(bad)]) == cli.EXIT_USAGE
+    assert cli.main(["controller", "check", str(bad)]) == EXIT_USAGE
     captured = capsys.readouterr()
     report = captured.out.splitlines()
     assert len(report) == 2
     assert all(line.startswith(f"{bad}: ") for line in report)
     assert captured.err.splitlines() == [f"ackwise: {bad}: 2 problems (listed above): fix them"]
-    assert cli.main(["controller", "check", str(bad), "--json"]) == cli.EXIT_USAGE
+    assert cli.main(["controller", "check", str(bad), "--json"]) == EXIT_USAGE
     assert len(json.loads(capsys.readouterr().out)["problems"]) == 2
 
 
@@ -226,7 +227,7 @@ def test_run_without_a_valid_config_fails_before_any_switch(
 ) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: []\n")
-    assert cli.main(["controller", "run", "--config", str(bad), "--switch", "localhost:1"]) == cli.EXIT_USAGE
+    assert cli.main(["controller", "run", "--config", str(bad), "--switch", "localhost:1"]) == EXIT_USAGE
     assert "rules: empty" in capsys.readouterr().err
-    assert cli.main(["controller", "run"]) == cli.EXIT_USAGE  # --config is required
+    assert cli.main(["controller", "run"]) == EXIT_USAGE  # --config is required
     assert "--config" in capsys.readouterr().err

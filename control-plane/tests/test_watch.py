@@ -13,6 +13,7 @@ from fake_switch_client import FakeSwitchClient
 
 from ackwise.bmv2.client import PortInfo, SwitchClient
 from ackwise.cli import app as cli
+from ackwise.cli.args import EXIT_USAGE
 from ackwise.cli.watch import (
     WATCH_COLUMNS,
     build_rows,
@@ -237,9 +238,7 @@ def test_watch_command_without_a_switch(capsys: pytest.CaptureFixture[str]) -> N
         port = sock.getsockname()[1]
     assert cli.main(["watch", "--count", "1", "--thrift-port", str(port)]) == 3
     assert f"no switch answers on Thrift port localhost:{port}" in capsys.readouterr().err
-    assert (
-        cli.main(["watch", "--sort", "speed", "--thrift-port", str(port)]) == cli.EXIT_USAGE
-    )  # no switch asked
+    assert cli.main(["watch", "--sort", "speed", "--thrift-port", str(port)]) == EXIT_USAGE  # no switch asked
     assert "--sort speed: use one of" in capsys.readouterr().err
 
 

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from ackwise.bmv2.toolchain import REPO_ROOT
-from ackwise.experiments.harness.record import tool_versions
 from ackwise.experiments.harness.report import build_report, write_report
 from ackwise.experiments.harness.scenario import all_scenarios
 from ackwise.experiments.harness.store import ResultStore
+from ackwise.experiments.measure.versions import tool_versions
 
 DOCS = REPO_ROOT / "docs" / "results.md"
 # What docs/results.md links to: each scenario's report.md, figures, manifest and records, copied

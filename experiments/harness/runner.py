@@ -24,12 +24,14 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ackwise.bmv2.toolchain import REPO_ROOT
-from ackwise.experiments.harness.record import tool_versions
+from ackwise.controller.config import parse_config
+from ackwise.controller.loop import Controller, SwitchEndpoint
 from ackwise.experiments.harness.scenario import Scenario
 from ackwise.experiments.harness.schema import Arm, FlowResult, Point, RunRecord, run_id
+from ackwise.experiments.measure import traffic as tr
 from ackwise.experiments.measure.metrics import (
     ack_counts,
     ack_rate_series,
@@ -40,8 +42,15 @@ from ackwise.experiments.measure.metrics import (
 )
 from ackwise.experiments.measure.metrics import queue_delay_ms as queue_delay
 from ackwise.experiments.measure.pcapstats import read_segments
+from ackwise.experiments.measure.versions import tool_versions
+from ackwise.features import ecn
 from ackwise.features.thinning import set_default_policy
+from ackwise.hosts.mininet_agent import HostAgent
+from ackwise.topologies.wireless import preset
 from ackwise.twins.policies import PolicyError, PolicyParams
+
+if TYPE_CHECKING:  # the type only: importing it loads Mininet
+    from ackwise.topologies.testbed import Testbed
 
 RUN_TIMEOUT_S = 600
 SHORT_FLOWS_BASE_PORT = 5001  # short flows take ports from here up, one each (run_transfer_streams)
@@ -264,8 +273,7 @@ def _run_in_testbed(
     on_progress: Callable[[str], None] | None,
     keep_captures: Path | None = None,
 ) -> None:
-    from ackwise.experiments.measure import traffic as tr
-    from ackwise.hosts.mininet_agent import HostAgent
+    # lazy: the test bed imports Mininet, which plan() and the report must not need.
     from ackwise.topologies.links import link_backend
     from ackwise.topologies.testbed import Testbed
 
@@ -340,12 +348,10 @@ TRACKING = PolicyParams.parse("every_d", ["d=1"])  # under auto: every flow trac
 
 
 def _configure_switches(
-    testbed: Any, arm: Arm, config: dict[str, Any], stack: ExitStack
+    testbed: Testbed, arm: Arm, config: dict[str, Any], stack: ExitStack
 ) -> list[dict[str, Any]] | None:
     """ECN thresholds, and the arm's switch policy. With policy ``auto``, the controller runs on the
     arm's switches for the run (stopped by ``stack``); its decisions, as logged, are returned."""
-    from ackwise.features import ecn
-
     for setting in config.get("switch_ecn", []):
         switch = testbed.switch(setting["switch"])
         with switch.client() as client:
@@ -366,14 +372,11 @@ def _configure_switches(
 
 
 def _start_controller(
-    testbed: Any, names: list[str], thresholds: dict[str, str], stack: ExitStack
+    testbed: Testbed, names: list[str], thresholds: dict[str, str], stack: ExitStack
 ) -> list[dict[str, Any]]:
     """``ackwise controller run`` in this process, on the named switches, managing every flow, with
     the default limits and thresholds (``thresholds`` overrides some, from the arm's params)."""
     import threading
-
-    from ackwise.controller.config import parse_config
-    from ackwise.controller.loop import Controller, SwitchEndpoint
 
     doc: dict[str, Any] = {"rules": [{"name": "all", "match": {"src": "0.0.0.0/0"}}]}
     if thresholds:
@@ -409,13 +412,13 @@ def _start_controller(
     return decisions
 
 
-def _flows(testbed: Any, traffic: dict[str, Any]) -> list[tuple[str, str, int]]:
+def _flows(testbed: Testbed, traffic: dict[str, Any]) -> list[tuple[str, str, int]]:
     """(sender, receiver, port) for each bulk flow of the traffic."""
     pairs = testbed.flows if traffic.get("flows", "all") == "all" else [tuple(f) for f in traffic["flows"]]
     return [(s, r, 5001 + i) for i, (s, r) in enumerate(pairs)]
 
 
-def _capture_intfs(testbed: Any, capture: dict[str, Any]) -> list[str]:
+def _capture_intfs(testbed: Testbed, capture: dict[str, Any]) -> list[str]:
     if "intf" in capture:
         return [capture["intf"]]
     node = testbed._net().get(capture["node"])
@@ -433,14 +436,12 @@ def _capture_intfs(testbed: Any, capture: dict[str, Any]) -> list[str]:
 
 
 def _drive_traffic(
-    testbed: Any,
+    testbed: Testbed,
     traffic: dict[str, Any],
     flows: list[tuple[str, str, int]],
     seed: int,
     on_progress: Callable[[str], None] | None,
 ) -> tuple[list[Any], dict[str, Any]]:
-    from ackwise.experiments.measure import traffic as tr
-
     extra: dict[str, Any] = {}
     background: list[Any] = []
     try:
@@ -485,15 +486,13 @@ def _drive_traffic(
 
 
 def _short_flows(
-    testbed: Any,
+    testbed: Testbed,
     traffic: dict[str, Any],
     flows: list[tuple[str, str, int]],
     seed: int,
     on_progress: Callable[[str], None] | None,
 ) -> list[Any]:
     """Per sender, ``n_flows`` transfers one after another: Pareto sizes, exponential think times."""
-    from ackwise.experiments.measure import traffic as tr
-
     rng = random.Random(seed)
     shape = float(traffic.get("pareto_shape", 1.5))
     mean = float(traffic["mean_size_bytes"])
@@ -579,8 +578,6 @@ def _fill_metrics(
     if scenario.topology == "chain":
         m["throughput_mbps"] = m["goodput_mbps"]
     if scenario.topology == "wlan":
-        from ackwise.topologies.wireless import preset
-
         medium = link_stats.get("air", {}).get("media", [{}])[0]
         airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).airtime_us(66)
         m["ack_airtime_share"] = airtime_share(counts.pure_acks, airtime_us, int(medium.get("busy_ns", 0)))

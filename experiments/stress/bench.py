@@ -58,9 +58,9 @@ from ackwise.bmv2.toolchain import (
     simple_switch_of_kind,
     warn_if_logging_build,
 )
-from ackwise.experiments.harness.record import tool_versions
 from ackwise.experiments.measure.rawsend import BURST_FRAMES, send_paced, senders
-from ackwise.experiments.stress import instructions
+from ackwise.experiments.measure.versions import tool_versions
+from ackwise.experiments.stress import holdback_bench, instructions
 from ackwise.experiments.stress.dataplane import cpu_s, install_routes, segment
 from ackwise.features.thinning import set_default_policy
 from ackwise.netdev import add_veth, delete_link
@@ -750,8 +750,6 @@ def _main(argv: list[str] | None) -> int:
             delete_link(sw)
     holdback_table = ""
     if not args.no_holdback and not args.steps_only and not args.instructions_only:
-        from ackwise.experiments import holdback_bench  # it imports this module: here, not at the top
-
         with using(builds[0]):
             holdback_table = holdback_bench.render(holdback_bench.run(args.seconds, [1000.0, 2000.0, 4000.0]))
     parts = [

@@ -55,8 +55,9 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.client import named_cells
+from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import REPO_ROOT
-from ackwise.experiments.harness.record import tool_versions
+from ackwise.experiments.measure.versions import tool_versions
 from ackwise.experiments.stress.dataplane import (
     CPU,
     DOWNLINK,
@@ -826,8 +827,6 @@ def thread_stacks(pid: int) -> str:
 
 def inside(args: argparse.Namespace) -> int:
     """The run itself, inside the namespace ``main`` made."""
-    from ackwise.bmv2.launcher import SwitchSpec, start_switch
-
     ifaces = {UPLINK: "fzs1", DOWNLINK: "fzs2", CPU: "fzs3"}
     for port, name in ifaces.items():
         add_veth(name, f"fzt{port}")  # as the test bed's: every frame handed on as it is

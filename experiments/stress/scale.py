@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.client import CounterValue, named_cells
+from ackwise.bmv2.launcher import SwitchSpec, start_switch
 from ackwise.bmv2.toolchain import REPO_ROOT
 from ackwise.experiments.stress.dataplane import (
     DOWNLINK,
@@ -45,6 +46,7 @@ from ackwise.experiments.stress.dataplane import (
     marker,
     ts_option,
 )
+from ackwise.features.thinning import read_flows, set_reclaim_idle_ms
 from ackwise.netdev import add_veth, run_in_new_netns
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import (
@@ -229,9 +231,6 @@ def first_touch(flows: list[Flow], taken: set[int]) -> tuple[set[int], set[int]]
 
 
 def inside(args: argparse.Namespace) -> int:
-    from ackwise.bmv2.launcher import SwitchSpec, start_switch
-    from ackwise.features.thinning import read_flows, set_reclaim_idle_ms
-
     ifaces = {UPLINK: "scs1", DOWNLINK: "scs2"}
     for port, name in ifaces.items():
         add_veth(name, f"sct{port}")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.cli.args import SWITCH_PORT, int_in
+from ackwise.cli.common import Registry, client_for
 from ackwise.cli.output import emit, render_records
 from ackwise.features.ap import (
     AGENT_TIMEOUT_MS,
@@ -43,7 +44,7 @@ def _agent(args: argparse.Namespace) -> dict[str, Any] | None:
     return read_agent_report(path)
 
 
-def cmd_ap_status(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_ap_status(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         stats = read_stats(client)
         stations = list_stations(client)
@@ -102,7 +103,7 @@ FLOW_COLUMNS = (
 )
 
 
-def cmd_ap_flows(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_ap_flows(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         flows = read_flows(client)
     rows = flow_rows(flows, (_agent(args) or {}).get("flows", {}))
@@ -132,14 +133,14 @@ STATION_COLUMNS = (
 )
 
 
-def cmd_ap_stations(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_ap_stations(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         stations = list_stations(client)
     emit(args, stations, render_records(STATION_COLUMNS, stations, "no stations served"))
     return 0
 
 
-def cmd_ap_serve(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_ap_serve(args: argparse.Namespace) -> int:
     prefix = parse_station_prefix(args.prefix)
     params = StationParams(
         budget_bytes=args.budget_bytes,
@@ -156,7 +157,7 @@ def cmd_ap_serve(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def cmd_ap_unserve(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_ap_unserve(args: argparse.Namespace) -> int:
     prefix = parse_station_prefix(args.prefix)
     with client_for(args) as client:
         handles = [s["handle"] for s in list_stations(client) if s["station"] == prefix]
@@ -168,7 +169,7 @@ def cmd_ap_unserve(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def cmd_ap_setup(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_ap_setup(args: argparse.Namespace) -> int:
     check_ports(args.uplink, args.wireless, args.cpu)
     with client_for(args) as client:
         configure_ap(client, args.uplink, args.wireless, args.cpu, [])
@@ -181,24 +182,23 @@ def cmd_ap_setup(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def add_commands(add: Any, group: Any, client_for: Any) -> None:
-    def bind(fn: Any) -> Any:
-        return lambda args: fn(args, client_for)
-
-    ap = group("ap", "the AP proxy (ap_proxy.p4): stations, flows, the repair agent")
+def add_commands(registry: Registry) -> None:
+    ap = registry.group("ap", "the AP proxy (ap_proxy.p4): stations, flows, the repair agent")
     for name, fn, help_ in (
         ("status", cmd_ap_status, "the agent's liveness and memory, AP-wide counters"),
         ("flows", cmd_ap_flows, "per-flow mode, outstanding and buffered bytes, repairs, counters"),
     ):
-        p = add(ap, name, bind(fn), help_)
+        p = registry.command(ap, name, fn, help_)
         p.add_argument(
             "--agent-stats",
             metavar="FILE",
             help="the agent's --stats file (default: the one for this Thrift port)",
         )
-    add(ap, "stations", bind(cmd_ap_stations), "the station prefixes served and their parameters")
+    registry.command(ap, "stations", cmd_ap_stations, "the station prefixes served and their parameters")
     defaults = StationParams()
-    p = add(ap, "serve", bind(cmd_ap_serve), "serve a station prefix (replaces its entry if it has one)")
+    p = registry.command(
+        ap, "serve", cmd_ap_serve, "serve a station prefix (replaces its entry if it has one)"
+    )
     p.add_argument("prefix", help="station address or prefix, e.g. 10.0.0.3/32")
     p.add_argument(
         "--budget-bytes",
@@ -211,9 +211,11 @@ def add_commands(add: Any, group: Any, client_for: Any) -> None:
     p.add_argument("--fast-after-segments", type=u32, default=defaults.fast_after_segments)
     p.add_argument("--stall-timeout-ms", type=u32, default=defaults.stall_timeout_ms)
     p.add_argument("--holdoff-ms", type=u32, default=defaults.holdoff_ms, help="0: leave fast mode for good")
-    p = add(ap, "unserve", bind(cmd_ap_unserve), "stop serving a station prefix")
+    p = registry.command(ap, "unserve", cmd_ap_unserve, "stop serving a station prefix")
     p.add_argument("prefix")
-    p = add(ap, "setup", bind(cmd_ap_setup), "port roles and multicast groups of a fresh ap_proxy switch")
+    p = registry.command(
+        ap, "setup", cmd_ap_setup, "port roles and multicast groups of a fresh ap_proxy switch"
+    )
     p.add_argument(
         "--uplink", type=SWITCH_PORT, action="append", required=True, help="wired port (repeatable)"
     )

@@ -18,7 +18,11 @@ from ackwise.errors import printable, shown
 # Thrift fields the CLI fills: entry handles, priorities and register indices are i32 on the
 # wire; mirroring session ids stop at 2^15 - 1 in simple_switch; ports at 511 (bmv2's 9-bit
 # egress_spec); TCP ports at 65535.
-EXIT_USAGE = 2  # the CLI's exit code for a request that is wrong as given (ackwise.cli.app)
+# The CLI's exit codes (ackwise.cli.app).
+EXIT_FAILED = 1  # a valid request failed (the switch refused it)
+EXIT_USAGE = 2  # the request is wrong as given
+EXIT_UNREACHABLE = 3  # no switch answers on the Thrift port
+EXIT_TOOLCHAIN = 4  # a toolchain piece is missing
 
 I32_MAX = 2**31 - 1
 I64_MAX = 2**63 - 1

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from ackwise.bmv2.client import DEFAULT_THRIFT_PORT
 from ackwise.cli.args import EXIT_USAGE, int_in
+from ackwise.cli.common import Registry
 from ackwise.cli.output import emit, render_records
 from ackwise.controller.config import EXAMPLE, ControllerConfigError, describe, load_config, with_interval
 from ackwise.controller.loop import Controller, SwitchEndpoint, parse_switches
@@ -88,9 +88,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: Any, add: Any, group: Any) -> None:
-    ctl = group("controller", "tune each flow's ACK policy from what the switches measure")
-    p = add(
+def add_commands(registry: Registry) -> None:
+    ctl = registry.group("controller", "tune each flow's ACK policy from what the switches measure")
+    p = registry.command(
         ctl,
         "run",
         cmd_run,
@@ -118,5 +118,7 @@ def add_commands(sub: Any, add: Any, group: Any) -> None:
         action="store_true",
         help="delete the controller's per-flow rules when it stops (default: the switches keep them)",
     )
-    p = add(ctl, "check", cmd_check, "check a controller configuration; lists every problem")
+    p = registry.command(
+        ctl, "check", cmd_check, "check a controller configuration; lists every problem", switch=False
+    )
     p.add_argument("file")

@@ -18,6 +18,7 @@ from typing import Any
 
 from ackwise.bmv2.toolchain import REPO_ROOT, warn_if_logging_build
 from ackwise.cli.args import I32_MAX, int_in
+from ackwise.cli.common import Registry
 from ackwise.cli.output import render_table
 from ackwise.errors import InputError
 from ackwise.processes import stop_on_signals
@@ -299,10 +300,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: Any, add: Any, group: Any) -> None:
-    ex = group("experiment", "the comparison: scenarios run with the ACK policy at the host, switch or AP")
-    add(ex, "list", cmd_list, "the scenarios and what each reproduces")
-    p = add(
+def add_commands(registry: Registry) -> None:
+    # Nothing here talks to a switch over Thrift (the test beds start their own).
+    command = functools.partial(registry.command, switch=False)
+    ex = registry.group(
+        "experiment",
+        "the comparison: scenarios run with the ACK policy at the host, switch or AP",
+        switch=False,
+    )
+    command(ex, "list", cmd_list, "the scenarios and what each reproduces")
+    p = command(
         ex, "run", cmd_run, "run a scenario's matrix (point x arm x repeat), each run in a fresh test bed"
     )
     p.add_argument("scenario", help="a scenario name (ackwise experiment list) or a YAML file")
@@ -336,7 +343,7 @@ def add_commands(sub: Any, add: Any, group: Any) -> None:
         help="blocks per point of the confirmation pass (default 10)",
     )
     p.add_argument("--keep-captures", action="store_true", help="keep each run's pcaps in OUT/captures/")
-    p = add(
+    p = command(
         ex,
         "report",
         cmd_report,
@@ -349,7 +356,7 @@ def add_commands(sub: Any, add: Any, group: Any) -> None:
         action="store_true",
         help="pool runs whose provenance differs (the report then lists what differs)",
     )
-    p = add(ex, "compare", cmd_compare, "compare two result sets of one scenario: per arm, B over A")
+    p = command(ex, "compare", cmd_compare, "compare two result sets of one scenario: per arm, B over A")
     p.add_argument("first", help="results directory A")
     p.add_argument("second", help="results directory B")
     p.add_argument("--metric", help="the metric to compare (default: the scenario's main metric)")

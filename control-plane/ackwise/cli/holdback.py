@@ -7,11 +7,12 @@ import json
 from typing import Any
 
 from ackwise.cli.args import SWITCH_PORT
+from ackwise.cli.common import Registry, client_for
 from ackwise.cli.output import emit
 from ackwise.features import holdback
 
 
-def cmd_setup(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_setup(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         holdback.setup(client, args.cpu_port)
     text = (
@@ -24,7 +25,7 @@ def cmd_setup(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def cmd_status(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         state = holdback.status(client)
     report_path = holdback.agent_stats_path(args.thrift_port)
@@ -59,11 +60,10 @@ def cmd_status(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def add_commands(add: Any, group: Any, client_for: Any) -> None:
-    def bind(fn: Any) -> Any:
-        return lambda args: fn(args, client_for)
-
-    hb = group("holdback", "hold back a burst's last ACK in an agent instead of forwarding it (ack_switch)")
-    p = add(hb, "setup", bind(cmd_setup), "send held ACKs to this CPU port and take them back from it")
+def add_commands(registry: Registry) -> None:
+    hb = registry.group(
+        "holdback", "hold back a burst's last ACK in an agent instead of forwarding it (ack_switch)"
+    )
+    p = registry.command(hb, "setup", cmd_setup, "send held ACKs to this CPU port and take them back from it")
     p.add_argument("cpu_port", type=SWITCH_PORT, help="the CPU port's number (0: off)")
-    add(hb, "status", bind(cmd_status), "the CPU port, whether the agent is alive, what it holds")
+    registry.command(hb, "status", cmd_status, "the CPU port, whether the agent is alive, what it holds")

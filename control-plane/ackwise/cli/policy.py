@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ackwise.cli.args import HANDLE, PRIORITY, int_in
+from ackwise.cli.common import Registry, client_for
 from ackwise.cli.output import emit, render_records, render_table
 from ackwise.features.thinning import (
     delete_flow_policy,
@@ -40,7 +41,7 @@ def split_policy_args(tokens: list[str]) -> tuple[list[str] | None, str, list[st
     raise PolicyError(f"no policy named; give one of {', '.join(sorted(POLICY_NAMES))} after the match")
 
 
-def cmd_policy_set(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_policy_set(args: argparse.Namespace) -> int:
     match_tokens, policy, params_tokens = split_policy_args(args.spec)
     params = PolicyParams.parse(policy, params_tokens)
     match = PolicyMatch.parse(match_tokens) if match_tokens is not None else None
@@ -58,7 +59,7 @@ def cmd_policy_set(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def cmd_policy_list(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_policy_list(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         rules, default = list_policies(client)
         flow_rules = (
@@ -90,7 +91,7 @@ def cmd_policy_list(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def cmd_policy_del(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_policy_del(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         if args.flow:
             delete_flow_policy(client, args.handle)
@@ -108,7 +109,7 @@ def cmd_policy_del(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def cmd_policy_reclaim(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_policy_reclaim(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         set_reclaim_idle_ms(client, args.idle_ms)
     emit(args, {"reclaim_idle_ms": args.idle_ms}, f"flow records idle {args.idle_ms} ms may be reclaimed")
@@ -131,7 +132,7 @@ FLOW_COLUMNS = (
 )
 
 
-def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_flows(args: argparse.Namespace) -> int:
     if args.sort not in FLOW_COLUMNS:  # before the switch is asked: the same mistake either way
         raise PolicyError(f"--sort {args.sort}: give one of {', '.join(FLOW_COLUMNS)}")
     with client_for(args) as client:
@@ -174,15 +175,14 @@ def cmd_flows(args: argparse.Namespace, client_for: Any) -> int:
     return 0
 
 
-def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
-    def bind(fn: Any) -> Any:
-        return lambda args: fn(args, client_for)
-
-    pol = group("policy", "per-flow ACK policies (off, every_d, dynamic_d, tack, filter, acc, coalesce)")
-    p = add(
+def add_commands(registry: Registry) -> None:
+    pol = registry.group(
+        "policy", "per-flow ACK policies (off, every_d, dynamic_d, tack, filter, acc, coalesce)"
+    )
+    p = registry.command(
         pol,
         "set",
-        bind(cmd_policy_set),
+        cmd_policy_set,
         "set a rule: [src=IP[/LEN] dst=IP[/LEN] sport=N dport=N | default] POLICY [PARAM=VALUE...]",
     )
     p.add_argument(
@@ -196,26 +196,28 @@ def add_commands(sub: Any, add: Any, group: Any, client_for: Any) -> None:
     p.add_argument(
         "--priority", type=PRIORITY, help="override the rule's priority (lower wins; default: specificity)"
     )
-    add(pol, "list", bind(cmd_policy_list), "list the per-flow rules, the rules and the default policy")
-    p = add(pol, "del", bind(cmd_policy_del), "delete a rule by handle")
+    registry.command(
+        pol, "list", cmd_policy_list, "list the per-flow rules, the rules and the default policy"
+    )
+    p = registry.command(pol, "del", cmd_policy_del, "delete a rule by handle")
     p.add_argument("handle", type=HANDLE)
     p.add_argument(
         "--flow",
         action="store_true",
         help=f"a per-flow rule ({TABLE_ACK_THINNING_FLOW_POLICY}, as the controller writes)",
     )
-    p = add(
+    p = registry.command(
         pol,
         "reclaim",
-        bind(cmd_policy_reclaim),
+        cmd_policy_reclaim,
         "how long a flow record must be idle before another flow may take it",
     )
     p.add_argument("idle_ms", type=int_in(0, 4_000_000, "ms"), help="0: the built-in 10 s")
 
-    p = add(
-        sub,
+    p = registry.command(
+        None,
         "flows",
-        bind(cmd_flows),
+        cmd_flows,
         "per-flow ACK counters: seen, forwarded, thinned (absorbed by coalescing), RTTmin, last keep reason",
     )
     p.add_argument("--sort", default="acks_seen", help=f"column to sort by ({', '.join(FLOW_COLUMNS)})")

@@ -8,6 +8,7 @@ everything it created. Mininet is imported only when these commands run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.launcher import release_state_dir, state_dir
+from ackwise.cli.common import Registry
 from ackwise.errors import InputError, shown
 from ackwise.processes import stop_on_signals
 
@@ -212,15 +214,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: Any, add: Any, group: Any) -> None:
-    tp = group("topo", "start and stop Mininet topologies (dumbbell, parking-lot, wlan, chain)")
-    p = add(tp, "up", cmd_topo_up, "start a topology in the background (or in the foreground with --cli)")
+def add_commands(registry: Registry) -> None:
+    # Nothing here talks to a switch over Thrift.
+    command = functools.partial(registry.command, switch=False)
+    tp = registry.group(
+        "topo", "start and stop Mininet topologies (dumbbell, parking-lot, wlan, chain)", switch=False
+    )
+    p = command(tp, "up", cmd_topo_up, "start a topology in the background (or in the foreground with --cli)")
     p.add_argument("name", help="dumbbell, parking-lot, wlan or chain")
     p.add_argument("params", nargs="*", metavar="KEY=VALUE", help="topology parameters, e.g. n_pairs=2")
     p.add_argument("--cli", action="store_true", help="stay in the foreground with Mininet's CLI")
-    add(tp, "down", cmd_topo_down, "stop the running topology and remove everything it created")
-    add(tp, "status", cmd_topo_status, "show the running topology")
-    p = add(tp, "exec", cmd_topo_exec, "run a command on a host of the running topology")
+    command(tp, "down", cmd_topo_down, "stop the running topology and remove everything it created")
+    command(tp, "status", cmd_topo_status, "show the running topology")
+    p = command(tp, "exec", cmd_topo_exec, "run a command on a host of the running topology")
     p.add_argument("host")
     p.add_argument("command", nargs=argparse.REMAINDER)
-    add(sub, "demo", cmd_demo, "the comparison in miniature: nothing on vs a host vs a switch policy")
+    command(None, "demo", cmd_demo, "the comparison in miniature: nothing on vs a host vs a switch policy")

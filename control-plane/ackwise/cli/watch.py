@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from ackwise.bmv2.client import PortInfo, SwitchClient
 from ackwise.cli.args import I32_MAX, float_in, int_in
+from ackwise.cli.common import Registry, client_for
 from ackwise.controller.config import policy_for
 from ackwise.controller.decision import AckStream, tack_d
 from ackwise.controller.ports import ecn_marks, queue_backlog_pkts
@@ -274,7 +275,7 @@ def watch(
     return 0
 
 
-def cmd_watch(args: argparse.Namespace, client_for: Any) -> int:
+def cmd_watch(args: argparse.Namespace) -> int:
     check_options(args.interval, args.sort, args.count)
     with client_for(args) as client:
         return watch(
@@ -287,11 +288,11 @@ def cmd_watch(args: argparse.Namespace, client_for: Any) -> int:
         )
 
 
-def add_commands(sub: Any, add: Any, client_for: Any) -> None:
-    p = add(
-        sub,
+def add_commands(registry: Registry) -> None:
+    p = registry.command(
+        None,
         "watch",
-        lambda args: cmd_watch(args, client_for),
+        cmd_watch,
         "live per-flow view: ACKs seen/forwarded/thinned, RTTmin, rate, policy and d; ports' queues",
     )
     p.add_argument(
