@@ -4,6 +4,7 @@ that would otherwise thin every ACK after the first. Each scenario runs on its o
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ackwise.features.thinning import read_half_field
@@ -45,154 +46,9 @@ class SafetyContractTest(ThinningTest):
 
     def runTest(self) -> None:
         flows = iter(TcpFlow(sport=41000 + n) for n in range(100))
-
-        f = next(flows)
-        self.run_steps(
-            "first ACK, then thinned", f, [Step(f.ack(1), KeepReason.FIRST_ACK), Step(f.ack(2), None)]
-        )
-
-        for flag, reason in (
-            ("AP", KeepReason.FLAGS),
-            ("AU", KeepReason.FLAGS),
-            ("AF", KeepReason.FLAGS),
-            ("AR", KeepReason.FLAGS),
-        ):
+        for name, steps in SCENARIOS:
             f = next(flows)
-            self.run_steps(
-                f"flags {flag}",
-                f,
-                [
-                    Step(f.ack(1), KeepReason.FIRST_ACK),
-                    Step(f.ack(2), None),
-                    Step(f.ack(3, flags=flag), reason),
-                ],
-            )
-
-        f = next(flows)
-        self.run_steps(
-            "duplicate ACK",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(3), None),
-                Step(f.ack(3, ts=(f.ts_base + 503, f.ts_base + 3)), KeepReason.DUP_ACK),
-                Step(f.ack(4), None),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "window update",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(2), None),
-                Step(f.ack(2, window=900), KeepReason.WINDOW_UPDATE),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "SACK news",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(2, sack=[(5, 6)]), KeepReason.SACK_NEWS),  # a block never reported
-                Step(f.ack(3, sack=[(5, 6)]), None),  # the same block: no news
-                Step(f.ack(4, sack=[(7, 8), (5, 6)]), KeepReason.SACK_NEWS),  # a new first block
-                Step(f.ack(9), None),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "DSACK",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(4), None),
-                Step(f.ack(5, sack=[(2, 3)]), KeepReason.DSACK),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "ECE/CWR change",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(2), None),
-                Step(f.ack(3, flags="AE"), KeepReason.ECE_CWR_CHANGE),
-                Step(f.ack(4, flags="AE"), None),
-                Step(f.ack(5), KeepReason.ECE_CWR_CHANGE),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "window reopened",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(2, window=1000), None),  # below one MSS
-                Step(f.ack(3, window=1000), None),
-                Step(f.ack(4, window=30000), KeepReason.WINDOW_REOPEN),
-                Step(f.ack(5, window=20000), None),
-            ],
-        )  # an ordinary window change
-
-        f = next(flows)
-        unknown = (
-            b"\x01\x01"
-            + bytes([8, 10])
-            + (f.ts_base + 503).to_bytes(4, "big")
-            + (f.ts_base + 3).to_bytes(4, "big")
-            + bytes([30, 4, 0, 0])
-        )
-        self.run_steps(
-            "unknown option",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(2), None),
-                Step(f.ack(3, raw_options=unknown), KeepReason.UNKNOWN_OPTION),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "timestamps older than seen",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(3), None),
-                Step(f.ack(4, ts=(f.ts_base + 502, f.ts_base + 4)), KeepReason.TS_REORDERED),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "first ACK after idle",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(2), None),
-                Step(f.ack(3), KeepReason.IDLE, pause_s=0.2),
-                Step(f.ack(4), None),
-            ],
-        )
-
-        f = next(flows)
-        self.run_steps(
-            "acknowledges all data",
-            f,
-            [
-                Step(f.ack(1), KeepReason.FIRST_ACK),
-                Step(f.ack(19), None),
-                Step(f.ack(20), KeepReason.ACKS_ALL_DATA),
-            ],
-        )
-
+            self.run_steps(name, f, steps(f))
         f = next(flows)
         self.run_steps("ACK carrying data", f, [Step(f.ack(1), KeepReason.FIRST_ACK), Step(f.ack(2), None)])
         # A segment with payload from the ACKing side is data, never a thinning candidate.
@@ -201,3 +57,114 @@ class SafetyContractTest(ThinningTest):
             pkt = reverse.data(k)
             self.send(2, pkt)
             self.expect_next(routed(pkt, 1), 1)
+
+
+# ---- the scenarios: one flow each, every step's ACK and whether (and why) it is kept ----
+
+
+def _first_then_thinned(f: TcpFlow) -> list[Step]:
+    return [Step(f.ack(1), KeepReason.FIRST_ACK), Step(f.ack(2), None)]
+
+
+def _flags(flag: str) -> Callable[[TcpFlow], list[Step]]:
+    def steps(f: TcpFlow) -> list[Step]:
+        return [*_first_then_thinned(f), Step(f.ack(3, flags=flag), KeepReason.FLAGS)]
+
+    return steps
+
+
+def _duplicate_ack(f: TcpFlow) -> list[Step]:
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.ack(3), None),
+        Step(f.ack(3, ts=(f.ts_base + 503, f.ts_base + 3)), KeepReason.DUP_ACK),
+        Step(f.ack(4), None),
+    ]
+
+
+def _window_update(f: TcpFlow) -> list[Step]:
+    return [*_first_then_thinned(f), Step(f.ack(2, window=900), KeepReason.WINDOW_UPDATE)]
+
+
+def _sack_news(f: TcpFlow) -> list[Step]:
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.ack(2, sack=[(5, 6)]), KeepReason.SACK_NEWS),  # a block never reported
+        Step(f.ack(3, sack=[(5, 6)]), None),  # the same block: no news
+        Step(f.ack(4, sack=[(7, 8), (5, 6)]), KeepReason.SACK_NEWS),  # a new first block
+        Step(f.ack(9), None),
+    ]
+
+
+def _dsack(f: TcpFlow) -> list[Step]:
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.ack(4), None),
+        Step(f.ack(5, sack=[(2, 3)]), KeepReason.DSACK),
+    ]
+
+
+def _ece_cwr_change(f: TcpFlow) -> list[Step]:
+    return [
+        *_first_then_thinned(f),
+        Step(f.ack(3, flags="AE"), KeepReason.ECE_CWR_CHANGE),
+        Step(f.ack(4, flags="AE"), None),
+        Step(f.ack(5), KeepReason.ECE_CWR_CHANGE),
+    ]
+
+
+def _window_reopened(f: TcpFlow) -> list[Step]:
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.ack(2, window=1000), None),  # below one MSS
+        Step(f.ack(3, window=1000), None),
+        Step(f.ack(4, window=30000), KeepReason.WINDOW_REOPEN),
+        Step(f.ack(5, window=20000), None),  # an ordinary window change
+    ]
+
+
+def _unknown_option(f: TcpFlow) -> list[Step]:
+    unknown = (
+        b"\x01\x01"
+        + bytes([8, 10])
+        + (f.ts_base + 503).to_bytes(4, "big")
+        + (f.ts_base + 3).to_bytes(4, "big")
+        + bytes([30, 4, 0, 0])
+    )
+    return [*_first_then_thinned(f), Step(f.ack(3, raw_options=unknown), KeepReason.UNKNOWN_OPTION)]
+
+
+def _timestamps_older(f: TcpFlow) -> list[Step]:
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.ack(3), None),
+        Step(f.ack(4, ts=(f.ts_base + 502, f.ts_base + 4)), KeepReason.TS_REORDERED),
+    ]
+
+
+def _idle(f: TcpFlow) -> list[Step]:
+    return [*_first_then_thinned(f), Step(f.ack(3), KeepReason.IDLE, pause_s=0.2), Step(f.ack(4), None)]
+
+
+def _acknowledges_all_data(f: TcpFlow) -> list[Step]:
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.ack(19), None),
+        Step(f.ack(20), KeepReason.ACKS_ALL_DATA),
+    ]
+
+
+SCENARIOS: tuple[tuple[str, Callable[[TcpFlow], list[Step]]], ...] = (
+    ("first ACK, then thinned", _first_then_thinned),
+    *((f"flags {flag}", _flags(flag)) for flag in ("AP", "AU", "AF", "AR")),
+    ("duplicate ACK", _duplicate_ack),
+    ("window update", _window_update),
+    ("SACK news", _sack_news),
+    ("DSACK", _dsack),
+    ("ECE/CWR change", _ece_cwr_change),
+    ("window reopened", _window_reopened),
+    ("unknown option", _unknown_option),
+    ("timestamps older than seen", _timestamps_older),
+    ("first ACK after idle", _idle),
+    ("acknowledges all data", _acknowledges_all_data),
+)

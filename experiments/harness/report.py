@@ -449,6 +449,105 @@ def check_provenance(records: list[RunRecord], where: Path, allow_mixed: bool, w
 _MAX_DIFFERENCES = 6
 
 
+def _verdict_runs(
+    store: ResultStore,
+    records: list[RunRecord],
+    excluded: dict[tuple[str, int], str],
+    allow_mixed_provenance: bool,
+    warnings: list[str],
+) -> tuple[list[RunRecord], dict[tuple[str, int], str], str]:
+    """The runs the verdict rests on, their excluded blocks, and a sentence saying which: the
+    confirmation pass where the directory holds one, else these (screening) runs."""
+    confirm_dir = store.directory / CONFIRM_DIR
+    if (confirm_dir / "manifest.json").is_file():
+        confirmed = ResultStore.load(confirm_dir).records()
+        check_provenance(confirmed, confirm_dir, allow_mixed_provenance, warnings)
+        if confirmed:
+            blocks = len({(str(r.point.get("label")), r.repeat) for r in confirmed})
+            return (
+                confirmed,
+                excluded_blocks(confirmed),
+                f"the confirmation pass only ({len(confirmed)} runs in {blocks} blocks, {CONFIRM_DIR}/): "
+                "the baseline and the best arm of each place per point, chosen on these screening runs",
+            )
+    return records, excluded, "screening runs (no confirmation pass in this directory)"
+
+
+def _scale(scenario: dict[str, Any], records: list[RunRecord], warnings: list[str]) -> dict[str, Any] | None:
+    """The scale the scenario states (or the runs', if it states none); runs made at another
+    scale are named in a warning."""
+    scale = scenario.get("scale")
+    record_scales = Counter(json.dumps(r.scale, sort_keys=True) for r in records)
+    if not scale and record_scales:
+        scale = json.loads(record_scales.most_common(1)[0][0])
+    for text, n in record_scales.items():
+        if scale and json.loads(text) != scale:
+            warnings.append(f"{n} run(s) were made with scale {text}, not the scenario's {json.dumps(scale)}")
+    return scale
+
+
+def _result_rows(
+    points: list[dict[str, Any]],
+    arms: list[dict[str, Any]],
+    by_key: dict[tuple[str, str], Group],
+    metrics: list[MetricColumn],
+) -> list[ResultRow]:
+    """The results table: a row per point and arm that has runs, every metric's summary and runs."""
+    rows = []
+    for p in points:
+        for a in arms:
+            g = by_key.get((str(p.get("label")), str(a.get("label"))))
+            if g is None:
+                continue
+            summaries = [g.metrics[m.key] for m in metrics]
+            values = [present(g.values(m.key)) for m in metrics]
+            rows.append(
+                ResultRow(
+                    g.point_label,
+                    g.where,
+                    g.arm_label,
+                    [format_summary(s) for s in summaries],
+                    summaries,
+                    g.n_failed,
+                    [", ".join(_short(v) for v in vs) for vs in values],
+                    [split_groups(vs) is not None for vs in values],
+                    [_dots(vs) for vs in values],
+                )
+            )
+    return rows
+
+
+def _figure_view(number: int, fig: RenderedFigure) -> FigureView:
+    return FigureView(
+        number,
+        fig.name,
+        fig.title,
+        fig.caption,
+        f"{FIGURES_DIR}/{fig.png.name}",
+        f"{FIGURES_DIR}/{fig.svg.name}",
+        "data:image/svg+xml;base64," + base64.b64encode(fig.svg.read_bytes()).decode("ascii"),
+        round(fig.width_in * _SCREEN_PX_PER_IN),
+    )
+
+
+def _section_verdict(
+    records: list[RunRecord],
+    metrics: list[MetricColumn],
+    points: list[dict[str, Any]],
+    arms: list[dict[str, Any]],
+    excluded: dict[tuple[str, int], str],
+    confidence: float,
+) -> tuple[Verdict, list[ArmResult]]:
+    """The verdict on the main metric from these runs, and every arm's paired effect."""
+    if not metrics:
+        return Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge"), []
+    groups = {
+        (g.point_label, g.arm_label): g for g in group_records(records, [m.key for m in metrics], confidence)
+    }
+    effects = arm_results(records, metrics[0].key, excluded, confidence)
+    return _verdict(metrics[0], points, arms, groups, effects), effects
+
+
 def build_report(
     store: ResultStore,
     *,
@@ -468,28 +567,10 @@ def build_report(
         warnings.append(f"{store.runs_path} holds no runs yet: the tables and figures are empty")
     check_provenance(records, store.directory, allow_mixed_provenance, warnings)
     excluded = excluded_blocks(records)
-    verdict_records, verdict_excluded = records, excluded
-    verdict_source = "screening runs (no confirmation pass in this directory)"
-    confirm_dir = store.directory / CONFIRM_DIR
-    if (confirm_dir / "manifest.json").is_file():
-        confirmed = ResultStore.load(confirm_dir).records()
-        check_provenance(confirmed, confirm_dir, allow_mixed_provenance, warnings)
-        if confirmed:
-            verdict_records, verdict_excluded = confirmed, excluded_blocks(confirmed)
-            blocks = len({(str(r.point.get("label")), r.repeat) for r in confirmed})
-            verdict_source = (
-                f"the confirmation pass only ({len(confirmed)} runs in {blocks} blocks, {CONFIRM_DIR}/): "
-                "the baseline and the best arm of each place per point, chosen on these screening runs"
-            )
-
-    scale = scenario.get("scale")
-    record_scales = Counter(json.dumps(r.scale, sort_keys=True) for r in records)
-    if not scale and record_scales:
-        scale = json.loads(record_scales.most_common(1)[0][0])
-    for text, n in record_scales.items():
-        if scale and json.loads(text) != scale:
-            warnings.append(f"{n} run(s) were made with scale {text}, not the scenario's {json.dumps(scale)}")
-    note = scale_note(scale)
+    verdict_records, verdict_excluded, verdict_source = _verdict_runs(
+        store, records, excluded, allow_mixed_provenance, warnings
+    )
+    note = scale_note(_scale(scenario, records, warnings))
 
     metrics = _metric_columns(scenario, records, warnings)
     names = list(dict.fromkeys(r.scenario for r in records)) or [str(scenario.get("name", "scenario"))]
@@ -504,43 +585,15 @@ def build_report(
         points = _ordered_points(_labels(scenario.get("points"), matrix.get("points")), groups)
         arms = _ordered_arms(_labels(matrix.get("arms"), scenario.get("arms")), groups)
         by_key = {(g.point_label, g.arm_label): g for g in groups}
-        rows = []
-        for p in points:
-            for a in arms:
-                g = by_key.get((str(p.get("label")), str(a.get("label"))))
-                if g is None:
-                    continue
-                summaries = [g.metrics[m.key] for m in metrics]
-                values = [present(g.values(m.key)) for m in metrics]
-                rows.append(
-                    ResultRow(
-                        g.point_label,
-                        g.where,
-                        g.arm_label,
-                        [format_summary(s) for s in summaries],
-                        summaries,
-                        g.n_failed,
-                        [", ".join(_short(v) for v in vs) for vs in values],
-                        [split_groups(vs) is not None for vs in values],
-                        [_dots(vs) for vs in values],
-                    )
-                )
-        if metrics:
-            verdict_groups = {
-                (g.point_label, g.arm_label): g
-                for g in group_records(
-                    [r for r in verdict_records if r.scenario == name], [m.key for m in metrics], confidence
-                )
-            }
-            main = arm_results(
-                [r for r in verdict_records if r.scenario == name],
-                metrics[0].key,
-                verdict_excluded,
-                confidence,
-            )
-            verdict = _verdict(metrics[0], points, arms, verdict_groups, main)
-        else:
-            verdict, main = Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge"), []
+        rows = _result_rows(points, arms, by_key, metrics)
+        verdict, main = _section_verdict(
+            [r for r in verdict_records if r.scenario == name],
+            metrics,
+            points,
+            arms,
+            verdict_excluded,
+            confidence,
+        )
         section = ScenarioSection(
             name, _anchor(name), metrics, rows, _failures(groups), verdict, effects=main
         )
@@ -564,18 +617,7 @@ def build_report(
             rendered, section.skipped_figures = render_figures(specs, data, figures_dir)
             for fig in rendered:
                 drawn.append(fig)
-                section.figures.append(
-                    FigureView(
-                        len(drawn),
-                        fig.name,
-                        fig.title,
-                        fig.caption,
-                        f"{FIGURES_DIR}/{fig.png.name}",
-                        f"{FIGURES_DIR}/{fig.svg.name}",
-                        "data:image/svg+xml;base64," + base64.b64encode(fig.svg.read_bytes()).decode("ascii"),
-                        round(fig.width_in * _SCREEN_PX_PER_IN),
-                    )
-                )
+                section.figures.append(_figure_view(len(drawn), fig))
         sections.append(section)
     if draw_figures:
         _remove_stale_figures(figures_dir, drawn)

@@ -620,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     return run_until_stopped("bench", lambda: _main(argv))
 
 
-def _main(argv: list[str] | None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -667,6 +667,11 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
     )
+    return parser
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     configs = list(CONFIGS)
     if args.baseline:

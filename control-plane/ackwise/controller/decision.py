@@ -460,70 +460,114 @@ def _gate(
     return _with(state, decision=decision, changed_at_s=now_s), decision
 
 
-def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tuple[FlowState, Decision | None]:
-    """The next state of the flow, and the decision to write if the policy changes."""
-    th, lim = config.thresholds, config.limits
-    now = sample.t_s
-    prev = state.prev
-    if prev is not None and now <= prev.t_s:
-        return state, None  # not newer than the last sample: nothing happened in between
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """What happened between the flow's last sample and this one (measured, not yet judged)."""
 
-    # -- what happened since the last sample; None: first sample, or a counter went back --
-    segments_delta = retx = dups = new_bytes = None
-    if prev is not None:
-        segments_delta = counter_delta(sample.data_segments, prev.data_segments)
-        retx = counter_delta(sample.retransmissions, prev.retransmissions)
-        dups = counter_delta(sample.dup_acks, prev.dup_acks)
-        acks = counter_delta(sample.acks_seen, prev.acks_seen)
-        if segments_delta is not None and retx is not None and dups is not None and acks is not None:
-            if prev.data_end and sample.data_end:
-                new_bytes = counter_delta(sample.data_end, prev.data_end)  # never back in one flow
-            else:  # data_end not exposed: count new segments as full-sized
-                new_bytes = max(0, segments_delta - retx) * th.mss_bytes
-    if new_bytes is None or retx is None or dups is None:
-        # Measure afresh; keep the decision written and the hold-off (a switch restart forgets
-        # nothing about misbehaviour).
-        fresh = FlowState(
-            prev=sample,
-            last_progress_s=now,
-            hold_until_s=state.hold_until_s,
-            hold_s=state.hold_s,
-            strikes=state.strikes,
-            decision=state.decision,
-            changed_at_s=state.changed_at_s,
-        )
-        if fresh.hold_until_s is not None and now < fresh.hold_until_s:
-            return fresh, None
-        target: Target = (
-            _every_d(1, config),
-            Kind.NEW,
-            lambda: "new flow: ACK every segment until its rate is known",
-        )
-        return _gate(fresh, target, now, config)
-    assert prev is not None
-    dt_s = now - prev.t_s
-    interval_ms = round(dt_s * 1000)
+    now_s: float
+    dt_s: float
+    new_bytes: int
+    retransmissions: int
+    dup_acks: int
+    marks: int | None  # ECN marks on the ACKs' port; None where the switch has no counter
+    rate: float  # bytes/s over the interval
+    segments: float  # new data, in MSS
+    low: bool  # fewer segments than a rate can be told from
+
+    @property
+    def interval_ms(self) -> int:
+        return round(self.dt_s * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    """Everything the rules judge: the interval, the flow's state before and after it, and what
+    the measurement stages concluded (phase, congestion, misbehaviour, hold-off)."""
+
+    before: FlowState
+    after: FlowState
+    sample: FlowSample
+    interval: Interval
+    config: DecisionConfig
+    growth: float | None  # the rate over the last interval's, where both are measurable
+    idle_for_s: float
+    underused: bool  # the bottleneck port's own measure says so
+    misbehaving: str  # why, or ""
+    holding: bool  # a hold-off was running before this interval
+
+
+HOLD = "hold"  # a rule's answer for "keep what is written, decide nothing"
+Rule = Callable[[Situation], "Target | str | None"]
+
+
+def _measure(state: FlowState, sample: FlowSample, th: Thresholds) -> Interval | None:
+    """The interval since the last sample; None on the first sample, or when a counter went back
+    (a switch restart, a recreated record)."""
+    prev = state.prev
+    if prev is None:
+        return None
+    segments_delta = counter_delta(sample.data_segments, prev.data_segments)
+    retx = counter_delta(sample.retransmissions, prev.retransmissions)
+    dups = counter_delta(sample.dup_acks, prev.dup_acks)
+    acks = counter_delta(sample.acks_seen, prev.acks_seen)
+    if segments_delta is None or retx is None or dups is None or acks is None:
+        return None
+    if prev.data_end and sample.data_end:
+        new_bytes = counter_delta(sample.data_end, prev.data_end)  # never back in one flow
+        if new_bytes is None:
+            return None
+    else:  # data_end not exposed: count new segments as full-sized
+        new_bytes = max(0, segments_delta - retx) * th.mss_bytes
     marks = None
     if sample.ecn_marks is not None and prev.ecn_marks is not None:
         marks = max(0, sample.ecn_marks - prev.ecn_marks)  # a counter reset reads as no marks
-
-    # -- rate and phase --
-    rate = new_bytes / dt_s
-    smoothed = (
-        rate
-        if state.rate_bytes_per_s is None
-        else state.rate_bytes_per_s + th.rate_gain * (rate - state.rate_bytes_per_s)
-    )
+    dt_s = sample.t_s - prev.t_s
     segments = new_bytes / th.mss_bytes
-    low = segments < th.min_segments_per_interval
-    last_progress = now if new_bytes > 0 else (state.last_progress_s or now)
-    idle_for_s = now - last_progress
-    growth = rate / state.last_rate_bytes_per_s if state.last_rate_bytes_per_s and not low else None
+    return Interval(
+        sample.t_s, dt_s, new_bytes, retx, dups, marks, new_bytes / dt_s, segments,
+        segments < th.min_segments_per_interval,
+    )  # fmt: skip
+
+
+def _first_sample(
+    state: FlowState, sample: FlowSample, config: DecisionConfig
+) -> tuple[FlowState, Decision | None]:
+    """Measure afresh; keep the decision written and the hold-off (a switch restart forgets
+    nothing about misbehaviour). A flow seen anew gets every segment ACKed until its rate is known."""
+    fresh = FlowState(
+        prev=sample,
+        last_progress_s=sample.t_s,
+        hold_until_s=state.hold_until_s,
+        hold_s=state.hold_s,
+        strikes=state.strikes,
+        decision=state.decision,
+        changed_at_s=state.changed_at_s,
+    )
+    if fresh.hold_until_s is not None and sample.t_s < fresh.hold_until_s:
+        return fresh, None
+    target: Target = (
+        _every_d(1, config),
+        Kind.NEW,
+        lambda: "new flow: ACK every segment until its rate is known",
+    )
+    return _gate(fresh, target, sample.t_s, config)
+
+
+def _phase(
+    state: FlowState, iv: Interval, sample: FlowSample, th: Thresholds
+) -> tuple[Phase, int, float, bool]:
+    """(phase, steady intervals, smoothed rate, underused) after this interval: rules 4-6's input."""
+    smoothed = (
+        iv.rate
+        if state.rate_bytes_per_s is None
+        else state.rate_bytes_per_s + th.rate_gain * (iv.rate - state.rate_bytes_per_s)
+    )
+    growth = _growth(state, iv)
     phase, steady = state.phase, state.steady_intervals
-    if new_bytes == 0:
-        if idle_for_s >= th.idle_s:
+    if iv.new_bytes == 0:
+        if iv.now_s - (state.last_progress_s or iv.now_s) >= th.idle_s:
             phase, steady = Phase.IDLE, 0
-    elif phase is Phase.IDLE or low:
+    elif phase is Phase.IDLE or iv.low:
         phase, steady = Phase.RAMP_UP, 0
     elif growth is None:
         steady = 0
@@ -533,62 +577,195 @@ def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tupl
         steady = steady + 1 if growth < th.steady_growth else 0
         if steady >= th.steady_intervals:
             # The average lags far behind a rate that just stopped growing: restart it from now.
-            phase, smoothed = Phase.SATURATED, rate
-
+            phase, smoothed = Phase.SATURATED, iv.rate
     # The bottleneck's own measure, where the switch has one, overrides the growth test.
     busy = sample.bottleneck_busy
-    underused = busy is not None and new_bytes > 0 and not low and busy < th.underused_busy
+    measurable = busy is not None and iv.new_bytes > 0 and not iv.low
+    underused = measurable and busy < th.underused_busy  # type: ignore[operator]
     if underused:
         phase, steady = Phase.RAMP_UP, 0
-    elif busy is not None and new_bytes > 0 and not low and busy >= th.saturated_busy:
+    elif measurable and busy >= th.saturated_busy:  # type: ignore[operator]
         if phase is not Phase.SATURATED:
-            phase, smoothed = Phase.SATURATED, rate
+            phase, smoothed = Phase.SATURATED, iv.rate
         steady = 0
+    return phase, steady, smoothed, underused
 
-    # -- the ACK path --
+
+def _growth(state: FlowState, iv: Interval) -> float | None:
+    return iv.rate / state.last_rate_bytes_per_s if state.last_rate_bytes_per_s and not iv.low else None
+
+
+def _ack_path(state: FlowState, iv: Interval, sample: FlowSample, th: Thresholds) -> tuple[bool, str, int]:
+    """(congested, why, clear intervals): rule 3's input, with its hysteresis."""
+    assert state.prev is not None
     backlog = sample.queue_backlog_pkts
-    congested, congestion_reason, clear = state.congested, state.congestion_reason, state.clear_intervals
-    marked = th.congestion_ecn_marks > 0 and (marks or 0) >= th.congestion_ecn_marks
+    congested, reason, clear = state.congested, state.congestion_reason, state.clear_intervals
+    marked = th.congestion_ecn_marks > 0 and (iv.marks or 0) >= th.congestion_ecn_marks
     if backlog is not None and backlog > th.congestion_backlog_pkts:
-        congested, clear = True, 0
-        congestion_reason = f"backlog {backlog} > {th.congestion_backlog_pkts} packets"
-    elif marked:
-        congested, clear = True, 0
-        congestion_reason = f"{marks} ECN marks in {interval_ms} ms"
-    elif congested:
+        return True, f"backlog {backlog} > {th.congestion_backlog_pkts} packets", 0
+    if marked:
+        return True, f"{iv.marks} ECN marks in {iv.interval_ms} ms", 0
+    if congested:
         # Coalescing keeps the queue short by folding ACKs into the one waiting there: while it
         # still folds some, the ACKs still come faster than the queue drains, and a short queue
         # is the remedy's doing, not the end of the congestion (measured: without this, the
         # decision flapped between coalesce and every_d d=1 every second on the Asymmetric link).
-        absorbing = prev.acks_absorbed != sample.acks_absorbed
-        quiet = (backlog is None or backlog <= th.congestion_clear_pkts) and not marks and not absorbing
+        absorbing = state.prev.acks_absorbed != sample.acks_absorbed
+        quiet = (backlog is None or backlog <= th.congestion_clear_pkts) and not iv.marks and not absorbing
         clear = clear + 1 if quiet else 0
         if clear >= th.congestion_clear_intervals:
-            congested, congestion_reason, clear = False, "", 0
+            congested, reason, clear = False, "", 0
+    return congested, reason, clear
 
-    # -- misbehaviour --
-    misbehaving = ""
-    if retx >= th.misbehaviour_retransmissions:
-        misbehaving = f"{retx} retransmissions in {interval_ms} ms"
-    elif dups >= th.misbehaviour_dup_acks:
-        misbehaving = f"{dups} duplicate ACKs in {interval_ms} ms"
-    elif retx > 0 and new_bytes == 0:
-        misbehaving = f"retransmission with no new data in {interval_ms} ms (a timeout?)"
+
+def _misbehaviour(iv: Interval, th: Thresholds) -> str:
+    """Why the flow misbehaves in this interval (rule 1), or ""."""
+    if iv.retransmissions >= th.misbehaviour_retransmissions:
+        return f"{iv.retransmissions} retransmissions in {iv.interval_ms} ms"
+    if iv.dup_acks >= th.misbehaviour_dup_acks:
+        return f"{iv.dup_acks} duplicate ACKs in {iv.interval_ms} ms"
+    if iv.retransmissions > 0 and iv.new_bytes == 0:
+        return f"retransmission with no new data in {iv.interval_ms} ms (a timeout?)"
+    return ""
+
+
+def _hold_off(
+    state: FlowState, misbehaving: str, now: float, th: Thresholds
+) -> tuple[float | None, float, int]:
+    """(hold until, hold length, strikes): a new episode starts a hold-off, misbehaviour during
+    one extends it, a new one soon after the last doubles it."""
     hold_until, hold_s, strikes = state.hold_until_s, state.hold_s, state.strikes
-    holding = hold_until is not None and now < hold_until
-    if misbehaving:
-        if holding:
-            hold_until = max(hold_until or now, now + hold_s)
-        else:
-            recent = hold_until is not None and now - hold_until < th.hold_off_max_s
-            strikes = strikes + 1 if recent else 1
-            hold_s = min(th.hold_off_s * 2 ** (strikes - 1), th.hold_off_max_s)
-            hold_until = now + hold_s
+    if not misbehaving:
+        return hold_until, hold_s, strikes
+    if hold_until is not None and now < hold_until:
+        return max(hold_until, now + hold_s), hold_s, strikes
+    recent = hold_until is not None and now - hold_until < th.hold_off_max_s
+    strikes = strikes + 1 if recent else 1
+    hold_s = min(th.hold_off_s * 2 ** (strikes - 1), th.hold_off_max_s)
+    return now + hold_s, hold_s, strikes
 
-    new_state = FlowState(
+
+# ---- the rules (module docstring), first that answers decides ----
+
+
+def _rule_misbehaving(s: Situation) -> Target | None:
+    if not s.misbehaving or s.holding:
+        return None
+    safe, why, held = _safe(s.before, s.config), s.misbehaving, s.after.hold_s
+    return safe, Kind.MISBEHAVING, lambda: f"misbehaving: {why}: every_d d={safe.d} for {held:g} s"
+
+
+def _rule_holding_off(s: Situation) -> str | None:
+    until = s.after.hold_until_s
+    return HOLD if until is not None and s.interval.now_s < until else None  # the safe policy stays
+
+
+def _rule_congested(s: Situation) -> Target | None:
+    return _congested(s.before, s.after.congestion_reason, s.config) if s.after.congested else None
+
+
+def _rule_idle(s: Situation) -> Target | None:
+    if s.after.phase is not Phase.IDLE:
+        return None
+    idle = s.idle_for_s
+    return (
+        _every_d(1, s.config),
+        Kind.IDLE,
+        lambda: f"idle: no new data for {idle:.1f} s: ACK every segment when it restarts",
+    )
+
+
+def _rule_low_rate(s: Situation) -> Target | None:
+    iv, th = s.interval, s.config.thresholds
+    if not (iv.low and iv.new_bytes > 0):
+        return None
+    return (
+        _every_d(1, s.config),
+        Kind.LOW_RATE,
+        lambda: (
+            f"low rate: {iv.segments:.1f} segments in {iv.interval_ms} ms < "
+            f"{th.min_segments_per_interval}: ACK every segment"
+        ),
+    )
+
+
+def _rule_underused(s: Situation) -> Target | None:
+    if not s.underused:
+        return None
+    busy, th, ms = s.sample.bottleneck_busy, s.config.thresholds, s.interval.interval_ms
+    assert busy is not None
+    return (
+        _every_d(1, s.config),
+        Kind.UNDERUSED,
+        lambda: (
+            f"bottleneck underused: its port busy {100 * busy:.0f} % of {ms} ms "
+            f"< {100 * th.underused_busy:.0f} %: ACK every segment"
+        ),
+    )
+
+
+def _rule_ramp_up(s: Situation) -> Target | None:
+    if s.after.phase is not Phase.RAMP_UP:
+        return None
+    th, growth, steady = s.config.thresholds, s.growth, s.after.steady_intervals
+    if growth is not None and growth >= th.ramp_up_growth:
+        return (
+            _every_d(1, s.config),
+            Kind.RAMP_UP,
+            lambda: f"ramp-up: delivery rate {100 * (growth - 1):+.0f} % per interval",
+        )
+    return (
+        _every_d(1, s.config),
+        Kind.RAMP_UP,
+        lambda: f"ramp-up: rate not steady yet ({steady} of {th.steady_intervals} steady intervals)",
+    )
+
+
+def _rule_saturated(s: Situation) -> Target:
+    assert s.after.rate_bytes_per_s is not None
+    return _tack(s.after.rate_bytes_per_s, s.sample, s.config)
+
+
+RULES: tuple[tuple[str, Rule], ...] = (
+    ("misbehaving", _rule_misbehaving),
+    ("holding off", _rule_holding_off),
+    ("ack path congested", _rule_congested),
+    ("idle", _rule_idle),
+    ("low rate", _rule_low_rate),
+    ("bottleneck underused", _rule_underused),
+    ("ramp-up", _rule_ramp_up),
+    ("saturated", _rule_saturated),
+)
+
+
+def _tack_breach(s: Situation) -> bool:
+    """The written tack's beta lets d pass max_d at the current rate: written despite the margin."""
+    written = s.before.decision.params if s.before.decision else None
+    if written is None or written.policy is not Policy.TACK or s.after.rate_bytes_per_s is None:
+        return False
+    th = s.config.thresholds
+    d_now = tack_d(s.after.rate_bytes_per_s, s.sample.rtt_min_us, written.L, written.beta, th.mss_bytes)
+    return d_now > s.config.limits.max_d
+
+
+def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tuple[FlowState, Decision | None]:
+    """The next state of the flow, and the decision to write if the policy changes."""
+    th = config.thresholds
+    if state.prev is not None and sample.t_s <= state.prev.t_s:
+        return state, None  # not newer than the last sample: nothing happened in between
+    iv = _measure(state, sample, th)
+    if iv is None:
+        return _first_sample(state, sample, config)
+    phase, steady, smoothed, underused = _phase(state, iv, sample, th)
+    congested, congestion_reason, clear = _ack_path(state, iv, sample, th)
+    misbehaving = _misbehaviour(iv, th)
+    holding = state.hold_until_s is not None and iv.now_s < state.hold_until_s
+    hold_until, hold_s, strikes = _hold_off(state, misbehaving, iv.now_s, th)
+    last_progress = iv.now_s if iv.new_bytes > 0 else (state.last_progress_s or iv.now_s)
+    after = FlowState(
         prev=sample,
         rate_bytes_per_s=smoothed,
-        last_rate_bytes_per_s=None if low else rate,
+        last_rate_bytes_per_s=None if iv.low else iv.rate,
         phase=phase,
         steady_intervals=steady,
         last_progress_s=last_progress,
@@ -601,61 +778,23 @@ def decide(state: FlowState, sample: FlowSample, config: DecisionConfig) -> tupl
         decision=state.decision,
         changed_at_s=state.changed_at_s,
     )
-
-    # -- the target, first rule that holds --
-    breach = False
-    if misbehaving and not holding:
-        safe = _safe(state, config)
-        why, held = misbehaving, hold_s
-        target = (safe, Kind.MISBEHAVING, lambda: f"misbehaving: {why}: every_d d={safe.d} for {held:g} s")
-    elif hold_until is not None and now < hold_until:
-        return new_state, None  # hold-off: the safe policy stays
-    elif congested:
-        target = _congested(state, congestion_reason, config)
-    elif phase is Phase.IDLE:
-        target = (
-            _every_d(1, config),
-            Kind.IDLE,
-            lambda: f"idle: no new data for {idle_for_s:.1f} s: ACK every segment when it restarts",
-        )
-    elif low and new_bytes > 0:
-        target = (
-            _every_d(1, config),
-            Kind.LOW_RATE,
-            lambda: (
-                f"low rate: {segments:.1f} segments in {interval_ms} ms < "
-                f"{th.min_segments_per_interval}: ACK every segment"
-            ),
-        )
-    elif underused:
-        assert busy is not None
-        pct_busy = 100 * busy
-        target = (
-            _every_d(1, config),
-            Kind.UNDERUSED,
-            lambda: (
-                f"bottleneck underused: its port busy {pct_busy:.0f} % of {interval_ms} ms "
-                f"< {100 * th.underused_busy:.0f} %: ACK every segment"
-            ),
-        )
-    elif phase is Phase.RAMP_UP:
-        if growth is not None and growth >= th.ramp_up_growth:
-            pct = 100 * (growth - 1)
-            target = (
-                _every_d(1, config),
-                Kind.RAMP_UP,
-                lambda: f"ramp-up: delivery rate {pct:+.0f} % per interval",
-            )
-        else:
-            target = (
-                _every_d(1, config),
-                Kind.RAMP_UP,
-                lambda: f"ramp-up: rate not steady yet ({steady} of {th.steady_intervals} steady intervals)",
-            )
-    else:
-        target = _tack(smoothed, sample, config)
-        written = state.decision.params if state.decision else None
-        if written is not None and written.policy is Policy.TACK:
-            d_now = tack_d(smoothed, sample.rtt_min_us, written.L, written.beta, th.mss_bytes)
-            breach = d_now > lim.max_d
-    return _gate(new_state, target, now, config, breach)
+    situation = Situation(
+        state,
+        after,
+        sample,
+        iv,
+        config,
+        _growth(state, iv),
+        iv.now_s - last_progress,
+        underused,
+        misbehaving,
+        holding,
+    )
+    for _, rule in RULES:
+        target = rule(situation)
+        if target == HOLD:
+            return after, None
+        if target is not None:
+            breach = rule is _rule_saturated and _tack_breach(situation)
+            return _gate(after, target, iv.now_s, config, breach)  # type: ignore[arg-type]
+    raise AssertionError("the last rule always answers")

@@ -511,136 +511,170 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
     """Every change the file asks for, checked against the program it will run on. Reads the
     switch's program (and nothing else); writes nothing. Raises ConfigError naming the item."""
     validate(doc, "config")
-    ops: list[Op] = []
-    program = client.program
-    if "program" in doc:
-        path = Path(doc["program"])
+    return _Planner(client, doc, base_dir).plan()
+
+
+class _Planner:
+    """plan_config's work, a method per section of the file: each checks its items against the
+    program and adds the operations that make them so."""
+
+    def __init__(self, client: SwitchClient, doc: dict[str, Any], base_dir: Path) -> None:
+        self.client, self.doc, self.base_dir = client, doc, base_dir
+        self.program = client.program
+        self.first: list[Op] = []  # the program swap, then the clears
+        self.entries: list[tuple[str, EntrySpec]] = []
+        # Changes in the file's section order (the order of SECTIONS), after the swap and the clears.
+        self.ordered: list[Op] = []
+
+    def plan(self) -> list[Op]:
+        if "program" in self.doc:
+            self.swap_program(self.doc["program"])
+        for section in (
+            self.tables,
+            self.defaults,
+            self.registers,
+            self.ports,
+            self.mirroring,
+            self.policies,
+            self.ecn,
+            self.ap,
+            self.stations,
+        ):
+            section()
+        self.check_one_entry_per_key()
+        self.clears()
+        return self.first + self.ordered
+
+    # ---- what each section adds ----
+
+    def entry(self, where: str, table: str, action: str, key: Any, params: Any, priority: Any) -> None:
+        spec = _encode_entry(self.client, self.program, where, table, action, key, params, priority)
+        self.entries.append((where, spec))
+        self.ordered.append(_entry_op(where, spec))
+
+    def default(self, where: str, table_name: str, action: str, params: Any) -> None:
+        try:
+            table = self.program.table(table_name)
+            if table.const_default:
+                raise ConfigError(f"{where}: {table.name} has a const default action set by the P4 program")
+            act, data = self.client._action_data(table, action, params, self.program)
+        except (UnknownName, BadValue, SwitchOperationError) as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        names = [p.name for p in self.program.actions[act].params]
+        values = {k: int.from_bytes(d, "big") for k, d in zip(names, data, strict=True)}
+        self.ordered.append(_default_op(where, table, act, data, values))
+
+    def items(self, section: str) -> list[tuple[str, Any]]:
+        return [(f"{section} item {n}", item) for n, item in enumerate(self.doc.get(section, []), 1)]
+
+    # ---- the sections ----
+
+    def swap_program(self, name: str) -> None:
+        path = Path(name)
         if not path.is_absolute():
-            path = base_dir / path
+            path = self.base_dir / path
         try:
             text = path.read_text(encoding="utf-8")
-            program = Program.from_json(text)
+            self.program = Program.from_json(text)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(
                 f"program {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})"
             ) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"program {path}: not a bmv2 program JSON (from p4c-bm2-ss): {exc}") from None
-        ops.append(_program_op(path, text, program))
+        self.first.append(_program_op(path, text, self.program))
 
-    entries: list[tuple[str, EntrySpec]] = []
-    # Changes in the file's section order (the order of SECTIONS), after the swap and the clears.
-    ordered: list[Op] = []
-
-    def entry(where: str, table: str, action: str, key: Any, params: Any, priority: Any) -> None:
-        spec = _encode_entry(client, program, where, table, action, key, params, priority)
-        entries.append((where, spec))
-        ordered.append(_entry_op(where, spec))
-
-    for n, item in enumerate(doc.get("tables", []), 1):
-        entry(
-            f"tables item {n}",
-            str(item["table"]),
-            str(item["action"]),
-            item.get("key", []),
-            item.get("params", []),
-            item.get("priority"),
-        )
-
-    def default(where: str, table_name: str, action: str, params: Any) -> None:
-        try:
-            table = program.table(table_name)
-            if table.const_default:
-                raise ConfigError(f"{where}: {table.name} has a const default action set by the P4 program")
-            act, data = client._action_data(table, action, params, program)
-        except (UnknownName, BadValue, SwitchOperationError) as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        names = [p.name for p in program.actions[act].params]
-        values = {k: int.from_bytes(d, "big") for k, d in zip(names, data, strict=True)}
-        ordered.append(_default_op(where, table, act, data, values))
-
-    for n, item in enumerate(doc.get("defaults", []), 1):
-        default(f"defaults item {n}", str(item["table"]), str(item["action"]), item.get("params", []))
-
-    for n, item in enumerate(doc.get("registers", []), 1):
-        where = f"registers item {n}"
-        try:
-            reg = program.register(str(item["register"]))
-        except UnknownName as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        index = _int(item["index"], f"{where}: index", 0, reg.size - 1)
-        value = _int(item["value"], f"{where}: value", 0, (1 << reg.width_bits) - 1)
-        ordered.append(_register_op(where, reg.name, index, value))
-
-    for n, item in enumerate(doc.get("ports", []), 1):
-        where = f"ports item {n}"
-        port = _int(item["port"], f"{where}: port", 0, 511)
-        rate = _int(item["rate_pps"], f"{where}: rate_pps", 0, 2**63 - 1) if "rate_pps" in item else None
-        depth = (
-            _int(item["depth_pkts"], f"{where}: depth_pkts", 1, 2**31 - 1) if "depth_pkts" in item else None
-        )
-        if rate is None and depth is None:
-            raise ConfigError(f"{where}: give rate_pps and/or depth_pkts")
-        ordered.append(_port_op(where, port, rate, depth))
-
-    for n, item in enumerate(doc.get("mirroring", []), 1):
-        where = f"mirroring item {n}"
-        ordered.append(
-            _mirror_op(
+    def tables(self) -> None:
+        for where, item in self.items("tables"):
+            self.entry(
                 where,
-                _int(item["session"], f"{where}: session", 0, 2**15 - 1),
-                _int(item["port"], f"{where}: port", 0, 511),
+                str(item["table"]),
+                str(item["action"]),
+                item.get("key", []),
+                item.get("params", []),
+                item.get("priority"),
             )
-        )
 
-    for n, item in enumerate(doc.get("policies", []), 1):
-        where = f"policies item {n}"
-        try:
-            params = PolicyParams.parse(str(item["policy"]), _assignments(item.get("params", {}), where))
-            match_spec = item["match"]
-            if match_spec == "default":
-                act, values = params.action()
-                default(where, TABLE_ACK_THINNING_POLICY, act, values)
-                continue
-            tokens = match_spec.split() if isinstance(match_spec, str) else _assignments(match_spec, where)
-            match = PolicyMatch.parse(tokens)
-        except (PolicyError, UnknownName, BadValue, SwitchOperationError) as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        act, values = params.action()
-        priority = item.get("priority", match.priority)
-        entry(where, TABLE_ACK_THINNING_POLICY, act, match.key(), values, priority)
+    def defaults(self) -> None:
+        for where, item in self.items("defaults"):
+            self.default(where, str(item["table"]), str(item["action"]), item.get("params", []))
 
-    for n, item in enumerate(doc.get("ecn", []), 1):
-        where = f"ecn item {n}"
-        port = _int(item["port"], f"{where}: port", 0, 511)
-        if set(item) == {"port", "k"}:
-            entry(
+    def registers(self) -> None:
+        for where, item in self.items("registers"):
+            try:
+                reg = self.program.register(str(item["register"]))
+            except UnknownName as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            index = _int(item["index"], f"{where}: index", 0, reg.size - 1)
+            value = _int(item["value"], f"{where}: value", 0, (1 << reg.width_bits) - 1)
+            self.ordered.append(_register_op(where, reg.name, index, value))
+
+    def ports(self) -> None:
+        for where, item in self.items("ports"):
+            port = _int(item["port"], f"{where}: port", 0, 511)
+            rate = _int(item["rate_pps"], f"{where}: rate_pps", 0, 2**63 - 1) if "rate_pps" in item else None
+            depth = (
+                _int(item["depth_pkts"], f"{where}: depth_pkts", 1, 2**31 - 1)
+                if "depth_pkts" in item
+                else None
+            )
+            if rate is None and depth is None:
+                raise ConfigError(f"{where}: give rate_pps and/or depth_pkts")
+            self.ordered.append(_port_op(where, port, rate, depth))
+
+    def mirroring(self) -> None:
+        for where, item in self.items("mirroring"):
+            session = _int(item["session"], f"{where}: session", 0, 2**15 - 1)
+            self.ordered.append(_mirror_op(where, session, _int(item["port"], f"{where}: port", 0, 511)))
+
+    def policies(self) -> None:
+        for where, item in self.items("policies"):
+            try:
+                params = PolicyParams.parse(str(item["policy"]), _assignments(item.get("params", {}), where))
+                match_spec = item["match"]
+                if match_spec == "default":
+                    act, values = params.action()
+                    self.default(where, TABLE_ACK_THINNING_POLICY, act, values)
+                    continue
+                tokens = (
+                    match_spec.split() if isinstance(match_spec, str) else _assignments(match_spec, where)
+                )
+                match = PolicyMatch.parse(tokens)
+            except (PolicyError, UnknownName, BadValue, SwitchOperationError) as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            act, values = params.action()
+            self.entry(
                 where,
-                TABLE_ECN_PORT_THRESHOLD,
-                ACTION_ECN_THRESHOLD,
-                {KEY_PORT: port},
-                {"k": _int(item["k"], f"{where}: k", 0, MAX_DEPTH)},
-                None,
+                TABLE_ACK_THINNING_POLICY,
+                act,
+                match.key(),
+                values,
+                item.get("priority", match.priority),
             )
-        elif set(item) == {"port", "k_min", "k_max", "p_max"}:
-            k_min = _int(item["k_min"], f"{where}: k_min", 0, MAX_DEPTH)
-            k_max = _int(item["k_max"], f"{where}: k_max", 0, MAX_DEPTH)
-            p_max = _int(item["p_max"], f"{where}: p_max", 0, 100)
-            if k_min >= k_max:
-                raise ConfigError(f"{where}: k_min={k_min} k_max={k_max}: give k_min < k_max")
-            entry(
-                where,
-                TABLE_ECN_PORT_THRESHOLD,
-                ACTION_ECN_RED,
-                {KEY_PORT: port},
-                {"k_min_pkts": k_min, "k_max_pkts": k_max, "p_max": p_max},
-                None,
-            )
-        else:
-            raise ConfigError(f"{where}: give port with k, or port with k_min, k_max and p_max")
 
-    if "ap" in doc:
-        ap = doc["ap"]
+    def ecn(self) -> None:
+        for where, item in self.items("ecn"):
+            port = _int(item["port"], f"{where}: port", 0, 511)
+            if set(item) == {"port", "k"}:
+                k = _int(item["k"], f"{where}: k", 0, MAX_DEPTH)
+                self.entry(
+                    where, TABLE_ECN_PORT_THRESHOLD, ACTION_ECN_THRESHOLD, {KEY_PORT: port}, {"k": k}, None
+                )
+            elif set(item) == {"port", "k_min", "k_max", "p_max"}:
+                k_min = _int(item["k_min"], f"{where}: k_min", 0, MAX_DEPTH)
+                k_max = _int(item["k_max"], f"{where}: k_max", 0, MAX_DEPTH)
+                p_max = _int(item["p_max"], f"{where}: p_max", 0, 100)
+                if k_min >= k_max:
+                    raise ConfigError(f"{where}: k_min={k_min} k_max={k_max}: give k_min < k_max")
+                red = {"k_min_pkts": k_min, "k_max_pkts": k_max, "p_max": p_max}
+                self.entry(where, TABLE_ECN_PORT_THRESHOLD, ACTION_ECN_RED, {KEY_PORT: port}, red, None)
+            else:
+                raise ConfigError(f"{where}: give port with k, or port with k_min, k_max and p_max")
+
+    def ap(self) -> None:
+        if "ap" not in self.doc:
+            return
+        ap = self.doc["ap"]
         try:
             uplink = [_int(p, "ap: uplink", 1, 255) for p in _list(ap["uplink"], "ap: uplink")]
             wireless = [_int(p, "ap: wireless", 1, 255) for p in _list(ap["wireless"], "ap: wireless")]
@@ -649,50 +683,49 @@ def plan_config(client: SwitchClient, doc: dict[str, Any], base_dir: Path = Path
         except ApConfigError as exc:
             raise ConfigError(f"ap: {exc}") from None
         for port in uplink:
-            entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_UPLINK, {KEY_PORT: port}, {}, None)
-            entry("ap", TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_UPLINK, {KEY_PORT: port}, {}, None)
+            self.entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_UPLINK, {KEY_PORT: port}, {}, None)
+            self.entry("ap", TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_UPLINK, {KEY_PORT: port}, {}, None)
         for port in wireless:
-            entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_WIRELESS, {KEY_PORT: port}, {"cpu": cpu}, None)
-            entry("ap", TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_WIRELESS, {KEY_PORT: port}, {}, None)
-        entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_CPU, {KEY_PORT: cpu}, {}, None)
+            self.entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_WIRELESS, {KEY_PORT: port}, {"cpu": cpu}, None)
+            self.entry("ap", TABLE_AP_EGRESS_ROLE, ACTION_AP_EGRESS_WIRELESS, {KEY_PORT: port}, {}, None)
+        self.entry("ap", TABLE_AP_PORT_ROLE, ACTION_AP_CPU, {KEY_PORT: cpu}, {}, None)
         for u in uplink:
-            ordered.append(_mc_op("ap", multicast_group(0, u), [(ApRid.CPU, cpu), (ApRid.SPOOF, u)]))
+            self.ordered.append(_mc_op("ap", multicast_group(0, u), [(ApRid.CPU, cpu), (ApRid.SPOOF, u)]))
             for w in wireless:
-                ordered.append(
-                    _mc_op(
-                        "ap", multicast_group(w, u), [(ApRid.STATION, w), (ApRid.CPU, cpu), (ApRid.SPOOF, u)]
-                    )
-                )
+                members = [(ApRid.STATION, w), (ApRid.CPU, cpu), (ApRid.SPOOF, u)]
+                self.ordered.append(_mc_op("ap", multicast_group(w, u), members))
         for w in wireless:
-            ordered.append(_mc_op("ap", multicast_group(w, 0), [(ApRid.STATION, w), (ApRid.CPU, cpu)]))
+            self.ordered.append(_mc_op("ap", multicast_group(w, 0), [(ApRid.STATION, w), (ApRid.CPU, cpu)]))
 
-    for n, item in enumerate(doc.get("stations", []), 1):
-        where = f"stations item {n}"
-        try:
-            prefix = parse_station_prefix(str(item["prefix"]))
-            values = {k: _int(v, f"{where}: {k}", 0, 2**32 - 1) for k, v in item.items() if k != "prefix"}
-            params_ = StationParams(**values)
-        except ApConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        entry(where, TABLE_AP_STATIONS, ACTION_AP_SERVE, {KEY_STATION: prefix}, vars(params_), None)
+    def stations(self) -> None:
+        for where, item in self.items("stations"):
+            try:
+                prefix = parse_station_prefix(str(item["prefix"]))
+                values = {k: _int(v, f"{where}: {k}", 0, 2**32 - 1) for k, v in item.items() if k != "prefix"}
+                params = StationParams(**values)
+            except ApConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            self.entry(where, TABLE_AP_STATIONS, ACTION_AP_SERVE, {KEY_STATION: prefix}, vars(params), None)
 
-    # One key, one entry: two items with the same key would each undo the other.
-    seen: dict[tuple[str, Canon], str] = {}
-    for where, spec in entries:
-        k = (spec.table.name, spec.key_canon)
-        if k in seen and seen[k] != where:
-            raise ConfigError(
-                f"{where}: {spec.table.name} already gets an entry with this key from {seen[k]}"
-            )
-        seen[k] = where
+    def check_one_entry_per_key(self) -> None:
+        """One key, one entry: two items with the same key would each undo the other."""
+        seen: dict[tuple[str, Canon], str] = {}
+        for where, spec in self.entries:
+            k = (spec.table.name, spec.key_canon)
+            if k in seen and seen[k] != where:
+                raise ConfigError(
+                    f"{where}: {spec.table.name} already gets an entry with this key from {seen[k]}"
+                )
+            seen[k] = where
 
-    for table_name in doc.get("clear", []):
-        try:
-            table = program.table(table_name)
-        except UnknownName as exc:
-            raise ConfigError(f"clear: {exc}") from None
-        ops.append(_clear_op(table, {s.key_canon for _, s in entries if s.table.name == table.name}))
-    return ops + ordered
+    def clears(self) -> None:
+        for table_name in self.doc.get("clear", []):
+            try:
+                table = self.program.table(table_name)
+            except UnknownName as exc:
+                raise ConfigError(f"clear: {exc}") from None
+            keys = {s.key_canon for _, s in self.entries if s.table.name == table.name}
+            self.first.append(_clear_op(table, keys))
 
 
 def _list(value: Any, what: str) -> list[Any]:
