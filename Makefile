@@ -82,6 +82,7 @@ integration: check-toolchain check-venv build ## integration tests only (root: n
 lint: check-venv ## ruff (lint and format check) on the Python, p4c warnings as errors on the P4
 	@$(PY) -m ruff check $(PY_SOURCES)
 	@$(PY) -m ruff format --check $(PY_SOURCES)
+	@$(PY) tools/check_layers.py
 	@$(MAKE) --no-print-directory -B build
 
 format: check-venv ## apply ruff's formatting and safe fixes

@@ -21,6 +21,7 @@ from ackwise.cli.args import I32_MAX, int_in
 from ackwise.cli.common import Registry
 from ackwise.cli.output import render_table
 from ackwise.errors import InputError
+from ackwise.experiments.harness.store import StoreError, StoreMismatch  # json and fcntl only
 from ackwise.processes import stop_on_signals
 
 
@@ -38,8 +39,6 @@ def store_errors(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
 
     @functools.wraps(fn)
     def wrapped(args: argparse.Namespace) -> int:
-        from ackwise.experiments.harness.store import StoreError, StoreMismatch
-
         try:
             return fn(args)
         except StoreMismatch as exc:
@@ -55,6 +54,7 @@ def _split(text: str | None) -> set[str] | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness.scenario import all_scenarios
 
     scenarios = all_scenarios()
@@ -89,6 +89,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 @store_errors
 def cmd_run(args: argparse.Namespace) -> int:
+    # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness.progress import Progress
     from ackwise.experiments.harness.runner import code_version, execute, plan
     from ackwise.experiments.harness.scenario import load
@@ -174,6 +175,7 @@ def _confirmation(
     """The confirmation pass of a screened matrix: at every point, the baseline and the best arm
     of each place on the screening runs' main metric, ``blocks`` fresh blocks each, into
     SCREENING/confirm (report.CONFIRM_DIR), whose runs the report's verdict then rests on."""
+    # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness.comparison import arm_results, best_per_category, excluded_blocks
     from ackwise.experiments.harness.report import CONFIRM_DIR
     from ackwise.experiments.harness.runner import plan_confirmation
@@ -215,6 +217,7 @@ def _confirmation(
 
 @store_errors
 def cmd_report(args: argparse.Namespace) -> int:
+    # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness.report import ReportError, report_text, write_report
     from ackwise.experiments.harness.store import merge_shards
 
@@ -253,6 +256,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Two result sets of one scenario: per point and arm, the second's metric over the first's."""
     import csv
 
+    # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness.comparison import compare_sets
     from ackwise.experiments.harness.schema import METRICS
     from ackwise.experiments.harness.store import ResultStore

@@ -38,6 +38,7 @@ def state_path() -> Path:
 
 def parse_params(name: str, tokens: list[str]) -> dict[str, Any]:
     """``key=value`` tokens typed by the topology's build() signature."""
+    # lazy: the test bed loads Mininet; other commands must not pay for it.
     from ackwise.topologies.catalog import TOPOLOGIES, build_params, check_params, param_type
 
     if name not in TOPOLOGIES:
@@ -90,6 +91,7 @@ def _summary(testbed: Any) -> dict[str, Any]:
 
 
 def cmd_topo_up(args: argparse.Namespace) -> int:
+    # lazy: the test bed loads Mininet; other commands must not pay for it.
     from ackwise.topologies.testbed import Testbed
 
     params = parse_params(args.name, args.params)
@@ -204,6 +206,7 @@ def cmd_topo_exec(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    # lazy: the harness loads matplotlib, scipy and the test bed.
     from ackwise.experiments.harness.demo import run_demo
 
     try:
