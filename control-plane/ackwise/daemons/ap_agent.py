@@ -37,7 +37,6 @@ from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.packets import ACK, RST, SYN, TcpSegment, parse_ipv4_tcp
 from ackwise.twins.serial import seq_diff, seq_geq, seq_gt, seq_leq
 
-HEARTBEAT_INTERVAL_S = 0.1
 # Without SACK, the classic three duplicates say the segment at the ACK number is lost.
 DUP_ACKS_WITHOUT_SACK = 3
 DEFAULT_RTT_S = 0.02  # AP <-> station round trip until measured
@@ -309,18 +308,11 @@ class RepairAgent(CpuPortAgent):
                 self.repair(flow, flow.to_repair(flow.station_ack, now, timer=True), now, why="timer")
 
     def run(self) -> None:
-        next_beat = 0.0
-        next_report = 0.0  # a first report at once: `ackwise ap status` right after start-up finds one
         next_refresh = time.monotonic() + STATIONS_REFRESH_S
         print("ready", flush=True)
         while not self.stop_requested:
             now = time.monotonic()
-            if now >= next_beat:
-                self.heartbeat()
-                next_beat = now + HEARTBEAT_INTERVAL_S
-            if now >= next_report:
-                self.write_stats()
-                next_report = now + 1.0
+            next_beat = self.housekeeping(now)
             if now >= next_refresh:
                 self.refresh_stations()
                 next_refresh = now + STATIONS_REFRESH_S

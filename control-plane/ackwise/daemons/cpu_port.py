@@ -20,6 +20,10 @@ SOL_PACKET, PACKET_STATISTICS = 263, 6  # linux/if_packet.h
 ETH_P_ALL = 0x0003
 SOCKET_BUFFER_BYTES = 8 * 1024 * 1024
 ETHERNET_HEADER_BYTES = 14
+# The switch stops handing the agent anything after HOLDBACK_AGENT_TIMEOUT_US or
+# AP_AGENT_TIMEOUT_US (500 ms) without a heartbeat: one every 100 ms. Counters once a second.
+HEARTBEAT_INTERVAL_S = 0.1
+REPORT_INTERVAL_S = 1.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +40,8 @@ class CpuPortAgent:
         self.iface, self.stats_path = iface, stats_path
         self.counters: dict[str, int] = {"socket_drops": 0}
         self.stop_requested = False
+        # The first heartbeat and report at once: `ackwise ap status` right after start-up finds one.
+        self.next_beat_s = self.next_report_s = 0.0
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         self.sock.bind((iface, 0))
         self.sock.setblocking(False)
@@ -60,6 +66,16 @@ class CpuPortAgent:
 
     def heartbeat(self) -> None:
         self.sock.send(self.heartbeat_frame)
+
+    def housekeeping(self, now: float) -> float:
+        """The heartbeat and the counters, each when it is due; returns when the next heartbeat is."""
+        if now >= self.next_beat_s:
+            self.heartbeat()
+            self.next_beat_s = now + HEARTBEAT_INTERVAL_S
+        if now >= self.next_report_s:
+            self.write_stats()
+            self.next_report_s = now + REPORT_INTERVAL_S
+        return self.next_beat_s
 
     def receive(self, timeout_s: float) -> None:
         """Wait up to ``timeout_s`` for frames, then hand every waiting one to ``handle`` (not the

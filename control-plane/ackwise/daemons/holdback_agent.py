@@ -37,8 +37,6 @@ from ackwise.processes import run_daemon
 from ackwise.twins.p4names import AgentKind
 from ackwise.twins.packets import parse_ipv4_tcp
 
-HEARTBEAT_INTERVAL_S = 0.1
-REPORT_INTERVAL_S = 1.0
 ETHERNET_HEADER = cpu_port.ETHERNET_HEADER_BYTES
 
 
@@ -88,16 +86,10 @@ class HoldbackAgent(CpuPortAgent):
             self.sock.send(frame)
 
     def run(self) -> None:
-        next_beat = next_report = 0.0
         print("ready", flush=True)
         while not self.stop_requested:
             now = time.monotonic()
-            if now >= next_beat:
-                self.heartbeat()
-                next_beat = now + HEARTBEAT_INTERVAL_S
-            if now >= next_report:
-                self.write_stats()
-                next_report = now + REPORT_INTERVAL_S
+            next_beat = self.housekeeping(now)
             self.release(now)
             wake = min(next_beat, self.table.next_due() or next_beat, self.share.next_due() or next_beat)
             self.receive(wake - time.monotonic())
