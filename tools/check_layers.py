@@ -75,17 +75,40 @@ def module_name(path: Path, root: Path) -> str | None:
     return None
 
 
+def _explained(lines: list[str], body: list[ast.stmt]) -> set[int]:
+    """Lines of the function-local imports that a ``# lazy: ...`` comment explains: the comment sits
+    in or right above a run of consecutive import statements."""
+    explained: set[int] = set()
+    run: list[ast.stmt] = []
+    for stmt in [*body, None]:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            run.append(stmt)
+            continue
+        if run:
+            first, last = run[0].lineno, run[-1].end_lineno or run[-1].lineno
+            above = first - 1
+            while above > 0 and lines[above - 1].strip().startswith("#"):
+                above -= 1
+            if any(LAZY_MARK in line for line in lines[above:last]):
+                explained.update(range(first, last + 1))
+            run = []
+    return explained
+
+
 def imports_of(path: Path, module: str) -> list[Import]:
     text = path.read_text()
     lines = text.splitlines()
     tree = ast.parse(text)
-    local_lines = {
-        node.lineno
-        for fn in ast.walk(tree)
-        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
-        for node in ast.walk(fn)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-    }
+    local: set[int] = set()
+    explained: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            local.update(n.lineno for n in ast.walk(fn) if isinstance(n, ast.Import | ast.ImportFrom))
+            for node in ast.walk(fn):
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(node, field, None)
+                    if isinstance(block, list):
+                        explained |= _explained(lines, block)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -94,15 +117,10 @@ def imports_of(path: Path, module: str) -> list[Import]:
             targets = [a.name for a in node.names]
         else:
             continue
-        # The mark may sit on the import or above the block of imports it is in.
-        above = node.lineno - 1
-        while above > 0 and lines[above - 1].strip().startswith(("from ", "import ", "#")):
-            above -= 1
-        around = " ".join(lines[above : node.lineno])
         for target in targets:
             if target == "ackwise" or target.startswith("ackwise."):
-                local = node.lineno in local_lines
-                found.append(Import(module, target, path, node.lineno, local, LAZY_MARK in around))
+                is_local = node.lineno in local
+                found.append(Import(module, target, path, node.lineno, is_local, node.lineno in explained))
     return found
 
 

@@ -419,3 +419,27 @@ def _welch_log_ratio(
     else:
         comp.verdict = "no difference detected"
     return comp
+
+
+# ---- runs where the emulator, not the policy, set the pace ----
+
+# A run is "emulator-limited" when, over its traffic, one of the emulator's processes (a
+# simple_switch or a linkem) was as busy as a process can usefully be here, or linkem sent frames
+# late by more than the timing it emulates. Thresholds calibrated on this machine (docs/testbed.md,
+# "Emulator-limited runs"): switch arms of parking-lot on bmv2's logging build are flagged, its
+# baseline runs are not.
+EMULATOR_CORES_MAX = 0.85  # one process's CPU, in cores, averaged over the run
+LATE_SHARE_MAX = 0.01  # share of a linkem's frames sent more than 10 ms after they were due
+
+
+def emulator_limited(record: RunRecord) -> str | None:
+    """Why this run's emulator was the bottleneck, or None (also for records without resources)."""
+    used = record.resources or {}
+    for name, cores in sorted((used.get("emulator_cores") or {}).items()):
+        if cores >= EMULATOR_CORES_MAX:
+            return f"{name} used {cores:.2f} cores (limit {EMULATOR_CORES_MAX})"
+    for name, late in sorted((used.get("linkem_lateness") or {}).items()):
+        frames = late.get("frames") or 0
+        if frames and late.get("over_10ms", 0) / frames > LATE_SHARE_MAX:
+            return f"{name} sent {late['over_10ms']} of {frames} frames over 10 ms late"
+    return None

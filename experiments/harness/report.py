@@ -41,6 +41,7 @@ from ackwise.experiments.harness.comparison import (
     category,
     describe_effect,
     effect_text,
+    emulator_limited,
     excluded_blocks,
     provenance_differences,
     provenance_rows,
@@ -244,6 +245,9 @@ class Report:
     scenario_json: str
     run_provenance: list[tuple[str, str]] = field(default_factory=list)  # comparison.provenance_rows
     excluded: list[str] = field(default_factory=list)  # blocks left out of the verdicts, and why
+    flagged: list[str] = field(
+        default_factory=list
+    )  # runs the emulator limited (comparison.emulator_limited)
     verdict_source: str = ""  # which runs the verdict rests on (screening, or the confirmation pass)
     csv: list[str] = field(default_factory=list)  # CSV files beside the tables, relative paths
 
@@ -466,7 +470,7 @@ def _verdict_runs(
             blocks = len({(str(r.point.get("label")), r.repeat) for r in confirmed})
             return (
                 confirmed,
-                excluded_blocks(confirmed),
+                excluded_blocks(confirmed, emulator_limited),
                 f"the confirmation pass only ({len(confirmed)} runs in {blocks} blocks, {CONFIRM_DIR}/): "
                 "the baseline and the best arm of each place per point, chosen on these screening runs",
             )
@@ -566,7 +570,7 @@ def build_report(
     if not records:
         warnings.append(f"{store.runs_path} holds no runs yet: the tables and figures are empty")
     check_provenance(records, store.directory, allow_mixed_provenance, warnings)
-    excluded = excluded_blocks(records)
+    excluded = excluded_blocks(records, emulator_limited)
     verdict_records, verdict_excluded, verdict_source = _verdict_runs(
         store, records, excluded, allow_mixed_provenance, warnings
     )
@@ -660,6 +664,11 @@ def build_report(
         scenario_json=json.dumps(scenario, indent=2, sort_keys=True, default=str),
         run_provenance=provenance_rows(records),
         excluded=excluded_text,
+        flagged=[
+            f"point {r.point.get('label')}, {r.arm.get('label')}, repeat {r.repeat}: {why}"
+            for r in [*records, *(verdict_records if verdict_records is not records else [])]
+            if (why := emulator_limited(r))
+        ],
         verdict_source=verdict_source,
     )
 

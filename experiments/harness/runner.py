@@ -31,6 +31,7 @@ from ackwise.controller.config import parse_config
 from ackwise.controller.loop import Controller, SwitchEndpoint
 from ackwise.experiments.harness.scenario import Scenario
 from ackwise.experiments.harness.schema import Arm, FlowResult, Point, RunRecord, run_id
+from ackwise.experiments.measure import resources
 from ackwise.experiments.measure import traffic as tr
 from ackwise.experiments.measure.metrics import (
     ack_counts,
@@ -304,7 +305,9 @@ def _run_in_testbed(
         }
         for sampler in samplers.values():
             stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
+        started = resources.snapshot(testbed.pids)
         results, extra = _drive_traffic(testbed, scenario.traffic, flows, run.seed, on_progress)
+        used = resources.usage(started, resources.snapshot(testbed.pids))
         tcp = {s: sampler.stop() for s, sampler in samplers.items()}
         segments = []
         for capture in captures:
@@ -325,6 +328,7 @@ def _run_in_testbed(
         }
         health = testbed.health()
         link_stats = testbed.link_stats()
+        record.resources = {**used, "linkem_lateness": resources.linkem_lateness(link_stats)}
         ips = {h.name: h.IP() for h in testbed.hosts}
     died = [r for r in agent_reports if r.get("agent_died")]
     if died:

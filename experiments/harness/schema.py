@@ -181,6 +181,9 @@ class RunRecord:
     # What the run ran with, read back from the test bed (Testbed.provenance()) plus the scenario
     # file's hash and the scale: runs whose provenance differs are not pooled without saying so.
     provenance: dict[str, Any] = field(default_factory=dict)
+    # What the run used of the machine while the traffic ran (measure/resources.py): the emulator's
+    # processes' CPU in cores, the machine's busy share, CPU pressure, linkem's lateness.
+    resources: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -52,7 +52,7 @@ MANIFEST_FILE = "manifest.json"
 RUNS_FILE = "runs.jsonl"
 STATUSES = ("ok", "failed")
 # Keys records made before they existed lack: such a record reads as "not recorded" there.
-OPTIONAL_KEYS = ("provenance",)
+OPTIONAL_KEYS = ("provenance", "resources")
 
 # How many differing places of a scenario definition a mismatch message names before "and N more".
 _MAX_DIFFERENCES_NAMED = 5
@@ -228,6 +228,7 @@ def validate_record(d: Any) -> list[str]:
         "a list of dicts",
     )
     check("provenance", isinstance(d.get("provenance"), dict), "a dict (Testbed.provenance() and more)")
+    check("resources", isinstance(d.get("resources"), dict), "a dict (measure/resources.py)")
     series = d.get("series")
     check(
         "series",

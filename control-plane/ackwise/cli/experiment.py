@@ -176,7 +176,12 @@ def _confirmation(
     of each place on the screening runs' main metric, ``blocks`` fresh blocks each, into
     SCREENING/confirm (report.CONFIRM_DIR), whose runs the report's verdict then rests on."""
     # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
-    from ackwise.experiments.harness.comparison import arm_results, best_per_category, excluded_blocks
+    from ackwise.experiments.harness.comparison import (
+        arm_results,
+        best_per_category,
+        emulator_limited,
+        excluded_blocks,
+    )
     from ackwise.experiments.harness.report import CONFIRM_DIR
     from ackwise.experiments.harness.runner import plan_confirmation
     from ackwise.experiments.harness.schema import METRICS, Arm
@@ -194,7 +199,7 @@ def _confirmation(
         raise ExperimentCliError(
             f"--confirm: the main metric {metric} has no better direction to pick arms by"
         )
-    best = best_per_category(arm_results(records, metric, excluded_blocks(records)), better)
+    best = best_per_category(arm_results(records, metric, excluded_blocks(records, emulator_limited)), better)
     chosen: dict[str, list[Arm]] = {}
     for (point, _place), result in best.items():
         chosen.setdefault(point, []).append(Arm.from_dict(result.arm))

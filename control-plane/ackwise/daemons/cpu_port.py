@@ -13,16 +13,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ackwise.twins.p4names import ETHERTYPE_AGENT_HEARTBEAT
+from ackwise.twins.p4names import AP_AGENT_TIMEOUT_US, ETHERTYPE_AGENT_HEARTBEAT, HOLDBACK_AGENT_TIMEOUT_US
 
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SOL_PACKET, PACKET_STATISTICS = 263, 6  # linux/if_packet.h
 ETH_P_ALL = 0x0003
 SOCKET_BUFFER_BYTES = 8 * 1024 * 1024
 ETHERNET_HEADER_BYTES = 14
-# The switch stops handing the agent anything after HOLDBACK_AGENT_TIMEOUT_US or
-# AP_AGENT_TIMEOUT_US (500 ms) without a heartbeat: one every 100 ms. Counters once a second.
-HEARTBEAT_INTERVAL_S = 0.1
+# The switch stops handing an agent anything once it has not heard a heartbeat for its agent
+# timeout: five heartbeats in that time, so that one or two lost do not matter. Counters once a second.
+HEARTBEAT_INTERVAL_S = min(HOLDBACK_AGENT_TIMEOUT_US, AP_AGENT_TIMEOUT_US) / 1e6 / 5
 REPORT_INTERVAL_S = 1.0
 
 
