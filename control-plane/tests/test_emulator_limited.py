@@ -14,19 +14,37 @@ from ackwise.experiments.measure.resources import Snapshot, linkem_lateness, usa
 
 
 def test_usage_is_cores_and_shares_over_the_interval() -> None:
+    names = ("s1 simple_switch", "e1 linkem", "s2 simple_switch")
     before = Snapshot(
         100.0,
-        {"s1 simple_switch": 10.0, "e1 linkem": 2.0, "s2 simple_switch": None},
+        dict(zip(names, (10.0, 2.0, None), strict=True)),
+        dict(zip(names, ((0, 0), (0, 0), None), strict=True)),
+        {"s1 simple_switch": {11: 1.0, 12: 9.0}, "e1 linkem": {21: 2.0}, "s2 simple_switch": {}},
         1000,
         4000,
         5_000_000,
         2,
     )
     after = Snapshot(
-        110.0, {"s1 simple_switch": 19.0, "e1 linkem": 3.0, "s2 simple_switch": 4.0}, 2500, 6000, 7_500_000, 2
+        110.0,
+        dict(zip(names, (19.0, 3.0, 4.0), strict=True)),
+        dict(zip(names, ((9_000_000_000, 3_000_000_000), (1_000_000_000, 0), (1, 1)), strict=True)),
+        {
+            "s1 simple_switch": {11: 2.0, 12: 17.0, 13: 0.5},
+            "e1 linkem": {21: 3.0},
+            "s2 simple_switch": {31: 4.0},
+        },
+        2500,
+        6000,
+        7_500_000,
+        2,
     )
     used = usage(before, after)
     assert used["emulator_cores"] == {"s1 simple_switch": 0.9, "e1 linkem": 0.1}  # s2 appeared late: unknown
+    # s1 ran 9 s and waited 3 s for a CPU: a quarter of the time it wanted one
+    assert used["emulator_waiting"] == {"s1 simple_switch": 0.25, "e1 linkem": 0.0}
+    # the busiest thread of each (a thread born during the interval is not counted)
+    assert used["emulator_busiest_thread"] == {"s1 simple_switch": 0.8, "e1 linkem": 0.1}
     assert used["machine_busy"] == 0.75 and used["cpu_pressure"] == 0.25 and used["interval_s"] == 10.0
 
 
