@@ -45,9 +45,9 @@ $(BUILD)/%.json: p4src/%.p4 $(P4_INCLUDES) | check-toolchain
 constants: check-venv ## regenerate control-plane/ackwise/p4names.py (every P4 constant, enum and @name) from p4src
 	@$(PY) tools/gen_p4names.py
 
-$(BUILD)/linkem: topologies/linkem/linkem.c
+$(BUILD)/linkem: topologies/linkem/linkem.c topologies/linkem/medium.c topologies/linkem/medium.h
 	@mkdir -p $(BUILD)
-	$(CC) -O2 -Wall -Wextra -Werror -std=c11 -o $@ $<
+	$(CC) -O2 -Wall -Wextra -Werror -std=c11 -o $@ topologies/linkem/linkem.c topologies/linkem/medium.c -lm
 
 demo: check-toolchain check-venv build ## the comparison in miniature: one transfer, nothing on vs a host vs a switch policy (root, <1 min)
 	@$(VENV)/bin/ackwise demo
