@@ -57,6 +57,8 @@ class VirtualResult:
     warmup: float
     medium: dict[str, Any]
     events: list[PpduEvent] = field(default_factory=list)
+    # (t_ns, tx, rx, n): frame n of its pair (in the order offered), received at t_ns
+    deliveries: list[tuple[int, str, str, int]] = field(default_factory=list)
 
     @property
     def window_s(self) -> float:
@@ -117,7 +119,13 @@ class VirtualMedium:
         self.lines.append(f"probe air len={frame_bytes}")
         return self
 
-    def config(self, seconds: float, warmup: float, events_path: Path | None = None) -> str:
+    def config(
+        self,
+        seconds: float,
+        warmup: float,
+        events_path: Path | None = None,
+        deliveries_path: Path | None = None,
+    ) -> str:
         head = [
             f"seed {self.seed}",
             f"medium air {self.preset.linkem_medium_args(self.loss, self.limit_pkts)}",
@@ -125,13 +133,18 @@ class VirtualMedium:
         tail = [f"run seconds={seconds:g} warmup={warmup:g}"]
         if events_path is not None:
             tail.append(f"events {events_path}")
+        if deliveries_path is not None:
+            tail.append(f"deliveries {deliveries_path}")
         return "\n".join(head + self.lines + tail) + "\n"
 
-    def run(self, seconds: float, warmup: float = 0.0, events: bool = False) -> VirtualResult:
+    def run(
+        self, seconds: float, warmup: float = 0.0, events: bool = False, deliveries: bool = False
+    ) -> VirtualResult:
         with tempfile.TemporaryDirectory(prefix="ackwise-virtual-") as tmp:
             conf = Path(tmp) / "medium.conf"
             events_path = Path(tmp) / "events" if events else None
-            conf.write_text(self.config(seconds, warmup, events_path))
+            deliveries_path = Path(tmp) / "deliveries" if deliveries else None
+            conf.write_text(self.config(seconds, warmup, events_path, deliveries_path))
             out = subprocess.run(
                 [str(virtual_linkem()), "--virtual", str(conf)], capture_output=True, text=True, timeout=600
             )
@@ -145,4 +158,9 @@ class VirtualMedium:
                     parsed.append(
                         PpduEvent(int(f[0]), f[1], f[2], int(f[3]), int(f[4]), int(f[5]), f[6], int(f[7]))
                     )
-        return VirtualResult(float(doc["seconds"]), float(doc["warmup"]), doc["media"][0], parsed)
+            received = []
+            if deliveries_path is not None:
+                for line in deliveries_path.read_text().splitlines():
+                    f = line.split()
+                    received.append((int(f[0]), f[1], f[2], int(f[3])))
+        return VirtualResult(float(doc["seconds"]), float(doc["warmup"]), doc["media"][0], parsed, received)

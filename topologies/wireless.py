@@ -45,7 +45,7 @@ def parameter_table() -> dict[str, Any]:
     for section, entries in [("common", table["common"]), *table["presets"].items()]:
         for name, entry in entries.items():
             if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], str) and entry[1]):
-                raise ValueError(f"{PARAMS_PATH}: [{section}] {name} must be [value, \"source\"]")
+                raise ValueError(f'{PARAMS_PATH}: [{section}] {name} must be [value, "source"]')
     return table
 
 

@@ -34,6 +34,8 @@
 //   run seconds=S warmup=W                   simulate S seconds, count deliveries after W
 //   events PATH                              one line per PPDU: start_ns tx rx mpdus bytes
 //                                            duration_ns outcome received
+//   deliveries PATH                          one line per frame received: t_ns tx rx n (the
+//                                            frame's number in its pair's offered order)
 //   probe MEDIUM len=BYTES                   report the PPDU duration of one such frame
 //
 // and prints a JSON summary on stdout (per station: what the model counted, and frames and bytes
@@ -154,7 +156,13 @@ static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 // virtual time
 static double run_seconds, warmup_seconds;
 static uint64_t warmup_ns;
-static FILE *events_out;
+static FILE *events_out, *deliveries_out;
+// Virtual frames carry only their number in their transmitter-receiver pair's offered order, so
+// that the deliveries can show the order they arrive in.
+struct vframe {
+    uint64_t id;
+};
+static uint64_t offered[MAX_MEDIA][MEDIUM_MAX_STATIONS][MEDIUM_MAX_STATIONS];
 struct trace_frame {
     uint64_t t_ns;
     int medium, tx, rx;
@@ -381,6 +389,9 @@ static void parse_config(const char *path) {
             run_seconds = kv_need(tokens + 1, n - 1, "seconds", line);
             warmup_seconds = kv_num(tokens + 1, n - 1, "warmup", 0, line);
             if (warmup_seconds >= run_seconds) die("line %d: warmup must be shorter than the run", line);
+        } else if (strcmp(tokens[0], "deliveries") == 0 && n == 2) {
+            deliveries_out = fopen(tokens[1], "w");
+            if (!deliveries_out) die("cannot write %s: %s", tokens[1], strerror(errno));
         } else if (strcmp(tokens[0], "events") == 0 && n == 2) {
             events_out = fopen(tokens[1], "w");
             if (!events_out) die("cannot write %s: %s", tokens[1], strerror(errno));
@@ -587,9 +598,16 @@ struct reply_due {
 static struct reply_due *replies;
 static size_t n_replies, cap_replies;
 
+static void v_ppdu(void *ctx, int tx, int rx, uint32_t mpdus, uint32_t bytes, uint64_t start_ns, uint64_t dur_ns,
+                   enum medium_outcome outcome, uint32_t received);
+
 static void v_deliver(void *ctx, int tx, int rx, void *frame, uint32_t len, uint64_t t_ns) {
-    (void)frame;
     struct medium_slot *ms = ctx;
+    struct vframe *vf = frame;
+    if (deliveries_out)
+        fprintf(deliveries_out, "%llu %s %s %llu\n", (unsigned long long)t_ns, medium_station_name(ms->model, tx),
+                medium_station_name(ms->model, rx), (unsigned long long)vf->id);
+    free(vf);
     if (t_ns >= warmup_ns) {
         ms->win_frames[tx][rx]++;
         ms->win_bytes[tx][rx] += len;
@@ -608,7 +626,17 @@ static void v_deliver(void *ctx, int tx, int rx, void *frame, uint32_t len, uint
 }
 
 static void v_drop(void *ctx, int tx, int rx, void *frame, uint32_t len, enum medium_drop_reason why, uint64_t t_ns) {
-    (void)ctx, (void)tx, (void)rx, (void)frame, (void)len, (void)why, (void)t_ns;
+    (void)ctx, (void)tx, (void)rx, (void)len, (void)why, (void)t_ns;
+    free(frame);
+}
+
+static void v_enqueue(int medium, uint64_t t, int tx, int rx, uint32_t len) {
+    struct medium_slot *ms = &media[medium];
+    struct medium_hooks h = {.ctx = ms, .deliver = v_deliver, .drop = v_drop, .ppdu = v_ppdu};
+    struct vframe *vf = malloc(sizeof *vf);
+    if (!vf) die("out of memory");
+    vf->id = offered[medium][tx][rx]++;
+    medium_enqueue(ms->model, t, tx, rx, len, vf, &h);
 }
 
 static void v_ppdu(void *ctx, int tx, int rx, uint32_t mpdus, uint32_t bytes, uint64_t start_ns, uint64_t dur_ns,
@@ -635,7 +663,7 @@ static void top_up(uint64_t t) {
             for (int k = 0; k < ms->n_rules; k++) {
                 struct rule *r = &ms->rules[k];
                 if (r->kind != SATURATE || medium_queued(ms->model, r->tx) >= ms->limit_pkts) continue;
-                medium_enqueue(ms->model, t, r->tx, r->rx, r->len, NULL, NULL);
+                v_enqueue(i, t, r->tx, r->rx, r->len);
                 progress = 1;
             }
         }
@@ -674,14 +702,9 @@ static int run_virtual(void) {
         }
         for (; ti < n_trace && trace[ti].t_ns <= t; ti++) {
             struct trace_frame *f = &trace[ti];
-            struct medium_hooks h = {.ctx = &media[f->medium], .deliver = v_deliver, .drop = v_drop, .ppdu = v_ppdu};
-            medium_enqueue(media[f->medium].model, f->t_ns, f->tx, f->rx, f->len, NULL, &h);
+            v_enqueue(f->medium, f->t_ns, f->tx, f->rx, f->len);
         }
-        for (size_t k = 0; k < n_replies; k++) {
-            struct reply_due *r = &replies[k];
-            struct medium_hooks h = {.ctx = &media[r->medium], .deliver = v_deliver, .drop = v_drop, .ppdu = v_ppdu};
-            medium_enqueue(media[r->medium].model, t, r->tx, r->rx, r->len, NULL, &h);
-        }
+        for (size_t k = 0; k < n_replies; k++) v_enqueue(replies[k].medium, t, replies[k].tx, replies[k].rx, replies[k].len);
         n_replies = 0;
         top_up(t);
     }
@@ -717,6 +740,7 @@ static int run_virtual(void) {
     }
     printf("]}\n");
     if (events_out) fclose(events_out);
+    if (deliveries_out) fclose(deliveries_out);
     for (int i = 0; i < n_media; i++) medium_free(media[i].model);
     free(trace);
     free(replies);
