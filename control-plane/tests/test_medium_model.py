@@ -238,3 +238,20 @@ def test_stale_binary_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("ACKWISE_LINKEM", str(old))
     with pytest.raises(VirtualModelError, match="make build/linkem"):
         VirtualMedium(preset("802.11g")).run(1)
+
+
+@pytest.mark.parametrize("name", ["802.11g", "802.11n"])
+def test_a_saturated_ap_serves_its_receivers_alike(name: str) -> None:
+    """Per-receiver queues served oldest frame first: two saturated receivers get equal shares
+    (and on 802.11n each still gets full aggregates)."""
+    p = preset(name)
+    vm = (
+        VirtualMedium(p, limit_pkts=200)
+        .stations("ap", "a", "b")
+        .saturate("ap", "a", DATA)
+        .saturate("ap", "b", DATA)
+    )
+    r = vm.run(5, 0.5)
+    a, b = r.delivered_frames("ap", "a"), r.delivered_frames("ap", "b")
+    assert a == pytest.approx(b, rel=0.02)
+    assert r.station("ap")["max_mpdus"] == p.ampdu_limit(DATA)

@@ -655,15 +655,20 @@ static int by_time(const void *a, const void *b) {
 }
 
 static void top_up(uint64_t t) {
-    // Saturated transmitters: a full queue, always (limit_pkts frames, over their rules in turn).
+    // Saturated transmitters: a full queue, always (limit_pkts frames). A transmitter with several
+    // saturate rules gets their frames in turn: the rule after the one that filled the last slot
+    // goes first, so that no receiver's share depends on the order of the rules.
+    static int next_rule[MAX_MEDIA];
     for (int i = 0; i < n_media; i++) {
         struct medium_slot *ms = &media[i];
         for (int progress = 1; progress;) {
             progress = 0;
-            for (int k = 0; k < ms->n_rules; k++) {
+            for (int j = 0; j < ms->n_rules; j++) {
+                int k = (next_rule[i] + j) % ms->n_rules;
                 struct rule *r = &ms->rules[k];
                 if (r->kind != SATURATE || medium_queued(ms->model, r->tx) >= ms->limit_pkts) continue;
                 v_enqueue(i, t, r->tx, r->rx, r->len);
+                next_rule[i] = (k + 1) % ms->n_rules;
                 progress = 1;
             }
         }
