@@ -107,6 +107,11 @@ class VirtualMedium:
         self.lines.append(f"saturate air {tx} {rx} len={frame_bytes}")
         return self
 
+    def offer(self, tx: str, rx: str, rate_pps: float, frame_bytes: int) -> VirtualMedium:
+        """Frames at a constant rate, as a paced sender (iperf3 -u -b) offers them."""
+        self.lines.append(f"offer air {tx} {rx} rate_pps={rate_pps:.3f} len={frame_bytes}")
+        return self
+
     def reply(self, station: str, peer: str, every: int, frame_bytes: int) -> VirtualMedium:
         self.lines.append(f"reply air {station} {peer} every={every} len={frame_bytes}")
         return self

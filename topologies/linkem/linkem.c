@@ -27,6 +27,8 @@
 // events as fast as it can, from these directives (with seed, medium and hears above):
 //
 //   saturate MEDIUM TX RX len=BYTES          TX always has frames of BYTES for RX
+//   offer MEDIUM TX RX rate_pps=R len=BYTES  frames of BYTES from TX to RX at a constant rate, as a
+//                                            paced sender offers them (queue drops beyond limit_pkts)
 //   reply MEDIUM STATION PEER every=L len=BYTES
 //                                            STATION sends one frame of BYTES to PEER for every
 //                                            L frames it receives from PEER
@@ -109,9 +111,10 @@ struct wire {
 
 // Virtual time: the traffic rules of one medium.
 struct rule {
-    enum { SATURATE, REPLY } kind;
+    enum { SATURATE, REPLY, OFFER } kind;
     int tx, rx;
     uint32_t len, every, count;
+    uint64_t interval_ns, next_ns;  // OFFER: one frame every interval_ns, the next at next_ns
 };
 
 struct medium_slot {
@@ -369,6 +372,15 @@ static void parse_config(const char *path) {
             if (ms->n_rules == MAX_RULES) die("line %d: too many traffic rules (max %d)", line, MAX_RULES);
             ms->rules[ms->n_rules++] = (struct rule){.kind = SATURATE, .tx = station_index(m, tokens[2], line),
                 .rx = station_index(m, tokens[3], line), .len = (uint32_t)kv_need(tokens + 4, n - 4, "len", line)};
+        } else if (strcmp(tokens[0], "offer") == 0 && n >= 4) {
+            int m = medium_index(tokens[1], line);
+            struct medium_slot *ms = &media[m];
+            if (ms->n_rules == MAX_RULES) die("line %d: too many traffic rules (max %d)", line, MAX_RULES);
+            double pps = kv_need(tokens + 4, n - 4, "rate_pps", line);
+            if (pps <= 0) die("line %d: rate_pps= must be positive", line);
+            ms->rules[ms->n_rules++] = (struct rule){.kind = OFFER, .tx = station_index(m, tokens[2], line),
+                .rx = station_index(m, tokens[3], line), .len = (uint32_t)kv_need(tokens + 4, n - 4, "len", line),
+                .interval_ns = (uint64_t)(1e9 / pps)};
         } else if (strcmp(tokens[0], "reply") == 0 && n >= 4) {
             int m = medium_index(tokens[1], line);
             struct medium_slot *ms = &media[m];
@@ -693,6 +705,9 @@ static int run_virtual(void) {
             if (e < t) t = e;
         }
         if (ti < n_trace && trace[ti].t_ns < t) t = trace[ti].t_ns;
+        for (int i = 0; i < n_media; i++)
+            for (int k = 0; k < media[i].n_rules; k++)
+                if (media[i].rules[k].kind == OFFER && media[i].rules[k].next_ns < t) t = media[i].rules[k].next_ns;
         if (t == UINT64_MAX || t > end_ns) break;
         if (!snapped && t >= warmup_ns) {
             for (int i = 0; i < n_media; i++) {
@@ -710,6 +725,11 @@ static int run_virtual(void) {
             v_enqueue(f->medium, f->t_ns, f->tx, f->rx, f->len);
         }
         for (size_t k = 0; k < n_replies; k++) v_enqueue(replies[k].medium, t, replies[k].tx, replies[k].rx, replies[k].len);
+        for (int i = 0; i < n_media; i++)
+            for (int k = 0; k < media[i].n_rules; k++) {
+                struct rule *r = &media[i].rules[k];
+                for (; r->kind == OFFER && r->next_ns <= t; r->next_ns += r->interval_ns) v_enqueue(i, t, r->tx, r->rx, r->len);
+            }
         n_replies = 0;
         top_up(t);
     }
