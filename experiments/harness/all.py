@@ -52,7 +52,7 @@ def headline(directories: list[Path], command: str) -> str:
     code = ", ".join(sorted({r.code_version for r in records}))
     lines = [
         f"Measured {when} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
-        "of runs, test bed set-up excluded); "
+        "of runs, each from test bed set-up to tear-down); "
         f"machine: {of_runs('machine')}, kernel {of_runs('kernel')}; "
         f"simple_switch {of_runs('simple_switch')} ({of_runs('bmv2_build')}), p4c {of_runs('p4c')}; "
         "senders' congestion control "
