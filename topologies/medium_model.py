@@ -144,7 +144,8 @@ class VirtualMedium:
     def run(
         self, seconds: float, warmup: float = 0.0, events: bool = False, deliveries: bool = False
     ) -> VirtualResult:
-        with tempfile.TemporaryDirectory(prefix="ackwise-virtual-") as tmp:
+        # Not /tmp/ackwise*: that name space is the test bed's (integration-tests/leftovers.py).
+        with tempfile.TemporaryDirectory(prefix="akw-linkem-virtual-") as tmp:
             conf = Path(tmp) / "medium.conf"
             events_path = Path(tmp) / "events" if events else None
             deliveries_path = Path(tmp) / "deliveries" if deliveries else None
