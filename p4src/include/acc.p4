@@ -16,10 +16,11 @@
 @name(".acc.pending") register<bit<8>>(HALF_FLOWS) acc_pending;
 
 // Records a signal for the ACKs of `ack_half` (signals the flow does not react to are ignored).
-control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to) {
+// `pending`: a field of the caller's working header to read the half's signals into (a local would
+// be a metadata field every packet pays for).
+control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to, inout bit<8> pending) {
     apply {
         if (signal & reacts_to != 0) {
-            bit<8> pending;
             acc_pending.read(pending, ack_half);
             pending = pending | (signal & reacts_to);   // into the field read: see ack_thinning.p4, released()
             acc_pending.write(ack_half, pending);

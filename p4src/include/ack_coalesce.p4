@@ -116,11 +116,13 @@ header coalesce_work_h {
     bool pending;           // decide(): the open slot's ACK still waits
     bool next_free;         // decide(): the next slot takes a new waiting ACK
     bool mine;              // at egress: the departing ACK's slot is still its own
-    bit<3> unused;
+    bool queue_full;        // slots(): the model says the queue is full (never for a port it does not model)
+    bit<32> departure;      // slots(): when the ACK would leave (now, for a port the model does not know)
+    bit<2> unused;
 }
 
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
-                    in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_t queue,
+                    in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_h queue,
                     out bool absorb, out bit<16> serial) {
     // What look() found, for decide(). Two actions, not one: within one action p4c substitutes
     // every local's expression into each use (LocalCopyPropagation), and the SACK and forward
@@ -139,6 +141,9 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         coalesce_last_serial.read(w.last_serial, half);
         bit<32> ring = half << COALESCE_SLOT_BITS;
         w.open = ring | COALESCE_SLOT_OF(w.last_serial);
+        // `queue` is valid only for a port the program models (queue_model.p4).
+        w.queue_full = queue.isValid() && queue.full;
+        w.departure = (bit<32>)(queue.isValid() ? queue.departure_us : now);
         w.prev = ring | COALESCE_SLOT_OF(w.last_serial - 1);
         w.next = ring | COALESCE_SLOT_OF(w.last_serial + 1);
     }
@@ -213,7 +218,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // (No locals across a barrier: one whose value uses the header would become a metadata
         // field.)
         bool conflict = w.pending && w.flags & COALESCE_FOLDED != 0 && w.supersedes == 0;
-        w.start = !w.absorb && eligible && !queue.full && (w.next_free || !conflict);
+        w.start = !w.absorb && eligible && !w.queue_full && (w.next_free || !conflict);
         COPY_BARRIER(w);
         // It advances to the next slot when it starts a waiting ACK there; what is written goes to
         // that slot then, else to the open one.
@@ -238,7 +243,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         bit<8> new_flags = (w.absorb ? w.flags | COALESCE_FOLDED : 8w0)
             | (w.start ? COALESCE_WAITING | ts_flag | sack_flag : 8w0)
             | (stays ? w.flags | COALESCE_CLOSED : 8w0);
-        bit<32> new_deadline = w.start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : w.state[55:24];
+        bit<32> new_deadline = w.start ? w.departure + COALESCE_SLACK_US : w.state[55:24];
         w.state = new_deadline ++ (w.start ? w.new_serial : w.state[23:8]) ++ new_flags;
         coalesce_state.write(w.cell, w.state);
         bool record = w.absorb || w.start;

@@ -18,7 +18,9 @@
 @name(".ack_filter.serial") register<bit<32>>(HALF_FLOWS) filter_serial;
 @name(".ack_filter.newest_ack") register<bit<32>>(HALF_FLOWS) filter_newest_ack;
 @name(".ack_filter.newest_ts_val") register<bit<32>>(HALF_FLOWS) filter_newest_ts_val;
-@name(".ack_filter.newest_ece_cwr") register<bit<8>>(HALF_FLOWS) filter_newest_ece_cwr;
+// The newest ACK's TCP flags, of which the filter compares ECE and CWR (the whole byte: a register
+// write of `flags & mask` would get a temporary, a metadata field every packet pays for).
+@name(".ack_filter.newest_flags") register<bit<8>>(HALF_FLOWS) filter_newest_flags;
 @name(".ack_filter.forwarded") register<bit<32>>(HALF_FLOWS) filter_forwarded;
 @name(".ack_filter.filtered") register<bit<32>>(HALF_FLOWS) filter_filtered;
 
@@ -29,7 +31,7 @@ control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_met
         filter_serial.write(ack.half, ack.filter_serial);
         filter_newest_ack.write(ack.half, tcp.ack_no);
         filter_newest_ts_val.write(ack.half, opts.ts_val);
-        filter_newest_ece_cwr.write(ack.half, tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR));
+        filter_newest_flags.write(ack.half, tcp.flags);
     }
 }
 
@@ -39,7 +41,7 @@ header filter_work_h {
     bit<32> newest_serial;  // the half-flow's newest ACK: its serial, ACK number, TSval, ECE/CWR
     bit<32> newest_ack;
     bit<32> newest_ts_val;
-    bit<8> newest_ece_cwr;
+    bit<8> newest_flags;
     bit<32> capacity;       // the egress queue's, in packets
     bit<32> n;              // a count read and written back
 }
@@ -55,12 +57,16 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
         filter_serial.read(w.newest_serial, ack.half);
         filter_newest_ack.read(w.newest_ack, ack.half);
         filter_newest_ts_val.read(w.newest_ts_val, ack.half);
-        filter_newest_ece_cwr.read(w.newest_ece_cwr, ack.half);
+        filter_newest_flags.read(w.newest_flags, ack.half);
         // The newer ACK must really be in the queue: bmv2 tail-drops at enqueue, after ingress
         // recorded it. While this ACK waited, the queue held at most enq_qdepth packets ahead of
         // it, itself, and deq_qdepth behind it (all of which entered after it); if that stayed
         // below the capacity, no packet that arrived meanwhile was tail-dropped.
-        queue_capacity.read(w.capacity, (bit<32>)port);
+        // The index from a field (an expression would be a temporary, a metadata field every
+        // packet pays for).
+        w.n = (bit<32>)port;
+        COPY_BARRIER(w);
+        queue_capacity.read(w.capacity, w.n);
         if (w.capacity == 0) {
             w.capacity = BMV2_DEFAULT_QUEUE_DEPTH_PKTS;
         }
@@ -68,7 +74,7 @@ control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t
         drop = no_tail_drop && w.newest_serial != ack.filter_serial
             && SEQ_GEQ(w.newest_ack, tcp.ack_no)
             && (!opts.ts_present || SEQ_GEQ(w.newest_ts_val, opts.ts_val))
-            && w.newest_ece_cwr == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
+            && w.newest_flags & (TCP_FLAG_ECE | TCP_FLAG_CWR) == tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR);
         if (drop) {
             stats.count(FILTER_STAT_FILTERED);
             filter_filtered.read(w.n, ack.half);

@@ -33,15 +33,18 @@ control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t
     action agent_port() {
         from_agent = true;
         heartbeat = ether_type == ETHERTYPE_AGENT_HEARTBEAT;
-        bit<48> alive_at;
-        holdback_alive_at.read(alive_at, 0);
-        holdback_alive_at.write(0, heartbeat ? now : alive_at);
     }
 
     // Any other port (the miss sets the outputs itself: one step for ordinary packets).
     action other_port() {
         from_agent = false;
         heartbeat = false;
+    }
+
+    // A step of its own, for a heartbeat only: written in the agent's action as `heartbeat ? now :
+    // alive_at`, the value and the local read for it were metadata fields every packet paid for.
+    action heard() {
+        holdback_alive_at.write(0, now);
     }
 
     @name(".holdback.ports")
@@ -53,14 +56,19 @@ control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t
     }
 
     apply {
-        ports.apply();
+        if (ports.apply().hit) {
+            if (heartbeat) {
+                heard();
+            }
+        }
     }
 }
 
-// Whether the agent has been heard from lately (asked only for an ACK it could hold).
-control HoldbackAgentAlive(in time_us_t now, out bool alive) {
+// Whether the agent has been heard from lately (asked only for an ACK it could hold). `alive_at`:
+// a field of the caller's working header to read the time into (a local would be a metadata
+// field every packet pays for).
+control HoldbackAgentAlive(in time_us_t now, inout bit<48> alive_at, out bool alive) {
     action check() {
-        bit<48> alive_at;
         holdback_alive_at.read(alive_at, 0);
         alive = alive_at != 0 && now - alive_at < HOLDBACK_AGENT_TIMEOUT_US;
     }

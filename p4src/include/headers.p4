@@ -287,14 +287,6 @@ struct ack_meta_t {
     bool drop;                  // thinned, absorbed, held, handed to the agent, or a released copy superseded
 }
 
-// What an egress queue would do with a packet sent to it now (queue_model.p4).
-struct queue_view_t {
-    bool modelled;              // the port has a rate the program knows
-    bool full;                  // the queue holds its depth: the packet is tail-dropped (at ingress)
-    time_us_t departure_us;     // when the packet would leave
-    bit<32> port_index;         // the port, as the queue registers' index (modelled ports only)
-}
-
 // What the AP proxy decided at ingress, for the egress copies of a packet.
 struct ap_meta_t {
     bool spoof;                 // a copy of this packet becomes an ACK to the sender (multicast rid 2)
@@ -320,6 +312,10 @@ struct ap_meta_t {
 // action"). Only for a header the action's control has made valid.
 #define COPY_BARRIER(h) h.setValid()
 
+#ifdef ACKWISE_ACK_SWITCH
+#include "ack_switch_work.p4"
+#endif
+
 // Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
 struct local_metadata_t {
     parser_meta_t parser_meta;
@@ -343,6 +339,11 @@ struct local_metadata_t {
     bit<16> agent_kind;
     @field_list(HOLDBACK_FIELD_LIST)
     bit<32> agent_arg;
+#ifdef ACKWISE_ACK_SWITCH
+    // ack_switch's working headers (ack_switch_work.p4). Only there: the other programs, among them
+    // the yardsticks forward_only and thinning_floor, keep the metadata they were measured with.
+    ack_switch_work_t work;
+#endif
 }
 
 #endif
