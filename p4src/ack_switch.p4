@@ -55,7 +55,8 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                                standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
                                meta.work.queue, from_agent,
                                meta.ack_policy, meta.ack, meta.hold_ms, meta.agent_kind, meta.agent_arg,
-                               meta.work.thinning, meta.work.ack, meta.work.rare);
+                               meta.work.thinning, meta.work.ack, meta.work.rare,
+                               meta.work.coalesce, meta.work.share, meta.work.acc);
         }
         if (drop_malformed || drop_forwarding || meta.ack.drop) {
             mark_to_drop(standard_metadata);
@@ -76,9 +77,9 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
     // The working header of the ECN and acc part (ack_switch_work.p4), and the other half's index
     // for acc's signal (a register index that is an expression gets a temporary, a metadata field
     // every packet pays for).
-    action egress_work() {
-        meta.work.egress.setValid();
-        meta.work.egress.other = meta.ack.half ^ 1;
+    action ecn_work() {
+        meta.work.ecn.setValid();
+        meta.work.ecn.other = meta.ack.half ^ 1;
     }
 
     apply {
@@ -92,38 +93,38 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
         }
         // Only ECT packets can be marked, and only acc flows' ACKs need the queue signal: others
         // skip the lookup.
-        if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2
-                || (meta.ack.tracked && meta.ack_policy.policy == POLICY_ACC))) {
-            egress_work();
-            ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth,
-                              meta.work.egress.queue_above_k, meta.work.egress.marked);
-            if (meta.work.egress.marked) {
+        // (meta.ack.tracked: an acc flow's packet, ack_thinning.p4.)
+        if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2 || meta.ack.tracked)) {
+            ecn_work();
+            ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth, meta.work.ecn);
+            if (meta.work.ecn.marked) {
                 meta.ipv4_rewritten = true;
             }
-            if (meta.ack.tracked && meta.ack_policy.policy == POLICY_ACC) {
-                if (meta.work.egress.marked && meta.tcp_payload_len != 0) {
+            if (meta.ack.tracked) {
+                if (meta.work.ecn.marked && meta.tcp_payload_len != 0) {
                     // CE this switch put on the flow's data: a signal for the flow's ACKs.
-                    acc_signal_marked.apply(meta.work.egress.other, ACC_SIGNAL_CE, meta.ack_policy.acc_signals,
-                                            meta.work.egress.pending);
+                    acc_signal_marked.apply(meta.work.ecn.other, ACC_SIGNAL_CE, meta.ack_policy.acc_signals,
+                                            meta.work.ecn.pending);
                 }
-                if (meta.ack.pure_ack && meta.work.egress.queue_above_k) {
+                if (meta.ack.pure_ack && meta.work.ecn.queue_above_k) {
                     acc_signal_queue.apply(meta.ack.half, ACC_SIGNAL_QUEUE, meta.ack_policy.acc_signals,
-                                           meta.work.egress.pending);
+                                           meta.work.ecn.pending);
                 }
             }
         }
         // The rest is about pure ACKs the thinning stage queued as a waiting ACK or left to the
         // filter (one test for the others: every test is a step).
-        if (meta.ack.pure_ack && (meta.ack.coalesce_serial != 0 || meta.ack.filter_candidate)) {
+        if (meta.ack.coalesce_serial != 0 || meta.ack.filter_candidate) {
             if (meta.ack.coalesce_serial != 0) {
                 coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial,
                                          standard_metadata.egress_global_timestamp, hdr, meta.tcp_opts,
-                                         meta.tcp_rewritten_header_only);
+                                         meta.tcp_rewritten_header_only, meta.work.coalesce);
             }
             if (meta.ack.filter_candidate) {
                 bool drop;
                 ack_filter_dequeue.apply(hdr.tcp, meta.tcp_opts, meta.ack, standard_metadata.egress_port,
-                                         standard_metadata.enq_qdepth, standard_metadata.deq_qdepth, drop);
+                                         standard_metadata.enq_qdepth, standard_metadata.deq_qdepth, drop,
+                                         meta.work.filter);
                 if (drop) {
                     mark_to_drop(standard_metadata);
                 }

@@ -28,30 +28,14 @@ control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to, in
     }
 }
 
-// AccDelayFactor's working fields: a header made valid where it starts, not locals, so that only
-// acc's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
-header acc_work_h {
-    bit<8> stored;          // d as stored
-    bit<48> changed_at;     // when d last changed (us)
-    bit<8> pending;         // signals since
-    bit<8> delay;           // the new d
-    bit<48> rtt;            // RTTmin, or ACC_RTT_DEFAULT_US
-    bit<32> signals;
-    bit<8> cap;
-    bit<8> d_max;
-    bit<32> two_mss;
-    bit<1> rtt_passed;      // an RTT since the last change
-    bit<7> unused;
-}
+// AccDelayFactor's working fields: acc_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
 control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us, in bit<32> flight_bytes,
-                       in bit<32> mss, in ack_policy_params_t params, out bit<32> d) {
+                       in bit<32> mss, in ack_policy_params_t params, out bit<32> d, inout acc_work_h w) {
     @name(".acc.d") register<bit<8>>(HALF_FLOWS) d_reg;
     @name(".acc.d_max") register<bit<8>>(HALF_FLOWS) d_max_reg;
     @name(".acc.changed_at_us") register<bit<48>>(HALF_FLOWS) changed_at_reg;
     @name(".acc.signals") register<bit<32>>(HALF_FLOWS) signals_reg;
-
-    acc_work_h w;
 
     // The ?: below in actions: in an apply block p4c turns each into a branch with a temporary,
     // a metadata field every packet pays for.

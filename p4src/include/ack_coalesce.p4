@@ -83,47 +83,11 @@ const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this sta
 // waiting ACK before one drops a block only the waiting ACK said. A block never ends up below the
 // ACK number it leaves with (which the sender would read as DSACK): the blocks that leave are
 // those of one ACK the receiver sent. Whether an ACK with SACK may be folded at all is the caller's.
-// The working fields of AckCoalesce and AckCoalesceDeparture. A header made valid where they
-// start, not locals: simple_switch sets every metadata field to zero for every packet it
-// receives, and p4c makes a metadata field of every local, so locals cost every packet of every
-// flow; a header's fields are set only when it is made valid, by the packets that coalesce
-// (docs/performance.md, "What every packet pays first").
-header coalesce_work_h {
-    bit<16> last_serial;
-    bit<32> open;           // the open slot's cell
-    bit<32> next;           // the next slot's cell
-    bit<32> prev;           // the previous slot's cell (the ACK ahead)
-    bit<64> newest_ack;     // the open (at egress: the departing) slot's newest state
-    bit<64> newest_ts;
-    bit<16> newest_window;
-    bit<192> newest_sack;
-    bit<56> state;          // the open (departing) slot's state
-    bit<56> ahead_state;    // the slot ahead
-    bit<64> ahead_ack;
-    bit<192> ahead_sack;
-    bit<56> next_state;
-    bit<62> counts;
-    bit<8> sack_count;      // look(): the open slot's SACK blocks
-    bit<8> ahead_count;     // look(): the SACK blocks of the ACK ahead, 0 if none is
-    bit<8> flags;           // decide(): the open slot's flags as read
-    bit<1> supersedes;      // look() for decide(): with the ACK ahead, this ACK says all the waiting one will
-    bit<1> rewrite;         // at egress: the departing ACK leaves with the newest state folded into it
-    bit<32> frame_bytes;    // at egress: the departing ACK's Ethernet frame without any trailer
-    bit<32> cell;           // decide(): the cell written (the next slot's or the open one's)
-    bit<16> new_serial;     // decide(): the serial of a new waiting ACK
-    bool start;             // decide(): this ACK becomes a waiting ACK
-    bool absorb;            // decide(): this ACK is folded into the waiting ACK
-    bool pending;           // decide(): the open slot's ACK still waits
-    bool next_free;         // decide(): the next slot takes a new waiting ACK
-    bool mine;              // at egress: the departing ACK's slot is still its own
-    bool queue_full;        // slots(): the model says the queue is full (never for a port it does not model)
-    bit<32> departure;      // slots(): when the ACK would leave (now, for a port the model does not know)
-    bit<2> unused;
-}
+// Their working fields: coalesce_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
                     in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_h queue,
-                    out bool absorb, out bit<16> serial) {
+                    out bool absorb, out bit<16> serial, inout coalesce_work_h w) {
     // What look() found, for decide(). Two actions, not one: within one action p4c substitutes
     // every local's expression into each use (LocalCopyPropagation), and the SACK and forward
     // checks went into every later decision and write: one action of 73 590 operators, which
@@ -132,7 +96,6 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     // slot ahead, whose departure does not change what it says; decide() reads the slots' state,
     // which egress changes when a waiting ACK leaves, and writes, in one action (see `Ingress and
     // egress` in docs/ack-thinning.md).
-    coalesce_work_h w;
 
     // The ring's cells, in an action of their own: p4c substitutes a cell's expression into each
     // register index of the action that computes it, and gives each such index a temporary, a
@@ -324,8 +287,8 @@ control SetSackBlocks(inout headers_t hdr, in bit<192> sack) {
 // left (the next slot's waiting ACK may rely on it). The rewrite is done here, from this control's
 // working header: values handed out to the caller would be metadata fields every packet pays for.
 control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t now, inout headers_t hdr,
-                             in tcp_options_meta_t opts, inout bool tcp_rewritten_header_only) {
-    coalesce_work_h w;
+                             in tcp_options_meta_t opts, inout bool tcp_rewritten_header_only,
+                             inout coalesce_work_h w) {
     SetTimestamps() set_timestamps;
     SetSackBlocks() set_sack_blocks;
 

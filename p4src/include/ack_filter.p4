@@ -24,8 +24,10 @@
 @name(".ack_filter.forwarded") register<bit<32>>(HALF_FLOWS) filter_forwarded;
 @name(".ack_filter.filtered") register<bit<32>>(HALF_FLOWS) filter_filtered;
 
-control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_meta_t ack) {
+// `half`: the ACK's half-flow, which egress finds in ack.half.
+control AckFilterEnqueue(in bit<32> half, in tcp_h tcp, in tcp_options_meta_t opts, inout ack_meta_t ack) {
     apply {
+        ack.half = half;
         filter_serial.read(ack.filter_serial, ack.half);
         ack.filter_serial = ack.filter_serial + 1;
         filter_serial.write(ack.half, ack.filter_serial);
@@ -35,22 +37,11 @@ control AckFilterEnqueue(in tcp_h tcp, in tcp_options_meta_t opts, inout ack_met
     }
 }
 
-// AckFilterDequeue's working fields: a header made valid where it starts, not locals, so that only
-// filter's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
-header filter_work_h {
-    bit<32> newest_serial;  // the half-flow's newest ACK: its serial, ACK number, TSval, ECE/CWR
-    bit<32> newest_ack;
-    bit<32> newest_ts_val;
-    bit<8> newest_flags;
-    bit<32> capacity;       // the egress queue's, in packets
-    bit<32> n;              // a count read and written back
-}
+// AckFilterDequeue's working fields: filter_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
 control AckFilterDequeue(in tcp_h tcp, in tcp_options_meta_t opts, in ack_meta_t ack, in port_t port,
-                         in bit<19> enq_qdepth, in bit<19> deq_qdepth, out bool drop) {
+                         in bit<19> enq_qdepth, in bit<19> deq_qdepth, out bool drop, inout filter_work_h w) {
     @name(".ack_filter.stats") counter(FILTER_STATS, CounterType.packets) stats;    // FILTER_STAT_*
-
-    filter_work_h w;
 
     apply {
         w.setValid();

@@ -47,23 +47,14 @@
 #define SHARE_HOLDING(held, now) \
     (SHARE_HANDED(held) != SHARE_TAKEN(held) && (now) - SHARE_CHANGED(held) < SHARE_STALL_US)
 
-// The working fields of AckShare and AckShareQueued: a header made valid where they start, not
-// locals, so that only the queue share's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
-header share_work_h {
-    bit<96> queued;     // share.queued_us of the half-flow
-    bit<80> held;       // share.held
-    bit<62> counts;     // share.counts
-    bool keep;          // check(): a fresh ACK goes to the agent
-    bit<1> unused;
-}
+// Their working fields: share_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
 // Ingress, for a pure ACK of a sharing flow, before anything else looks at it. `kind`:
 // AGENT_KIND_SHARE_KEEP (a fresh ACK goes to the agent), AGENT_KIND_SHARE_BOUNCED (one the agent
 // sent back goes back to it), AGENT_KIND_SHARE_TAKEN (one the agent sent back is taken: the
 // caller sets the wait with AckShareQueued), or 0 (a fresh ACK that stays, or the agent is gone).
 control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool agent_alive,
-                 out bit<16> kind, out bit<32> wait_us) {
-    share_work_h w;
+                 out bit<16> kind, out bit<32> wait_us, inout share_work_h w) {
 
     action check() {
         share_queued.read(w.queued, half);
@@ -104,8 +95,8 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
 // Ingress, for a pure ACK of a sharing flow that goes into the queue (not absorbed, not dropped):
 // its departure becomes the flow's newest. `wait_us`: until the flow has room again (the older of
 // its two newest, the one queued before this, leaves).
-control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure_us, out bit<32> wait_us) {
-    share_work_h w;
+control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure_us, out bit<32> wait_us,
+                       inout share_work_h w) {
 
     action queued() {
         share_queued.read(w.queued, half);

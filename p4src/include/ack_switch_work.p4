@@ -133,11 +133,10 @@ header thinning_work_h {
     bit<63> slot_word;          // the record's ports | last seen | closed, for ack_thinning.slot
     bit<63> data;               // ack_thinning.data of this half (data segments)
     bit<62> thinned;            // ack_thinning.thinned of this half
-    bit<1> direction;
+    bit<6> direction;           // 0 or 1 (six bits: the header's padding, one field fewer to zero)
     bool ours;                  // the record is this packet's flow's (found so, or taken over)
     bool sampled;               // the segment acknowledges the other side's RTT probe
     bool retransmission;        // a data segment that does not go beyond data_end
-    bit<5> unused;
 }
 
 // What only a pure ACK uses, made valid on that path.
@@ -195,22 +194,105 @@ header queue_view_h {
     bit<7> unused;
 }
 
-// Egress: what ECN marking tells the caller, and acc's signals (AccSignal), for the packets that
-// take that path (ECT, or an acc flow's).
-header egress_work_h {
-    bit<32> other;              // the other half's index (CE this switch put on the flow's data)
-    bit<8> pending;             // AccSignal's
+// The working fields of AckCoalesce (ingress) and AckCoalesceDeparture (egress, where the ACK
+// finds the header as its ingress left it, made valid again at no cost) (ack_coalesce.p4).
+header coalesce_work_h {
+    bit<16> last_serial;
+    bit<32> open;           // the open slot's cell
+    bit<32> next;           // the next slot's cell
+    bit<32> prev;           // the previous slot's cell (the ACK ahead)
+    bit<64> newest_ack;     // the open (at egress: the departing) slot's newest state
+    bit<64> newest_ts;
+    bit<16> newest_window;
+    bit<192> newest_sack;
+    bit<56> state;          // the open (departing) slot's state
+    bit<56> ahead_state;    // the slot ahead
+    bit<64> ahead_ack;
+    bit<192> ahead_sack;
+    bit<56> next_state;
+    bit<62> counts;
+    bit<8> sack_count;      // look(): the open slot's SACK blocks
+    bit<8> ahead_count;     // look(): the SACK blocks of the ACK ahead, 0 if none is
+    bit<8> flags;           // decide(): the open slot's flags as read
+    bit<1> supersedes;      // look() for decide(): with the ACK ahead, this ACK says all the waiting one will
+    bit<1> rewrite;         // at egress: the departing ACK leaves with the newest state folded into it
+    bit<32> frame_bytes;    // at egress: the departing ACK's Ethernet frame without any trailer
+    bit<32> cell;           // decide(): the cell written (the next slot's or the open one's)
+    bit<16> new_serial;     // decide(): the serial of a new waiting ACK
+    bool start;             // decide(): this ACK becomes a waiting ACK
+    bool absorb;            // decide(): this ACK is folded into the waiting ACK
+    bool pending;           // decide(): the open slot's ACK still waits
+    bool next_free;         // decide(): the next slot takes a new waiting ACK
+    bool mine;              // at egress: the departing ACK's slot is still its own
+    bool queue_full;        // slots(): the model says the queue is full (never for a port it does not model)
+    bit<32> departure;      // slots(): when the ACK would leave (now, for a port the model does not know)
+    bit<2> unused;
+}
+
+// The working fields of AckShare and AckShareQueued (ack_share.p4).
+header share_work_h {
+    bit<96> queued;     // share.queued_us of the half-flow
+    bit<80> held;       // share.held
+    bit<62> counts;     // share.counts
+    bool keep;          // check(): a fresh ACK goes to the agent
+    bit<1> unused;
+}
+
+// AccDelayFactor's working fields (acc.p4).
+header acc_work_h {
+    bit<8> stored;          // d as stored
+    bit<48> changed_at;     // when d last changed (us)
+    bit<8> pending;         // signals since
+    bit<8> delay;           // the new d
+    bit<48> rtt;            // RTTmin, or ACC_RTT_DEFAULT_US
+    bit<32> signals;
+    bit<8> cap;
+    bit<8> d_max;
+    bit<32> two_mss;
+    bit<1> rtt_passed;      // an RTT since the last change
+    bit<7> unused;
+}
+
+// AckFilterDequeue's working fields (ack_filter.p4).
+header filter_work_h {
+    bit<32> newest_serial;  // the half-flow's newest ACK: its serial, ACK number, TSval, ECE/CWR
+    bit<32> newest_ack;
+    bit<32> newest_ts_val;
+    bit<8> newest_flags;
+    bit<32> capacity;       // the egress queue's, in packets
+    bit<32> n;              // a count read and written back
+}
+
+// Egress, for the packets that take the ECN path (ECT, or an acc flow's): EcnMarking's working
+// fields (ecn_marking.p4), what it tells the caller, and acc's signals (AccSignal).
+header ecn_work_h {
+    bit<32> random_max;     // the draw's upper bound, (k_max - k_min) * 100 - 1
+    bit<32> r;
+    bit<32> port_index;     // the egress port, as the marks counter's index
+    bit<19> k_min;
+    bit<19> k_max;
+    bit<8> p_max_pct;
+    bool configured;
+    bool mark;
     bool queue_above_k;         // EcnMarking's outputs
     bool marked;
+    bit<32> other;              // the other half's index (CE this switch put on the flow's data)
+    bit<8> pending;             // AccSignal's
     bit<6> unused;
 }
 
+// One instance of each (bmv2 marks every header instance invalid for every packet: an instance
+// per control that uses one would cost each packet its own).
 struct ack_switch_work_t {
     thinning_work_h thinning;
     thinning_ack_h ack;
     thinning_rare_h rare;
     queue_view_h queue;
-    egress_work_h egress;
+    coalesce_work_h coalesce;
+    share_work_h share;
+    acc_work_h acc;
+    filter_work_h filter;
+    ecn_work_h ecn;
 }
 
 #endif

@@ -40,12 +40,14 @@
 
 // `queue`: valid for a port the program models (queue_model.p4). `hold_ms`, `agent_kind`,
 // `agent_arg`: what travels with a copy for the agent (the clone's field list), set where a copy is
-// made. `w`, `a`, `rare`: the working headers (ack_switch_work.p4), invalid when the stage starts.
+// made. `w`, `a`, `rare` and the features' `coalesce_w`, `share_w`, `acc_w`: the working headers
+// (ack_switch_work.p4), invalid when the stage starts.
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
                     in time_us_t now, in port_t egress_port, in queue_view_h queue, in bool from_agent,
                     inout ack_policy_params_t params, inout ack_meta_t ack,
                     inout bit<16> hold_ms, inout bit<16> agent_kind, inout bit<32> agent_arg,
-                    inout thinning_work_h w, inout thinning_ack_h a, inout thinning_rare_h rare) {
+                    inout thinning_work_h w, inout thinning_ack_h a, inout thinning_rare_h rare,
+                    inout coalesce_work_h coalesce_w, inout share_work_h share_w, inout acc_work_h acc_w) {
     AckPolicySelect() policy_select;
     AckSafety() safety;
     AccSignal() acc_signal_data;
@@ -94,7 +96,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // once, into fields, for the steps after it.
     action claim_slot() {
         w.setValid();
-        w.direction = FLOW_DIRECTION(ipv4, tcp);
+        w.direction = (bit<6>)FLOW_DIRECTION(ipv4, tcp);
         COPY_BARRIER(w);
         w.key = FLOW_KEY(ipv4, tcp, w.direction);
         COPY_BARRIER(w);
@@ -192,9 +194,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         store_flow();
     }
 
-    // The other half's index, for acc's signal on this segment's data (a register index that is
-    // an expression gets a temporary, a metadata field every packet pays for).
-    action other_half() {
+    // An acc flow's data segment: egress checks it for the CE it may mark (`ack`), and the other
+    // half's index, for acc's signal on this segment's data (a register index that is an
+    // expression gets a temporary, a metadata field every packet pays for).
+    action acc_data() {
+        ack.half = w.half;
+        ack.tracked = true;
         rare.setValid();
         rare.other = w.half ^ 1;
     }
@@ -204,8 +209,6 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // The new half in one expression over the old: copy propagation substitutes the locals into
     // it, each used once (the retransmission test, used several times, is a field).
     action data_segment() {
-        ack.half = w.half;
-        ack.tracked = true;
         data_reg.read(w.data, w.half);
         thinned_reg.read(w.thinned, w.half);
         bit<32> end = tcp.seq_no + (bit<32>)payload_len;
@@ -247,8 +250,6 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // A segment without the ACK flag: a SYN (perhaps with data). Its data as above; the ACK
     // fields stay as they were.
     action no_ack() {
-        ack.half = w.half;
-        ack.tracked = true;
         data_reg.read(w.data, w.half);
         thinned_reg.read(w.thinned, w.half);
         bit<32> end = tcp.seq_no + (bit<32>)payload_len;
@@ -282,9 +283,6 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     action pure_ack_facts() {
         a.setValid();
         stats.count(STAT_ACKS_SEEN);
-        ack.pure_ack = true;
-        ack.half = w.half;
-        ack.tracked = true;
         a.absorbed = false;     // set by coalescing only
         a.policy_keep = false;  // set by the rule of every_d, dynamic_d, tack or acc only
         acks_reg.read(a.acks, w.half);
@@ -365,6 +363,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
 
     // acc's inputs, in an action (locals of the apply block would be metadata fields).
     action acc_inputs() {
+        ack.pure_ack = true;    // egress: the queue signal is for pure ACKs
+        ack.half = w.half;
+        ack.tracked = true;
         rare.setValid();
         rare.mss = (bit<32>)params.mss;
         rare.acc_signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0) | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
@@ -380,6 +381,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // Coalescing's inputs: may the ACK be rewritten, folded, or be the waiting ACK others fold
     // into (see apply).
     action coalesce_inputs() {
+        ack.half = w.half;      // egress: the waiting ACK's slot
         rare.setValid();
         // Never rewritten or folded: options the switch does not interpret, and SACK blocks it
         // cannot rewrite (any layout but Linux's one-step one).
@@ -570,20 +572,24 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     }
                 } else if (tcp.flags & TCP_FLAG_ACK == 0) {
                     no_ack();
-                    if (payload_len != 0 && ipv4.ecn == 3 && params.policy == POLICY_ACC) {
-                        other_half();
-                        acc_signal_data.apply(rare.other, ACC_SIGNAL_CE, params.acc_signals, rare.acc_pending);
+                    if (params.policy == POLICY_ACC) {
+                        acc_data();
+                        if (payload_len != 0 && ipv4.ecn == 3) {
+                            acc_signal_data.apply(rare.other, ACC_SIGNAL_CE, params.acc_signals, rare.acc_pending);
+                        }
                     }
                 } else if (payload_len != 0) {
                     data_segment();
                     // Both rare: one test for the two (every test is a step).
-                    if (w.sampled || ipv4.ecn == 3 && params.policy == POLICY_ACC) {
+                    if (w.sampled || params.policy == POLICY_ACC) {
                         if (w.sampled) {
                             rtt_sample_store();
                         }
-                        if (ipv4.ecn == 3 && params.policy == POLICY_ACC) {
-                            other_half();
-                            acc_signal_data.apply(rare.other, ACC_SIGNAL_CE, params.acc_signals, rare.acc_pending);
+                        if (params.policy == POLICY_ACC) {
+                            acc_data();
+                            if (ipv4.ecn == 3) {
+                                acc_signal_data.apply(rare.other, ACC_SIGNAL_CE, params.acc_signals, rare.acc_pending);
+                            }
                         }
                     }
                 } else {
@@ -596,7 +602,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     if (params.policy == POLICY_COALESCE && queue.isValid()) {
                         rare.setValid();
                         share_agent_alive.apply(now, rare.alive_at, rare.agent_alive);
-                        ack_share.apply(w.half, now, from_agent, rare.agent_alive, ack.share_kind, ack.share_wait_us);
+                        ack_share.apply(w.half, now, from_agent, rare.agent_alive, ack.share_kind, ack.share_wait_us,
+                                        share_w);
                     }
                     if (ack.share_kind == AGENT_KIND_SHARE_KEEP || ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
                         if (ack.share_kind == AGENT_KIND_SHARE_KEEP) {
@@ -627,7 +634,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                 acc_inputs();
                                 acc_signal_ack.apply(w.half, rare.acc_signal, params.acc_signals, rare.acc_pending);
                                 acc_delay_factor.apply(w.half, now, rare.acc_rtt_min, rare.acc_flight, rare.mss,
-                                                       params, rare.acc_d);
+                                                       params, rare.acc_d, acc_w);
                                 rule_acc();
                             }
                             // Coalescing: fold the ACK into its flow's waiting ACK, or queue it (as the
@@ -637,7 +644,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                                     && (a.reason != KEEP_NONE || a.policy_keep))) {
                                 coalesce_inputs();
                                 coalesce.apply(w.half, now, tcp, opts, rare.right_edge, rare.foldable, rare.eligible,
-                                               queue, a.absorbed, ack.coalesce_serial);
+                                               queue, a.absorbed, ack.coalesce_serial, coalesce_w);
                                 if (a.reason == KEEP_NONE && !a.absorbed) {
                                     a.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
                                 }
@@ -655,7 +662,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             if (params.policy == POLICY_COALESCE && queue.isValid() && !ack.drop && !queue.full) {
                                 // Queued: the flow's newest; an ACK the agent sent back is answered with
                                 // the time until the flow has room for its next.
-                                ack_share_queued.apply(w.half, now, queue.departure_us, ack.share_wait_us);
+                                ack_share_queued.apply(w.half, now, queue.departure_us, ack.share_wait_us, share_w);
                             }
                             if (ack.hold || ack.share_kind != 0) {
                                 copy_to_agent();
@@ -663,7 +670,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         } else if (params.policy == POLICY_FILTER) {
                             // ---- filter: the newest ACK that enters the queue, for AckFilterDequeue ----
                             pure_ack_finish();
-                            ack_filter_enqueue.apply(tcp, opts, ack);
+                            ack_filter_enqueue.apply(w.half, tcp, opts, ack);
                         } else if (a.reason == KEEP_ACKS_ALL_DATA && !a.policy_keep && params.hold_ms != 0) {
                             // ---- every_d, dynamic_d, tack: hold-back ----
                             // An ACK the policy would thin and only the end-of-burst rule keeps goes to

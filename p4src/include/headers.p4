@@ -272,11 +272,12 @@ struct ack_policy_params_t {
     bit<16> hold_ms;        // every_d, dynamic_d, tack, acc: hold back a burst's end this long (0: never)
 }
 
-// What the thinning stage hands to the egress filter for one pure ACK.
+// What the thinning stage hands to egress (and to the agent's copy). ack_switch sets half, tracked
+// and pure_ack only where egress reads them: each is a field write (docs/performance.md).
 struct ack_meta_t {
-    bit<32> half;               // half-flow record: slot * 2 + direction
-    bool tracked;               // the packet's flow owns its record (policy not off, no collision)
-    bool pure_ack;              // a pure ACK the thinning stage evaluated
+    bit<32> half;               // half-flow record: slot * 2 + direction (coalescing, filter, acc)
+    bool tracked;               // an acc flow's packet that owns its record (its ECN and acc signals)
+    bool pure_ack;              // ...and is a pure ACK the thinning stage evaluated
     bool filter_candidate;      // carries no news: the filter may drop it if superseded in the queue
     bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue
     bit<16> coalesce_serial;    // non-zero: queued as its half-flow's waiting ACK (ack_coalesce.p4)
