@@ -31,16 +31,14 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
     AckThinning() ack_thinning;
 
     apply {
-        bool from_agent;
-        bool heartbeat;
         holdback_port.apply(standard_metadata.ingress_port, hdr.ethernet.ether_type,
-                            standard_metadata.ingress_global_timestamp, from_agent, heartbeat);
+                            standard_metadata.ingress_global_timestamp, meta.work.agent);
         bool malformed;
         bool drop_malformed;
         parser_verdict.apply(standard_metadata.parser_error, meta.parser_meta.malformed_reason,
                              malformed, drop_malformed);
         bool drop_forwarding;
-        if (heartbeat) {
+        if (meta.work.agent.isValid() && meta.work.agent.heartbeat) {
             drop_forwarding = true;     // the agent's heartbeat ends here
         } else {
             forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
@@ -53,7 +51,7 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
             // as the newest in the queue.
             ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
                                standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
-                               meta.work.queue, from_agent,
+                               meta.work.queue, meta.work.agent,
                                meta.ack_policy, meta.ack, meta.hold_ms, meta.agent_kind, meta.agent_arg,
                                meta.work.thinning, meta.work.ack, meta.work.rare,
                                meta.work.coalesce, meta.work.share, meta.work.acc);

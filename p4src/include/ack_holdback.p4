@@ -26,19 +26,14 @@
 
 // Where a packet comes from, as hold-back sees it: the agent's CPU port has an entry in
 // holdback.ports (the control plane adds it, ackwise holdback setup); every other port costs one
-// lookup that misses.
-control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t now, out bool from_agent,
-                     out bool heartbeat) {
+// lookup that misses and sets nothing. `agent`: made valid for a packet from the agent's port
+// (ack_switch_work.p4), so that no other packet writes anything here, nor has a field set to zero
+// for it.
+control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t now, inout agent_h agent) {
     @name(".holdback.agent_port")
     action agent_port() {
-        from_agent = true;
-        heartbeat = ether_type == ETHERTYPE_AGENT_HEARTBEAT;
-    }
-
-    // Any other port (the miss sets the outputs itself: one step for ordinary packets).
-    action other_port() {
-        from_agent = false;
-        heartbeat = false;
+        agent.setValid();
+        agent.heartbeat = ether_type == ETHERTYPE_AGENT_HEARTBEAT;
     }
 
     // A step of its own, for a heartbeat only: written in the agent's action as `heartbeat ? now :
@@ -50,14 +45,14 @@ control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t
     @name(".holdback.ports")
     table ports {
         key = { ingress_port: exact @name("port"); }
-        actions = { agent_port; @defaultonly other_port; }
-        const default_action = other_port();
+        actions = { agent_port; @defaultonly NoAction; }
+        const default_action = NoAction();
         size = 8;
     }
 
     apply {
         if (ports.apply().hit) {
-            if (heartbeat) {
+            if (agent.heartbeat) {
                 heard();
             }
         }

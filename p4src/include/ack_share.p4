@@ -53,7 +53,8 @@
 // AGENT_KIND_SHARE_KEEP (a fresh ACK goes to the agent), AGENT_KIND_SHARE_BOUNCED (one the agent
 // sent back goes back to it), AGENT_KIND_SHARE_TAKEN (one the agent sent back is taken: the
 // caller sets the wait with AckShareQueued), or 0 (a fresh ACK that stays, or the agent is gone).
-control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool agent_alive,
+// `agent`: valid for an ACK the agent sent back (HoldbackPort).
+control AckShare(in bit<32> half, in time_us_t now, in agent_h agent, in bool agent_alive,
                  out bit<16> kind, out bit<32> wait_us, inout share_work_h w) {
 
     action check() {
@@ -67,6 +68,7 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
         bit<16> taken = SHARE_TAKEN(w.held);
         bit<48> changed = SHARE_CHANGED(w.held);
         bool holding = agent_alive && SHARE_HOLDING(w.held, now);
+        bool from_agent = agent.isValid();
         w.keep = !from_agent && agent_alive && (holding || full);
         bool bounce = from_agent && agent_alive && full;
         bool take = from_agent && !bounce;

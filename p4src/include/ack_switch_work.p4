@@ -131,11 +131,8 @@ header thinning_work_h {
     bit<32> slot;
     bit<32> half;               // slot * 2 + direction: the index of the per-half registers
     bit<63> slot_word;          // the record's ports | last seen | closed, for ack_thinning.slot
-    bit<63> data;               // ack_thinning.data of this half (data segments)
-    bit<62> thinned;            // ack_thinning.thinned of this half
-    bit<6> direction;           // 0 or 1 (six bits: the header's padding, one field fewer to zero)
-    bool ours;                  // the record is this packet's flow's (found so, or taken over)
-    bool sampled;               // the segment acknowledges the other side's RTT probe
+    bit<63> data;               // ack_thinning.data of this half (data segments), or its rare_counts
+    bit<14> direction;          // 0 or 1 (wider: the header's padding, one field fewer to zero)
     bool retransmission;        // a data segment that does not go beyond data_end
 }
 
@@ -181,6 +178,13 @@ header thinning_rare_h {
     bool foldable;
     bool eligible;
     bit<8> unused;
+}
+
+// Valid for a packet from the hold-back agent's port (HoldbackPort, ack_holdback.p4): an ACK it
+// sends back, or its heartbeat.
+header agent_h {
+    bool heartbeat;
+    bit<7> unused;
 }
 
 // What an egress queue would do with a packet sent to it now (queue_model.p4): valid only for a
@@ -284,6 +288,7 @@ header ecn_work_h {
 // One instance of each (bmv2 marks every header instance invalid for every packet: an instance
 // per control that uses one would cost each packet its own).
 struct ack_switch_work_t {
+    agent_h agent;
     thinning_work_h thinning;
     thinning_ack_h ack;
     thinning_rare_h rare;

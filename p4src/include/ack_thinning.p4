@@ -38,12 +38,13 @@
 
 // The record's layout and the stage's working headers: ack_switch_work.p4.
 
-// `queue`: valid for a port the program models (queue_model.p4). `hold_ms`, `agent_kind`,
+// `queue`: valid for a port the program models (queue_model.p4); `agent`: for a packet from the
+// hold-back agent's port (ack_holdback.p4). `hold_ms`, `agent_kind`,
 // `agent_arg`: what travels with a copy for the agent (the clone's field list), set where a copy is
 // made. `w`, `a`, `rare` and the features' `coalesce_w`, `share_w`, `acc_w`: the working headers
 // (ack_switch_work.p4), invalid when the stage starts.
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
-                    in time_us_t now, in port_t egress_port, in queue_view_h queue, in bool from_agent,
+                    in time_us_t now, in port_t egress_port, in queue_view_h queue, in agent_h agent,
                     inout ack_policy_params_t params, inout ack_meta_t ack,
                     inout bit<16> hold_ms, inout bit<16> agent_kind, inout bit<32> agent_arg,
                     inout thinning_work_h w, inout thinning_ack_h a, inout thinning_rare_h rare,
@@ -77,17 +78,28 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // Per half-flow, read and written by the program, read by the control plane:
     //   data:    data_end [62:31] | data segments (31 bits) [30:0]
     //   acks:    ACKs seen [61:31] | ACKs forwarded [30:0]                 (31-bit counts)
-    //   thinned: ACKs thinned [61:31] | retransmissions [30:0]             (31-bit counts)
     //   outcome: duplicate ACKs [38:8] | the last keep reason [7:0]
+    //   rare_counts: ACKs left to the egress filter [61:31] | retransmissions [30:0], read and
+    //            written only when one of them counts (63 bits wide so that w.data, 63 bits, can
+    //            take it in: a field fewer in the working header)
+    // Every pure ACK evaluated is forwarded, thinned (dropped, absorbed or held) or left to the
+    // filter, so ACKs thinned are seen - forwarded - left to the filter (control-plane/ackwise/
+    // thinning.py): not counted here, a register read and write fewer per pure ACK.
     // and written by the program only (its own copies are in the record):
     //   rtt:     RTTmin in us (31 bits) [62:32] | when measured (low 32 bits of the us clock) [31:0]
     //   port:    the egress port of the half-flow's last segment (the controller's bottleneck)
     @name(".ack_thinning.data") register<bit<63>>(HALF_FLOWS) data_reg;
     @name(".ack_thinning.acks") register<bit<62>>(HALF_FLOWS) acks_reg;
-    @name(".ack_thinning.thinned") register<bit<62>>(HALF_FLOWS) thinned_reg;
+    @name(".ack_thinning.rare_counts") register<bit<63>>(HALF_FLOWS) rare_counts_reg;
     @name(".ack_thinning.outcome") register<bit<39>>(HALF_FLOWS) outcome_reg;
     @name(".ack_thinning.rtt") register<bit<63>>(HALF_FLOWS) rtt_reg;
     @name(".ack_thinning.port") register<bit<9>>(HALF_FLOWS) port_reg;
+
+    // Tests, in the conditions that take them (a field would cost a write, and setting to zero with
+    // every packet): the record is this packet's flow's (found so, or taken over); the segment
+    // acknowledges the other side's RTT probe.
+#define OURS (w.flow[R_KEY] == w.key)
+#define SAMPLED (w.oth & HALF_BIT(HALF_PROBE) != 0 && SEQ_GEQ(tcp.ack_no, w.oth[H_PROBE_END]))
 
     // The stage's first step on a tracked packet: the working header made valid, the flow key and
     // slot, the record, and whether it is this flow's. Each value after a barrier (headers.p4):
@@ -96,7 +108,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // once, into fields, for the steps after it.
     action claim_slot() {
         w.setValid();
-        w.direction = (bit<6>)FLOW_DIRECTION(ipv4, tcp);
+        w.direction = (bit<14>)FLOW_DIRECTION(ipv4, tcp);
         COPY_BARRIER(w);
         w.key = FLOW_KEY(ipv4, tcp, w.direction);
         COPY_BARRIER(w);
@@ -104,7 +116,6 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         COPY_BARRIER(w);
         w.half = w.slot << 1 | (bit<32>)w.direction;
         flow_reg.read(w.flow, w.slot);
-        w.ours = w.flow[R_KEY] == w.key;
         w.own = w.direction == 0 ? w.flow[R_H0] : w.flow[R_H1];
         w.oth = w.direction == 0 ? w.flow[R_H1] : w.flow[R_H0];
     }
@@ -143,13 +154,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.flow = (bit<FLOW_BITS>)w.key << R_KEY_LO;
         w.own = 0;
         w.oth = 0;
-        w.ours = true;
         data_reg.write(w.half, 0);
         data_reg.write(rare.other, 0);
         acks_reg.write(w.half, 0);
         acks_reg.write(rare.other, 0);
-        thinned_reg.write(w.half, 0);
-        thinned_reg.write(rare.other, 0);
+        rare_counts_reg.write(w.half, 0);
+        rare_counts_reg.write(rare.other, 0);
         outcome_reg.write(w.half, 0);
         outcome_reg.write(rare.other, 0);
         rtt_reg.write(w.half, 0);
@@ -171,7 +181,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         slot_reg.write(w.slot, w.slot_word);
     }
 
-    // An RTT sample, when a segment acknowledges the other side's probe (w.sampled): RTTmin over
+    // An RTT sample, when a segment acknowledges the other side's probe (SAMPLED): RTTmin over
     // RTT_MIN_WINDOW_US, into the other half (its probe answered) and its control-plane copy.
     // About once per round trip, so a step of its own.
     action rtt_sample() {
@@ -210,10 +220,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // it, each used once (the retransmission test, used several times, is a field).
     action data_segment() {
         data_reg.read(w.data, w.half);
-        thinned_reg.read(w.thinned, w.half);
         bit<32> end = tcp.seq_no + (bit<32>)payload_len;
         w.retransmission = w.own & HALF_BIT(HALF_DATA_VALID) != 0 && SEQ_LEQ(end, w.own[H_DATA_END]);
-        w.sampled = w.oth & HALF_BIT(HALF_PROBE) != 0 && SEQ_GEQ(tcp.ack_no, w.oth[H_PROBE_END]);
         COPY_BARRIER(w);
         bool ack_valid = w.own & HALF_BIT(HALF_ACK_VALID) != 0;
         bool ts_known = w.own & HALF_BIT(HALF_TS_VALID) != 0;
@@ -239,19 +247,31 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             | w.own & (M_SACK | M_HIGH | M_RTT)
             | (w.retransmission ? w.own & M_DATA_END : HALF_AT(end, H_DATA_END_LO));
         w.data = (w.retransmission ? w.data[62:31] : end) ++ (w.data[30:0] + 1);
-        w.thinned = w.retransmission ? w.thinned + 1 : w.thinned;
         COPY_BARRIER(w);
         store_flow();
         data_reg.write(w.half, w.data);
-        thinned_reg.write(w.half, w.thinned);
         port_reg.write(w.half, egress_port);
+    }
+
+    // A retransmission counted (after data_segment() or no_ack(), which have written w.data out).
+    action count_retransmission() {
+        rare_counts_reg.read(w.data, w.half);
+        w.data = w.data + 1;
+        rare_counts_reg.write(w.half, w.data);
+    }
+
+    // A pure ACK left to the egress filter counted (after pure_ack_finish(); a pure ACK does not
+    // use w.data).
+    action count_left_to_filter() {
+        rare_counts_reg.read(w.data, w.half);
+        w.data = w.data + (1 << 31);
+        rare_counts_reg.write(w.half, w.data);
     }
 
     // A segment without the ACK flag: a SYN (perhaps with data). Its data as above; the ACK
     // fields stay as they were.
     action no_ack() {
         data_reg.read(w.data, w.half);
-        thinned_reg.read(w.thinned, w.half);
         bit<32> end = tcp.seq_no + (bit<32>)payload_len;
         w.retransmission = w.own & HALF_BIT(HALF_DATA_VALID) != 0 && SEQ_LEQ(end, w.own[H_DATA_END]);
         COPY_BARRIER(w);
@@ -263,11 +283,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
             | (start_probe ? HALF_HIGH(end ++ (bit<32>)now, H_PROBE_LO) : w.own & M_PROBE)
             | (w.retransmission ? w.own & M_DATA_END : HALF_AT(end, H_DATA_END_LO));
         w.data = (w.retransmission ? w.data[62:31] : end) ++ (w.data[30:0] + 1);
-        w.thinned = w.retransmission ? w.thinned + 1 : w.thinned;
         COPY_BARRIER(w);
         store_flow();
         data_reg.write(w.half, w.data);
-        thinned_reg.write(w.half, w.thinned);
         port_reg.write(w.half, egress_port);
     }
 
@@ -283,12 +301,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     action pure_ack_facts() {
         a.setValid();
         stats.count(STAT_ACKS_SEEN);
-        a.absorbed = false;     // set by coalescing only
-        a.policy_keep = false;  // set by the rule of every_d, dynamic_d, tack or acc only
         acks_reg.read(a.acks, w.half);
-        thinned_reg.read(w.thinned, w.half);
         outcome_reg.read(a.outcome, w.half);
-        w.sampled = w.oth & HALF_BIT(HALF_PROBE) != 0 && SEQ_GEQ(tcp.ack_no, w.oth[H_PROBE_END]);
         bit<32> ack_last = w.own[H_ACK_LAST];
         bit<32> mss = (bit<32>)params.mss;
         bool sack_present = opts.sack_blocks != 0;
@@ -334,12 +348,15 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // per policy, chosen in apply: bmv2 evaluates every operator of an expression (`&&` and `||`
     // do not short-circuit), and one action for the four evaluated all four rules (77 operators).
     // Sums rather than nested ?: (which p4c lowers into a chain of copies).
+    // Each also says the ACK is not absorbed (only coalescing absorbs): one step for the two.
     action rule_every_d() {
+        a.absorbed = false;
         a.policy_keep = (tcp.ack_no - w.own[H_FWD_ACK]) >= (bit<32>)params.d * (bit<32>)params.mss;
     }
 
     // dynamic_d: d = 1, 2, 3, 4 below l1, l2, l3 segments acknowledged, and above
     action rule_dynamic_d() {
+        a.absorbed = false;
         bit<32> mss = (bit<32>)params.mss;
         bit<32> acked_total = tcp.ack_no - w.own[H_ACK_BASE];
         bit<32> dynamic_d = 1 + (bit<32>)(bit<1>)(acked_total >= (bit<32>)params.l1 * mss)
@@ -350,10 +367,18 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
 
     // tack: L segments and RTTmin / beta since the last forwarded ACK
     action rule_tack() {
+        a.absorbed = false;
         bit<32> rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.oth[H_RTT_MIN];
         bit<48> since_fwd = (bit<48>)((bit<32>)now - w.own[H_FWD_AT]);
         a.policy_keep = (tcp.ack_no - w.own[H_FWD_ACK]) >= (bit<32>)params.tack_l * (bit<32>)params.mss
             && since_fwd * (bit<48>)params.tack_beta >= (bit<48>)rtt_min;
+    }
+
+    // filter, coalesce and acc before its d is known: no rule (yet), and nothing absorbed unless
+    // coalescing absorbs it.
+    action no_rule() {
+        a.absorbed = false;
+        a.policy_keep = false;
     }
 
     // acc: d from AccDelayFactor
@@ -422,9 +447,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         a.forwarded = !a.policy_thinned && !a.absorbed && !ack.hold && !ack.filter_candidate;
         ack.drop = a.policy_thinned || ack.hold || a.absorbed;
         COPY_BARRIER(a);
+        // (Absorbed and held ACKs count as thinned: seen, neither forwarded nor left to the filter;
+        // a held one until it comes back released and is counted forwarded.)
         a.acks = a.acks + (1 << 31) + (a.forwarded ? 62w1 : 62w0);
-        // Absorbed and held ACKs count as thinned (a held one until it comes back released).
-        w.thinned = ack.drop ? w.thinned + (1 << 31) : w.thinned;
         a.outcome = (a.outcome[38:8] + (a.reason == KEEP_DUP_ACK ? 31w1 : 31w0))
             ++ (a.forwarded ? a.reason : a.outcome[7:0]);
         // One of four, as a disjunction of exclusive cases (a held ACK is neither absorbed nor
@@ -464,7 +489,6 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         store_flow();
         stats.count(a.stat);
         acks_reg.write(w.half, a.acks);
-        thinned_reg.write(w.half, w.thinned);
         outcome_reg.write(w.half, a.outcome);
         port_reg.write(w.half, egress_port);
     }
@@ -501,7 +525,6 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         rare.setValid();
         a.setValid();
         acks_reg.read(a.acks, w.half);
-        thinned_reg.read(w.thinned, w.half);
         outcome_reg.read(a.outcome, w.half);
         holdback_released.read(rare.held, w.half);
         share_held.read(rare.share, w.half);
@@ -521,14 +544,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.own = rare.newer ? w.own & ~M_FWD | HALF_AT(tcp.ack_no, H_FWD_ACK_LO) | HALF_AT(now, H_FWD_AT_LO) & M_FWD_AT
             : w.own;
         a.acks = a.acks + (rare.shared ? (62w1 << 31) + 1 : 0) + (rare.newer && !rare.shared ? 62w1 : 0);
-        w.thinned = rare.held_back ? w.thinned - (1 << 31) : w.thinned;
         a.outcome = rare.held_back ? a.outcome[38:8] ++ KEEP_RELEASED : a.outcome;
         rare.held = rare.held_back ? rare.held + 1 : rare.held;
         COPY_BARRIER(w);
         store_flow();
         share_held.write(w.half, rare.share);
         acks_reg.write(w.half, a.acks);
-        thinned_reg.write(w.half, w.thinned);
         outcome_reg.write(w.half, a.outcome);
         holdback_released.write(w.half, rare.held);
     }
@@ -552,9 +573,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         policy_select.apply(ipv4, tcp, payload_len, params);
         // What the agent sends back is looked at under any policy: `off` too may find the agent
         // holding a flow's queue-share ACKs (the policy was coalesce when they were handed over).
-        if (params.policy != POLICY_OFF || from_agent) {
+        if (params.policy != POLICY_OFF || agent.isValid()) {
             claim_slot();
-            if (!w.ours) {
+            if (!OURS) {
                 claim_other();
                 if (!rare.take_over) {
                     collision();
@@ -564,14 +585,17 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     take_over(STAT_RECLAIMED);
                 }
             }
-            if (w.ours) {
-                if (from_agent && params.policy != POLICY_COALESCE) {
+            if (OURS) {
+                if (agent.isValid() && params.policy != POLICY_COALESCE) {
                     released();   // hold-back (the queue share's ACKs come back as pure ACKs, below)
                     if (ack.share_kind != 0) {
                         copy_to_agent();
                     }
                 } else if (tcp.flags & TCP_FLAG_ACK == 0) {
                     no_ack();
+                    if (w.retransmission) {
+                        count_retransmission();
+                    }
                     if (params.policy == POLICY_ACC) {
                         acc_data();
                         if (payload_len != 0 && ipv4.ecn == 3) {
@@ -581,9 +605,12 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                 } else if (payload_len != 0) {
                     data_segment();
                     // Both rare: one test for the two (every test is a step).
-                    if (w.sampled || params.policy == POLICY_ACC) {
-                        if (w.sampled) {
+                    if (SAMPLED || w.retransmission || params.policy == POLICY_ACC) {
+                        if (SAMPLED) {
                             rtt_sample_store();
+                        }
+                        if (w.retransmission) {
+                            count_retransmission();
                         }
                         if (params.policy == POLICY_ACC) {
                             acc_data();
@@ -602,7 +629,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     if (params.policy == POLICY_COALESCE && queue.isValid()) {
                         rare.setValid();
                         share_agent_alive.apply(now, rare.alive_at, rare.agent_alive);
-                        ack_share.apply(w.half, now, from_agent, rare.agent_alive, ack.share_kind, ack.share_wait_us,
+                        ack_share.apply(w.half, now, agent, rare.agent_alive, ack.share_kind, ack.share_wait_us,
                                         share_w);
                     }
                     if (ack.share_kind == AGENT_KIND_SHARE_KEEP || ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
@@ -614,7 +641,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         copy_to_agent();
                     } else {
                         pure_ack_facts();
-                        if (w.sampled) {
+                        if (SAMPLED) {
                             rtt_sample();
                         }
                         if (params.policy == POLICY_EVERY_D) {
@@ -623,6 +650,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             rule_dynamic_d();
                         } else if (params.policy == POLICY_TACK) {
                             rule_tack();
+                        } else {
+                            no_rule();
                         }
                         safety.apply(a.fact_bits, a.reason);
                         // (The policy's own rule is evaluated also for an ACK only the end-of-burst
@@ -671,6 +700,9 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             // ---- filter: the newest ACK that enters the queue, for AckFilterDequeue ----
                             pure_ack_finish();
                             ack_filter_enqueue.apply(w.half, tcp, opts, ack);
+                            if (ack.filter_candidate) {
+                                count_left_to_filter();
+                            }
                         } else if (a.reason == KEEP_ACKS_ALL_DATA && !a.policy_keep && params.hold_ms != 0) {
                             // ---- every_d, dynamic_d, tack: hold-back ----
                             // An ACK the policy would thin and only the end-of-burst rule keeps goes to
