@@ -54,7 +54,7 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                                meta.work.queue, meta.work.agent,
                                meta.ack_policy, meta.ack, meta.hold_ms, meta.agent_kind, meta.agent_arg,
                                meta.work.thinning, meta.work.ack, meta.work.rare,
-                               meta.work.coalesce, meta.work.share, meta.work.acc);
+                               meta.work.coalesce, meta.work.acc);
         }
         if (drop_malformed || drop_forwarding || meta.ack.drop) {
             mark_to_drop(standard_metadata);

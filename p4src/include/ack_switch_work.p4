@@ -151,33 +151,26 @@ header thinning_ack_h {
 }
 
 // What only rarer paths use: taking a record over, an RTT sample, an ACK the agent sends back,
-// coalescing, the queue share, acc. Made valid on those paths only.
+// hold-back, the queue share. Made valid on those paths only.
 header thinning_rare_h {
-    bit<80> share;              // the queue share's record (ack_share.p4)
+    bit<80> share;              // the queue share's share.held (ack_share.p4)
+    bit<96> queued;             // ...its share.queued_us
+    bit<62> counts;             // ...its share.counts
     bit<48> reclaim_idle_us;
     bit<63> rtt;                // the other half's new RTTmin | when
     bit<32> other;              // the other half's index (slot * 2 + the other direction)
     bit<32> key_a;
     bit<32> key_b;
     bit<32> held;               // hold-back's count of held ACKs, and of released ones
-    bit<32> acc_d;              // acc's delay factor for this ACK
-    bit<32> acc_rtt_min;        // acc's inputs: RTTmin (configured or measured), the flight, the signal
-    bit<32> acc_flight;
-    bit<32> mss;
-    bit<32> right_edge;         // coalescing: the ACK number plus the scaled window
     bit<48> alive_at;           // when the agent was last heard from (HoldbackAgentAlive)
-    bit<8> acc_signal;
-    bit<8> acc_pending;         // AccSignal's
     bool empty;                 // a packet of another flow: the slot is empty...
     bool take_over;             // ...or its record may be taken over
     bool shared;
     bool newer;
     bool held_back;
     bool agent_alive;
-    bool rewritable;
-    bool foldable;
-    bool eligible;
-    bit<8> unused;
+    bool keep;                  // AckShare: a fresh ACK goes to the agent
+    bit<4> unused;
 }
 
 // Valid for a packet from the hold-back agent's port (HoldbackPort, ack_holdback.p4): an ACK it
@@ -229,32 +222,29 @@ header coalesce_work_h {
     bool next_free;         // decide(): the next slot takes a new waiting ACK
     bool mine;              // at egress: the departing ACK's slot is still its own
     bool queue_full;        // slots(): the model says the queue is full (never for a port it does not model)
+    bit<32> right_edge;     // coalesce_inputs() (ack_thinning.p4): the ACK number plus the scaled window
+    bool rewritable;        // ...: the ACK's options can be rewritten
+    bool foldable;          // ...: may be folded into the waiting ACK
+    bool eligible;          // ...: may become a waiting ACK
     bit<32> departure;      // slots(): when the ACK would leave (now, for a port the model does not know)
-    bit<2> unused;
+    bit<7> unused;
 }
 
-// The working fields of AckShare and AckShareQueued (ack_share.p4).
-header share_work_h {
-    bit<96> queued;     // share.queued_us of the half-flow
-    bit<80> held;       // share.held
-    bit<62> counts;     // share.counts
-    bool keep;          // check(): a fresh ACK goes to the agent
-    bit<1> unused;
-}
-
-// AccDelayFactor's working fields (acc.p4).
+// acc's working fields: AccDelayFactor's (acc.p4), and the thinning stage's inputs to it and to
+// AccSignal (ack_thinning.p4).
 header acc_work_h {
-    bit<8> stored;          // d as stored
+    bit<32> flight;         // acc_inputs(): data the switch saw sent beyond the highest ACK
+    bit<32> other;          // acc_data(): the other half's index
+    bit<8> signal;          // acc_inputs(): the signals this ACK carries (ACC_SIGNAL_*)
     bit<48> changed_at;     // when d last changed (us)
-    bit<8> pending;         // signals since
-    bit<8> delay;           // the new d
-    bit<48> rtt;            // RTTmin, or ACC_RTT_DEFAULT_US
+    bit<8> pending;         // signals since (AccSignal's, then AccDelayFactor's)
+    bit<8> delay;           // d as stored, then the new d: this ACK's
+    bit<48> rtt;            // acc_inputs(): RTTmin, configured or measured; then ACC_RTT_DEFAULT_US if 0
     bit<32> signals;
     bit<8> cap;
     bit<8> d_max;
     bit<32> two_mss;
-    bit<1> rtt_passed;      // an RTT since the last change
-    bit<7> unused;
+    bit<8> rtt_passed;      // 1: an RTT since the last change (eight bits: the header's padding)
 }
 
 // AckFilterDequeue's working fields (ack_filter.p4).
@@ -294,7 +284,6 @@ struct ack_switch_work_t {
     thinning_rare_h rare;
     queue_view_h queue;
     coalesce_work_h coalesce;
-    share_work_h share;
     acc_work_h acc;
     filter_work_h filter;
     ecn_work_h ecn;

@@ -39,16 +39,16 @@
 // The record's layout and the stage's working headers: ack_switch_work.p4.
 
 // `queue`: valid for a port the program models (queue_model.p4); `agent`: for a packet from the
-// hold-back agent's port (ack_holdback.p4). `hold_ms`, `agent_kind`,
-// `agent_arg`: what travels with a copy for the agent (the clone's field list), set where a copy is
-// made. `w`, `a`, `rare` and the features' `coalesce_w`, `share_w`, `acc_w`: the working headers
-// (ack_switch_work.p4), invalid when the stage starts.
+// hold-back agent's port (ack_holdback.p4). `hold_ms`, `agent_kind`, `agent_arg`: what travels
+// with a copy for the agent (the clone's field list), set where a copy is made. `w`, `a`, `rare`
+// (the queue share's too), `coalesce_w`, `acc_w`: the working headers (ack_switch_work.p4),
+// invalid when the stage starts.
 control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
                     in time_us_t now, in port_t egress_port, in queue_view_h queue, in agent_h agent,
                     inout ack_policy_params_t params, inout ack_meta_t ack,
                     inout bit<16> hold_ms, inout bit<16> agent_kind, inout bit<32> agent_arg,
                     inout thinning_work_h w, inout thinning_ack_h a, inout thinning_rare_h rare,
-                    inout coalesce_work_h coalesce_w, inout share_work_h share_w, inout acc_work_h acc_w) {
+                    inout coalesce_work_h coalesce_w, inout acc_work_h acc_w) {
     AckPolicySelect() policy_select;
     AckSafety() safety;
     AccSignal() acc_signal_data;
@@ -64,7 +64,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     @name(".ack_thinning.stats") counter(THINNING_STATS, CounterType.packets) stats;
     @name(".ack_thinning.config") register<bit<48>>(1) config;   // [0]: reclaim idle (us), 0 = default
 
-    // The program's own: the flow record, one cell per slot (FLOW_BITS above).
+    // The program's own: the flow record, one cell per slot (FLOW_BITS, ack_switch_work.p4).
     @name(".ack_thinning.flow") register<bit<FLOW_BITS>>(FLOW_SLOTS) flow_reg;
 
     // What the control plane reads (at most 63 bits each). Per slot, written by the program only:
@@ -75,19 +75,20 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     @name(".ack_thinning.key_b") register<bit<32>>(FLOW_SLOTS) key_b_reg;
     @name(".ack_thinning.slot") register<bit<63>>(FLOW_SLOTS) slot_reg;
 
-    // Per half-flow, read and written by the program, read by the control plane:
+    // Per half-flow, read by the control plane; read and written by the program:
     //   data:    data_end [62:31] | data segments (31 bits) [30:0]
     //   acks:    ACKs seen [61:31] | ACKs forwarded [30:0]                 (31-bit counts)
     //   outcome: duplicate ACKs [38:8] | the last keep reason [7:0]
     //   rare_counts: ACKs left to the egress filter [61:31] | retransmissions [30:0], read and
     //            written only when one of them counts (63 bits wide so that w.data, 63 bits, can
     //            take it in: a field fewer in the working header)
-    // Every pure ACK evaluated is forwarded, thinned (dropped, absorbed or held) or left to the
-    // filter, so ACKs thinned are seen - forwarded - left to the filter (control-plane/ackwise/
-    // thinning.py): not counted here, a register read and write fewer per pure ACK.
     // and written by the program only (its own copies are in the record):
     //   rtt:     RTTmin in us (31 bits) [62:32] | when measured (low 32 bits of the us clock) [31:0]
     //   port:    the egress port of the half-flow's last segment (the controller's bottleneck)
+    // ACKs thinned are not counted: every pure ACK evaluated is forwarded, thinned (dropped,
+    // absorbed or held) or left to the filter, so they are seen - forwarded - left to the filter
+    // (control-plane/ackwise/features/thinning.py), and a pure ACK reads and writes one register
+    // fewer.
     @name(".ack_thinning.data") register<bit<63>>(HALF_FLOWS) data_reg;
     @name(".ack_thinning.acks") register<bit<62>>(HALF_FLOWS) acks_reg;
     @name(".ack_thinning.rare_counts") register<bit<63>>(HALF_FLOWS) rare_counts_reg;
@@ -210,8 +211,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     action acc_data() {
         ack.half = w.half;
         ack.tracked = true;
-        rare.setValid();
-        rare.other = w.half ^ 1;
+        acc_w.setValid();
+        acc_w.other = w.half ^ 1;
     }
 
     // ---- data this side sends (with the ACK it carries): data_end, the segment count,
@@ -290,8 +291,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     }
 
     // ---- pure ACKs: the facts, the contract, the policy ----
-    // A pure ACK up to its facts: its counters, whether it samples the RTT, the facts (FACT_* in
-    // ack_safety.p4, where the contract orders them) and what the policies' rules compare.
+    // A pure ACK up to its facts: its counters and the facts (FACT_* in ack_safety.p4, where the
+    // contract orders them).
     // The contract keeps the first ACK of a half-flow (rule 4) before any fact that compares it
     // with the previous ACK (rules 5 to 14), and a pure ACK has no payload (rule 3): so without a
     // previous ACK only the flags' fact is computed, and the facts after rule 4 only with one (a
@@ -381,25 +382,38 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         a.policy_keep = false;
     }
 
-    // acc: d from AccDelayFactor
-    action rule_acc() {
-        a.policy_keep = (tcp.ack_no - w.own[H_FWD_ACK]) >= rare.acc_d * (bit<32>)params.mss;
+    // The policy's rule: one lookup for every policy, where a test per policy was up to three steps
+    // before a rule ran (acc's waits for its d: rule_acc()).
+    table policy_rule {
+        key = { params.policy: exact; }
+        actions = { rule_every_d; rule_dynamic_d; rule_tack; no_rule; }
+        const default_action = no_rule();
+        const entries = {
+            POLICY_EVERY_D: rule_every_d();
+            POLICY_DYNAMIC_D: rule_dynamic_d();
+            POLICY_TACK: rule_tack();
+        }
     }
 
-    // acc's inputs, in an action (locals of the apply block would be metadata fields).
+    // acc: d from AccDelayFactor
+    action rule_acc() {
+        a.policy_keep = (tcp.ack_no - w.own[H_FWD_ACK]) >= (bit<32>)acc_w.delay * (bit<32>)params.mss;
+    }
+
+    // acc's inputs, in an action (locals of the apply block would be metadata fields), into acc's
+    // working header (not thinning_rare_h: a pure ACK of acc sets one header to zero, not two).
     action acc_inputs() {
         ack.pure_ack = true;    // egress: the queue signal is for pure ACKs
         ack.half = w.half;
         ack.tracked = true;
-        rare.setValid();
-        rare.mss = (bit<32>)params.mss;
-        rare.acc_signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0) | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
-        rare.acc_rtt_min = params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.oth[H_RTT_MIN];
+        acc_w.setValid();
+        acc_w.signal = (ipv4.ecn == 3 ? ACC_SIGNAL_CE : 8w0) | (tcp.flags & TCP_FLAG_ECE != 0 ? ACC_SIGNAL_ECE : 8w0);
+        acc_w.rtt = (bit<48>)(params.rtt_min_us != 0 ? params.rtt_min_us : (bit<32>)w.oth[H_RTT_MIN]);
         // The flight: data the switch saw sent beyond the highest ACK.
         bit<32> ack_last = w.own[H_ACK_LAST];
         bit<32> highest_ack = w.own[H_STATE] & HALF_ACK_VALID != 0 && SEQ_GT(ack_last, tcp.ack_no) ? ack_last : tcp.ack_no;
         bit<32> data_end_other = w.oth[H_DATA_END];
-        rare.acc_flight = w.oth[H_STATE] & HALF_DATA_VALID != 0 && SEQ_GT(data_end_other, highest_ack)
+        acc_w.flight = w.oth[H_STATE] & HALF_DATA_VALID != 0 && SEQ_GT(data_end_other, highest_ack)
             ? data_end_other - highest_ack : 32w0;
     }
 
@@ -407,10 +421,10 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // into (see apply).
     action coalesce_inputs() {
         ack.half = w.half;      // egress: the waiting ACK's slot
-        rare.setValid();
+        coalesce_w.setValid();  // AckCoalesce's header (not thinning_rare_h: one header to zero, not two)
         // Never rewritten or folded: options the switch does not interpret, and SACK blocks it
         // cannot rewrite (any layout but Linux's one-step one).
-        rare.rewritable = !opts.unknown_present && (opts.sack_blocks == 0 || opts.sack_one_step);
+        coalesce_w.rewritable = !opts.unknown_present && (opts.sack_blocks == 0 || opts.sack_one_step);
         // An ACK with SACK blocks whose only news is in them (a duplicate ACK, SACK news) is
         // folded: the waiting ACK leaves with its blocks, and AckCoalesce folds it only if they
         // say all the waiting ACK's blocks said. A SACK sender learns losses from the blocks, not
@@ -424,14 +438,14 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         bit<13> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
             | (window_update || opts.sack_blocks != 0 ? FACT_DUP_ACK : 0)
             | (opts.sack_blocks != 0 ? FACT_SACK_NEWS : 0);
-        rare.foldable = a.fact_bits & ~foldable_news == 0;
-        rare.eligible = a.reason == KEEP_FIRST_ACK || a.reason == KEEP_IDLE
+        coalesce_w.foldable = a.fact_bits & ~foldable_news == 0;
+        coalesce_w.eligible = a.reason == KEEP_FIRST_ACK || a.reason == KEEP_IDLE
             || a.reason == KEEP_ECE_CWR_CHANGE || a.reason == KEEP_WINDOW_REOPEN;
         bit<8> ws = tcp.flags & TCP_FLAG_SYN != 0 ? opts.ws_shift : w.own[H_WS];
-        rare.right_edge = tcp.ack_no + ((bit<32>)tcp.window << ws);
-        COPY_BARRIER(rare);
-        rare.eligible = rare.rewritable && (rare.foldable || rare.eligible);
-        rare.foldable = rare.rewritable && rare.foldable;
+        coalesce_w.right_edge = tcp.ack_no + ((bit<32>)tcp.window << ws);
+        COPY_BARRIER(coalesce_w);
+        coalesce_w.eligible = coalesce_w.rewritable && (coalesce_w.foldable || coalesce_w.eligible);
+        coalesce_w.foldable = coalesce_w.rewritable && coalesce_w.foldable;
     }
 
     // What becomes of the ACK, its counters, and the state the next ACK compares with; the record
@@ -599,7 +613,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     if (params.policy == POLICY_ACC) {
                         acc_data();
                         if (payload_len != 0 && ipv4.ecn == 3) {
-                            acc_signal_data.apply(rare.other, ACC_SIGNAL_CE, params.acc_signals, rare.acc_pending);
+                            acc_signal_data.apply(acc_w.other, ACC_SIGNAL_CE, params.acc_signals, acc_w.pending);
                         }
                     }
                 } else if (payload_len != 0) {
@@ -615,7 +629,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         if (params.policy == POLICY_ACC) {
                             acc_data();
                             if (ipv4.ecn == 3) {
-                                acc_signal_data.apply(rare.other, ACC_SIGNAL_CE, params.acc_signals, rare.acc_pending);
+                                acc_signal_data.apply(acc_w.other, ACC_SIGNAL_CE, params.acc_signals, acc_w.pending);
                             }
                         }
                     }
@@ -629,8 +643,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                     if (params.policy == POLICY_COALESCE && queue.isValid()) {
                         rare.setValid();
                         share_agent_alive.apply(now, rare.alive_at, rare.agent_alive);
-                        ack_share.apply(w.half, now, agent, rare.agent_alive, ack.share_kind, ack.share_wait_us,
-                                        share_w);
+                        ack_share.apply(w.half, now, agent, ack.share_kind, ack.share_wait_us, rare);
                     }
                     if (ack.share_kind == AGENT_KIND_SHARE_KEEP || ack.share_kind == AGENT_KIND_SHARE_BOUNCED) {
                         if (ack.share_kind == AGENT_KIND_SHARE_KEEP) {
@@ -644,15 +657,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                         if (SAMPLED) {
                             rtt_sample();
                         }
-                        if (params.policy == POLICY_EVERY_D) {
-                            rule_every_d();
-                        } else if (params.policy == POLICY_DYNAMIC_D) {
-                            rule_dynamic_d();
-                        } else if (params.policy == POLICY_TACK) {
-                            rule_tack();
-                        } else {
-                            no_rule();
-                        }
+                        policy_rule.apply();
                         safety.apply(a.fact_bits, a.reason);
                         // (The policy's own rule is evaluated also for an ACK only the end-of-burst
                         // rule keeps, which hold-back may then hold instead; pure_ack_finish turns
@@ -661,9 +666,8 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             // ---- acc and coalesce ----
                             if (params.policy == POLICY_ACC) {
                                 acc_inputs();
-                                acc_signal_ack.apply(w.half, rare.acc_signal, params.acc_signals, rare.acc_pending);
-                                acc_delay_factor.apply(w.half, now, rare.acc_rtt_min, rare.acc_flight, rare.mss,
-                                                       params, rare.acc_d, acc_w);
+                                acc_signal_ack.apply(w.half, acc_w.signal, params.acc_signals, acc_w.pending);
+                                acc_delay_factor.apply(w.half, now, params, acc_w);
                                 rule_acc();
                             }
                             // Coalescing: fold the ACK into its flow's waiting ACK, or queue it (as the
@@ -672,7 +676,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             if (params.policy == POLICY_COALESCE || (queue.isValid()
                                     && (a.reason != KEEP_NONE || a.policy_keep))) {
                                 coalesce_inputs();
-                                coalesce.apply(w.half, now, tcp, opts, rare.right_edge, rare.foldable, rare.eligible,
+                                coalesce.apply(w.half, now, tcp, opts,
                                                queue, a.absorbed, ack.coalesce_serial, coalesce_w);
                                 if (a.reason == KEEP_NONE && !a.absorbed) {
                                     a.reason = KEEP_POLICY;   // nothing waiting to fold it into: queued
@@ -691,7 +695,7 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
                             if (params.policy == POLICY_COALESCE && queue.isValid() && !ack.drop && !queue.full) {
                                 // Queued: the flow's newest; an ACK the agent sent back is answered with
                                 // the time until the flow has room for its next.
-                                ack_share_queued.apply(w.half, now, queue.departure_us, ack.share_wait_us, share_w);
+                                ack_share_queued.apply(w.half, now, queue.departure_us, ack.share_wait_us, rare);
                             }
                             if (ack.hold || ack.share_kind != 0) {
                                 copy_to_agent();

@@ -754,3 +754,11 @@ ACK_SAFETY_RULES_ENTRIES = (
     (((SafetyFact.IDLE, SafetyFact.IDLE),), "keep", (KeepReason.IDLE,)),
     (((SafetyFact.ACKS_ALL_DATA, SafetyFact.ACKS_ALL_DATA),), "keep", (KeepReason.ACKS_ALL_DATA,)),
 )
+
+# The const entries of AckThinning.policy_rule (p4src/include/ack_thinning.p4), in the order it matches them:
+# (keys, a ternary key as (value, mask); the action; its arguments).
+ACK_THINNING_POLICY_RULE_ENTRIES = (
+    ((AckPolicy.EVERY_D,), "rule_every_d", ()),
+    ((AckPolicy.DYNAMIC_D,), "rule_dynamic_d", ()),
+    ((AckPolicy.TACK,), "rule_tack", ()),
+)
