@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.toolchain import BUILD_DIR
-from ackwise.topologies.wireless import CHAIN_RANGES, ChainGeometry, WirelessPreset
+from ackwise.topologies.wireless import CHAIN_RANGES, ChainGeometry, WirelessPreset, placement_lines
 
 LINKEM_SOURCES = [Path(__file__).with_name("linkem") / name for name in ("linkem.c", "medium.c", "medium.h")]
 
@@ -122,9 +122,7 @@ class VirtualMedium:
         Returns the names, source first."""
         names = [f"n{i}" for i in range(nodes)]
         self.stations(*names)
-        self.ranges(geometry.tx_m, geometry.cs_m, geometry.interference_m)
-        for i, name in enumerate(names):
-            self.place(name, i * geometry.spacing_m)
+        self.lines += placement_lines("air", names, geometry)
         for i in range(1, nodes - 1):
             self.relay(names[i], names[i - 1], names[i + 1]).relay(names[i], names[i + 1], names[i - 1])
         return names

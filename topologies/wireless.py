@@ -313,3 +313,12 @@ class ChainGeometry:
 
 
 CHAIN_RANGES = ChainGeometry()
+
+
+def placement_lines(medium: str, names: list[str], geometry: ChainGeometry = CHAIN_RANGES) -> list[str]:
+    """linkem's lines that put ``names`` on a line, in order, ``geometry.spacing_m`` apart, with
+    the geometry's ranges (the emulator's chain and the virtual-time model alike)."""
+    g = geometry
+    lines = [f"ranges {medium} tx_m={g.tx_m:g} cs_m={g.cs_m:g} interference_m={g.interference_m:g}"]
+    lines += [f"position {medium} {name} x_m={k * g.spacing_m:g} y_m=0" for k, name in enumerate(names)]
+    return lines
