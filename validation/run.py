@@ -192,11 +192,12 @@ def render(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def write_docs(text: str) -> None:
+def write_docs(text: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the block from ``begin`` to ``end`` in docs/testbed.md with ``text`` (which holds both)."""
     doc = DOC.read_text()
-    if BEGIN not in doc or END not in doc:
-        raise SystemExit(f"{DOC} has no {BEGIN} ... {END} block to replace: add one where the table goes")
-    doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: text, doc, flags=re.S)
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"{DOC} has no {begin} ... {end} block to replace: add one where the table goes")
+    doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: text, doc, flags=re.S)
     DOC.write_text(doc)
 
 
