@@ -53,6 +53,7 @@ def test_linux_timers_and_their_distortion() -> None:
 def test_a_k_for_every_preset() -> None:
     assert set(CHOSEN_K) == set(PRESETS)
     assert CHOSEN_K["802.11b"] <= CHOSEN_K["802.11g"] <= CHOSEN_K["802.11n"] <= CHOSEN_K["802.11ac"]
+    assert CHOSEN_K["802.11b-1mbps"] <= CHOSEN_K["802.11b"]
 
 
 def test_wlan_scales_its_wired_link() -> None:
