@@ -26,7 +26,7 @@ CC ?= cc
 # What the test targets run (the defaults: everything); e.g. INTEGRATION_TESTS=integration-tests/test_linkem.py
 INTEGRATION_TESTS ?= integration-tests
 PTF_ARGS ?=
-.PHONY: help deps build constants demo bench experiments fuzz test unit ptf integration lint format clean check-toolchain check-venv validate
+.PHONY: help deps build constants demo bench experiments fuzz test unit ptf integration lint format clean check-toolchain check-venv validate check-results
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ demo: check-toolchain check-venv build ## the comparison in miniature: one trans
 
 experiments: check-toolchain check-venv build ## every scenario's default matrix (about 2 h; QUICK=1: about 15 min; CONFIRM=1: then each one's confirmation pass), reports, docs/results.md (root)
 	@$(PY) -m ackwise.experiments.harness.all --write-docs $(if $(QUICK),--quick) $(if $(CONFIRM),--confirm)
+
+check-results: check-venv ## recompute docs/results.md's headline table and each docs/results/*/report.md from the published records; fail on any difference (~10 s)
+	@$(PY) -m ackwise.experiments.harness.all --check
 
 bench: check-toolchain check-venv build ## throughput (highest rate with at most 1 % lost, by bisection) and instructions per packet (callgrind, and where they go by bmv2 function) through simple_switch per ACK policy vs forwarding only and a minimal thinning yardstick; writes docs/performance.md (root, ~30 min)
 	@$(PY) -m ackwise.experiments.stress.bench --write-docs

@@ -190,7 +190,7 @@ class RunRecord:
     status: str  # "ok" or "failed"
     reason: str | None  # why it failed
     started_at: str  # ISO 8601
-    duration_s: float
+    duration_s: float  # the whole run: test bed set-up, traffic, measurement, tear-down
     metrics: dict[str, float | int | None] = field(default_factory=dict)  # keys from METRICS
     flows: list[dict[str, Any]] = field(default_factory=list)  # asdict(FlowResult) per flow
     # Per flow, time series: {"flow": "h1->r1", "t_s": [...], "cwnd": [...]} under "cwnd";

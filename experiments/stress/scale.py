@@ -44,10 +44,11 @@ from ackwise.experiments.stress.dataplane import (
     configure,
     frame,
     marker,
+    rerun_inside_netns,
     ts_option,
 )
 from ackwise.features.thinning import read_flows, set_reclaim_idle_ms
-from ackwise.netdev import add_veth, run_in_new_netns
+from ackwise.netdev import add_veth
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import (
     COUNTER_ACK_THINNING_STATS,
@@ -330,16 +331,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.inside:
         return inside(args)
-    if os.geteuid() != 0:
-        print("scale: run as root (it makes a network namespace and veths)", file=sys.stderr)
-        return 2
-    rc = run_in_new_netns(
-        f"akscale{os.getpid()}",
+    rc = rerun_inside_netns(
+        "scale",
+        "ackwise.experiments.stress.scale",
         [
-            sys.executable,
-            "-m",
-            "ackwise.experiments.stress.scale",
-            "--inside",
             "--flows",
             str(args.flows),
             "--reclaim-flows",
