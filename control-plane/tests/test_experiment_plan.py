@@ -170,3 +170,25 @@ def test_the_runs_time_scale_is_the_topologys_as_built() -> None:
     assert Testbed.create("wlan", preset="802.11n").time_scale == 4.0  # Wlan's default scale
     assert Testbed.create("wlan", preset="802.11n", scale=3.0).time_scale == 3.0
     assert Testbed.create("dumbbell").time_scale == 1.0
+
+
+def test_a_point_sets_its_own_transfer_size_and_nothing_else(tmp_path: Path) -> None:
+    """A point's ``_traffic`` overrides size_bytes and timeout_s of the scenario's traffic (the
+    same bytes are seconds on 802.11b and a few round trips on 802.11ac); any other '_' key, or
+    another traffic key, is refused: the topology would never see it and the run would silently
+    differ from what the YAML says."""
+    s = load("wlan-comparison")
+    n1 = s.point("802.11n, 1 sta, 80 ms")
+    assert s.point_traffic(n1)["size_bytes"] == 40_000_000
+    assert s.point_traffic(n1)["kind"] == s.traffic["kind"]
+    assert s.traffic["size_bytes"] == 10_000_000  # the scenario's own is left as it was
+    assert plan(s)[0].config["traffic"] == s.point_traffic(plan(s)[0].point)
+    text = (SCENARIO_DIR / "wlan-comparison.yaml").read_text()
+    good = "_traffic: {size_bytes: 40000000}"
+    for bad in ("_traffic: {kind: short-flows}", "_trafic: {size_bytes: 40000000}", "_traffic: 40000000"):
+        path = tmp_path / "wlan-comparison.yaml"
+        path.write_text(text.replace(good, bad, 1))
+        with pytest.raises(
+            ScenarioError, match=r"points\[0\]: a parameter starting with '_' must be _traffic"
+        ):
+            load(path)
