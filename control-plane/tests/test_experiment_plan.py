@@ -111,6 +111,9 @@ def test_a_bad_scenario_names_the_file_and_the_fix(tmp_path: Path) -> None:
     )
     with pytest.raises(ScenarioError, match=r"asymmetric\.yaml: unknown metric 'completion_seconds'"):
         load(bad)
+    bad.write_text(text.replace("  factor: 1\n", "  factor: fast\n", 1))
+    with pytest.raises(ScenarioError, match=r"scale\.factor must be a number or 'per point', not 'fast'"):
+        load(bad)
     bad.write_text(text.replace("  - {}\n", "", 1))
     with pytest.raises(ScenarioError, match="baseline arm"):
         load(bad)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments.harness.report import PER_POINT, point_scale_notes
+from ackwise.experiments.harness.report import point_scale_notes
+from ackwise.experiments.harness.schema import PER_POINT
 from ackwise.experiments.measure.metrics import (
     AckCounts,
     TransferSpan,

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ackwise.experiments.harness.report import PER_POINT, point_scale_notes
+from ackwise.experiments.harness.report import point_scale_notes
 from ackwise.experiments.harness.runner import plan
 from ackwise.experiments.harness.scenario import SCENARIO_DIR, load
+from ackwise.experiments.harness.schema import PER_POINT
 from ackwise.topologies.catalog import check_params
 from ackwise.topologies.timescale import CHOSEN_K, point_scale
 from ackwise.twins.policies import MSS_BYTES

@@ -49,7 +49,7 @@ from ackwise.experiments.harness.comparison import (
     verdict_text,
 )
 from ackwise.experiments.harness.figures import FigureData, RenderedFigure, render_figures
-from ackwise.experiments.harness.schema import BASELINE, METRICS, RunRecord
+from ackwise.experiments.harness.schema import BASELINE, METRICS, PER_POINT, RunRecord
 from ackwise.experiments.harness.stats import (
     DEFAULT_CONFIDENCE,
     Group,
@@ -121,15 +121,11 @@ def scale_note(scale: dict[str, Any] | None) -> str:
     return f"Scaled to fit bmv2, scale factor {factor_text}" + (f": {what}." if what else ".")
 
 
-# A scenario whose ``scale.factor`` is this sets k per point (the WLAN scenarios of issue 37: each
-# 802.11 standard at its timescale.CHOSEN_K) and gets a header line per point (point_scale_notes).
-# Scenarios that state one number, and the records published under them, keep their header.
-PER_POINT = "per point"
-
-
 def point_scale_notes(scenario: dict[str, Any]) -> list[str]:
     """Per 802.11 point (issue 37's header): its time scale, RTTmin and BDP in segments beside the
-    TACK paper's, and the kernel timers that do not scale, in RTTs, in reality and on the test bed."""
+    TACK paper's, and the kernel timers that do not scale, in RTTs, in reality and on the test bed.
+    Only where the scenario's scale.factor is PER_POINT: scenarios that state one number, and the
+    records published under them, keep their header."""
     if (scenario.get("scale") or {}).get("factor") != PER_POINT:
         return []
     common = scenario.get("params") or {}

@@ -18,7 +18,7 @@ import yaml
 
 from ackwise.errors import InputError
 from ackwise.experiments.harness.figures import validate_figure_spec
-from ackwise.experiments.harness.schema import METRICS, Arm, Point, PolicySpec
+from ackwise.experiments.harness.schema import METRICS, PER_POINT, Arm, Point, PolicySpec, is_scale_factor
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # experiments/scenarios: data
 TRAFFIC_KINDS = ("transfers", "short-flows")
@@ -192,6 +192,11 @@ def load(name_or_path: str | Path) -> Scenario:
     scale = dict(_need(doc, "scale", dict, where))
     if "factor" not in scale or "what" not in scale:
         raise ScenarioError(f"{where}: scale needs factor and what (say how the scenario was fitted to bmv2)")
+    if not is_scale_factor(scale["factor"]):
+        # the run records would be refused (store.py) only once the first run had been made
+        raise ScenarioError(
+            f"{where}: scale.factor must be a number or {PER_POINT!r}, not {scale['factor']!r}"
+        )
     quick = dict(doc.get("quick") or {})
     labels = {a.label() for a in arms}
     for label in quick.get("arms", []):

@@ -24,6 +24,15 @@ SCHEMA_VERSION = 1
 # combine places ("host+switch", "host+ap": in this order).
 PLACES = ("host", "switch", "ap")
 BASELINE = "none"
+# A scenario's scale.factor where each point sets its own k (its topology's ``scale``: the WLAN
+# scenarios of issue 37, each 802.11 standard at its timescale.CHOSEN_K); the run records say each
+# run's k in config.topology_params.scale. Reports then give a header line per point.
+PER_POINT = "per point"
+
+
+def is_scale_factor(value: object) -> bool:
+    """A scale factor a scenario and a record may state: a number, or PER_POINT."""
+    return value == PER_POINT or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 @dataclass(frozen=True)
