@@ -56,7 +56,7 @@ from typing import Any
 
 from ackwise.bmv2.client import named_cells
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
-from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.bmv2.toolchain import REPO_ROOT, compiled_program
 from ackwise.experiments.measure.versions import tool_versions
 from ackwise.experiments.stress.dataplane import (
     CPU,
@@ -837,7 +837,7 @@ def inside(args: argparse.Namespace) -> int:
         for config in args.configs:
             program = "ap_proxy" if config == "ap_proxy" else "ack_switch"
             spec = SwitchSpec(
-                program_json=str(REPO / "build" / f"{program}.json"),
+                program_json=str(compiled_program(program)),
                 ports=ifaces,
                 thrift_port=THRIFT_PORT,
                 cpu_port=CPU if config == "ap_proxy" else None,

@@ -35,7 +35,7 @@ from typing import Any
 
 from ackwise.bmv2.client import CounterValue, named_cells
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
-from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.bmv2.toolchain import REPO_ROOT, compiled_program
 from ackwise.experiments.stress.dataplane import (
     DOWNLINK,
     MARK,
@@ -236,9 +236,7 @@ def inside(args: argparse.Namespace) -> int:
     for port, name in ifaces.items():
         add_veth(name, f"sct{port}")
     wire = Wire({p: f"sct{p}" for p in ifaces})
-    spec = SwitchSpec(
-        program_json=str(REPO_ROOT / "build" / "ack_switch.json"), ports=ifaces, thrift_port=THRIFT_PORT
-    )
+    spec = SwitchSpec(program_json=str(compiled_program("ack_switch")), ports=ifaces, thrift_port=THRIFT_PORT)
     switch = start_switch(spec)
     result: dict[str, Any] = {"flows": args.flows, "random_keys": args.random_keys}
     try:
