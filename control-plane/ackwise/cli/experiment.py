@@ -220,7 +220,18 @@ def _confirmation(
     return runs, matrix, screening / CONFIRM_DIR
 
 
+CONFIRM_BLOCKS = 10
 EARLIER_YAML = " of an earlier version of its YAML"
+
+
+def _add_confirm_blocks(p: argparse.ArgumentParser) -> None:
+    """run and estimate take the same --confirm-blocks: the confirmation pass's length."""
+    p.add_argument(
+        "--confirm-blocks",
+        type=int_in(2, 90),
+        default=CONFIRM_BLOCKS,
+        help=f"blocks per point of the confirmation pass (default {CONFIRM_BLOCKS})",
+    )
 
 
 def _timing_dirs(name: str) -> list[Path]:
@@ -486,12 +497,7 @@ def add_commands(registry: Registry) -> None:
         help="the confirmation pass: the baseline and the best arm of each place per point, on fresh blocks, "
         "into OUT/confirm (the report's verdict then rests on it)",
     )
-    p.add_argument(
-        "--confirm-blocks",
-        type=int_in(2, 90),
-        default=10,
-        help="blocks per point of the confirmation pass (default 10)",
-    )
+    _add_confirm_blocks(p)
     p.add_argument("--keep-captures", action="store_true", help="keep each run's pcaps in OUT/captures/")
     p = command(
         ex,
@@ -509,12 +515,7 @@ def add_commands(registry: Registry) -> None:
         "--repeats", type=int_in(1, 1000), help="repeats per point and arm (default: the scenario's)"
     )
     p.add_argument("--quick", action="store_true", help="the reduced matrix")
-    p.add_argument(
-        "--confirm-blocks",
-        type=int_in(2, 90),
-        default=10,
-        help="blocks per point of the confirmation pass (default 10)",
-    )
+    _add_confirm_blocks(p)
     p = command(
         ex,
         "report",
