@@ -410,9 +410,8 @@ def _check_window_clamp(
         if not check.held:
             raise ExperimentError(
                 f"max_window_pkts={max_window_pkts} did not hold: {check.violations} of {check.samples} "
-                f"sender samples (ss, every 0.1 s, after the connection's opening) had more than "
-                f"{max_window_pkts} segments in flight or "
-                f"a window of {max_window_pkts + 1} x {mss} bytes or more "
+                f"sender samples (ss, every 0.1 s) had more than {max_window_pkts} segments in flight "
+                f"(W + 2 in the connection's opening) or a window that fits one more "
                 f"(first at {check.first_violation_t_s} s; "
                 f"most in flight {check.max_in_flight_segments}, largest window {check.max_snd_wnd_bytes} "
                 "bytes): the receiver's TCP_WINDOW_CLAMP was reset by the kernel (transfer.py says when "

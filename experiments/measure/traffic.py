@@ -629,6 +629,24 @@ def congestion_controls_in(ss_info: str) -> set[str]:
     return {word for word in ss_info.split() if word in known}
 
 
+def ss_sample(out: str) -> dict[str, Any] | None:
+    """The first connection in ``ss -tin`` output: cwnd, RTT, the window the receiver last
+    announced (snd_wnd), segments in flight (unacked) and bytes acknowledged; None without one."""
+    cwnd = _CWND.search(out)
+    if cwnd is None:
+        return None
+    rtt, snd_wnd = _RTT.search(out), _SND_WND.search(out)
+    unacked, acked = _UNACKED.search(out), _BYTES_ACKED.search(out)
+    return {
+        "cwnd": int(cwnd.group(1)),
+        "rtt_ms": float(rtt.group(1)) if rtt else float("nan"),
+        # how a run checks a maximum window (metrics.window_clamp_check)
+        "snd_wnd": int(snd_wnd.group(1)) if snd_wnd else None,
+        "unacked": int(unacked.group(1)) if unacked else 0,
+        "bytes_acked": int(acked.group(1)) if acked else 0,
+    }
+
+
 @dataclass
 class TcpSampler:
     """cwnd, RTT, the peer's window (snd_wnd) and segments in flight (unacked) of a host's
@@ -662,23 +680,10 @@ class TcpSampler:
             while not self._stop.is_set():
                 proc = self.host.popen(["ss", "-tin", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
                 out, _ = proc.communicate()
-                cwnd, rtt = _CWND.search(out), _RTT.search(out)
-                snd_wnd, unacked = _SND_WND.search(out), _UNACKED.search(out)
-                acked = _BYTES_ACKED.search(out)
                 self.congestion_controls |= congestion_controls_in(out)
-                if cwnd:
-                    self.samples.append(
-                        {
-                            "t": time.time() - started,
-                            "cwnd": int(cwnd.group(1)),
-                            "rtt_ms": float(rtt.group(1)) if rtt else float("nan"),
-                            # the receiver's window as the sender last heard it, and what it has
-                            # in flight: how a run checks a maximum window (metrics.window_clamp_check)
-                            "snd_wnd": int(snd_wnd.group(1)) if snd_wnd else None,
-                            "unacked": int(unacked.group(1)) if unacked else 0,
-                            "bytes_acked": int(acked.group(1)) if acked else 0,
-                        }
-                    )
+                sample = ss_sample(out)
+                if sample is not None:
+                    self.samples.append({"t": time.time() - started, **sample})
                 self._stop.wait(self.interval_s)
 
         self._thread = threading.Thread(target=loop, daemon=True)
