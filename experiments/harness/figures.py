@@ -58,7 +58,7 @@ _OPTIONAL_KEYS = {
     "metric",
     "kind",
     "reference",  # relative_vs_x: the label of the arm to be relative to (default: the baseline)
-    "quote",  # metric_vs_x, relative_vs_x: the paper's numbers, drawn beside the curves and captioned
+    "quote",  # metric_vs_x, relative_vs_x, bars: the paper's numbers, drawn in the plot and captioned
 }
 
 PNG_DPI = 120
@@ -203,6 +203,8 @@ def validate_figure_spec(spec: Any) -> list[str]:
             problems.append(f"{key} must be a non-empty string (an arm's label; the paper's words)")
     if "reference" in spec and kind != "relative_vs_x":
         problems.append("reference is for kind relative_vs_x only")
+    if "quote" in spec and kind not in ("metric_vs_x", "relative_vs_x", "bars"):
+        problems.append("quote is for kinds metric_vs_x, relative_vs_x and bars only")
     unknown = sorted(set(spec) - _OPTIONAL_KEYS)
     if unknown:
         problems.append(f"unknown keys {', '.join(unknown)} (known: {', '.join(sorted(_OPTIONAL_KEYS))})")
@@ -500,7 +502,7 @@ def draw_bars(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
         f"{METRICS[metric].label} per {data.axis_name} (group) and arm (bar): means over the ok repeats "
         f"with {_pct(data.confidence)} Student-t confidence intervals (no bar where an arm has a single "
         "ok run); hollow dots are the runs themselves."
-    )
+    ) + _quote(ax, spec)
     return fig, caption
 
 
