@@ -24,6 +24,25 @@ from ackwise.topologies.wireless import PRESETS
 from ackwise.topologies.wireless import preset as wireless_preset
 from ackwise.twins.policies import MSS_BYTES
 
+# IPv4 and TCP headers and the Timestamps option, which our hosts keep on (tcp_timestamps=1):
+# what an MTU leaves for a segment's payload.
+TCP_IP_TIMESTAMPS_OVERHEAD_BYTES = 20 + 20 + 12
+DEFAULT_MTU_BYTES = 1500
+
+
+def mss_for_mtu(mtu_bytes: int) -> int:
+    """The MSS a host with this IP MTU sends (1500 -> 1448, 1040 -> 988)."""
+    return mtu_bytes - TCP_IP_TIMESTAMPS_OVERHEAD_BYTES
+
+
+def window_clamp_bytes(max_window_pkts: int, mtu_bytes: int) -> int:
+    """The receive-window clamp that lets at most ``max_window_pkts`` full segments be in flight:
+    the paper's maximum window W (ns-2's ``window_``, in packets) as the bytes a Linux receiver
+    advertises. 0: no clamp."""
+    if max_window_pkts < 0:
+        raise ValueError(f"max_window_pkts={max_window_pkts}: give 0 (no clamp) or more")
+    return max_window_pkts * mss_for_mtu(mtu_bytes)
+
 
 class TopologyParamError(InputError, ValueError):
     """A topology parameter out of its range; the message names it as written (key=value)."""
@@ -89,6 +108,10 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "preset": Bound(choices=tuple(PRESETS)),
     "scale": Bound(0.01, 1000, "times real time: the medium and every wired link (timescale.py)"),
     "proxy_budget_bytes": Bound(1, 2**32 - 1, "bytes"),
+    # 576: IPv4's minimum datagram size (RFC 791), an MSS of 524 with the Timestamps option.
+    "mtu_bytes": Bound(576, 1500, "bytes, the hosts' IP MTU"),
+    # 0: no clamp (Linux's own receive window); the paper's axis runs 1..2000.
+    "max_window_pkts": Bound(0, 65535, "segments in flight; 0: no clamp"),
 }
 
 
@@ -202,8 +225,19 @@ class AckwiseTopo(Topo):
         self.addressing = HostAddressing()
         Topo.__init__(self, **params)
 
-    def host(self, name: str, cc: str, ecn: bool) -> str:
-        return self.addHost(name, cls=AckwiseHost, cc=cc, ecn=ecn, **self.addressing.take())
+    def host(self, name: str, cc: str, ecn: bool, mtu: int | None = None) -> str:
+        return self.addHost(name, cls=AckwiseHost, cc=cc, ecn=ecn, mtu=mtu, **self.addressing.take())
+
+    @property
+    def mss_bytes(self) -> int:
+        """The MSS the hosts send: from ``mtu_bytes`` where the topology takes it, else 1500's."""
+        return mss_for_mtu(int(self.meta.params.get("mtu_bytes", DEFAULT_MTU_BYTES)))
+
+    @property
+    def window_clamp_bytes(self) -> int:
+        """The receivers' window clamp (``max_window_pkts`` x MSS); 0: none."""
+        mtu = int(self.meta.params.get("mtu_bytes", DEFAULT_MTU_BYTES))
+        return window_clamp_bytes(int(self.meta.params.get("max_window_pkts", 0)), mtu)
 
     def bmv2(self, name: str, program: str, log_dir: str | None, cpu_port: int | None = None) -> str:
         return self.addSwitch(name, cls=BMv2Switch, program=program, log_dir=log_dir, cpu_port=cpu_port)
@@ -414,7 +448,12 @@ class Chain(AckwiseTopo):
     are bmv2 switches. ``scale``: the time scale of the medium (it has no wired link).
     ``geometry``: one-domain (every node hears every other) or line (the nodes 200 m apart with
     the chain's ranges, wireless.CHAIN_RANGES: Altman and Jiménez's chain, hidden terminals and
-    spatial reuse)."""
+    spatial reuse).
+
+    ``mtu_bytes``: the hosts' IP MTU (1040: the paper's 1040-byte data packets, 988-byte segments).
+    ``max_window_pkts``: the paper's maximum window W, as a clamp on the receiver's advertised
+    window of W segments, which the transfers' receivers set (TCP_WINDOW_CLAMP) and each run
+    checks from the sender's side; 0: none (Linux's own window)."""
 
     def build(
         self,
@@ -424,6 +463,8 @@ class Chain(AckwiseTopo):
         medium_loss: float = 0.0,
         medium_buffer_pkts: int = 50,
         geometry: str = "one-domain",
+        mtu_bytes: int = DEFAULT_MTU_BYTES,
+        max_window_pkts: int = 0,
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
@@ -432,9 +473,10 @@ class Chain(AckwiseTopo):
         if hops < 2:
             raise ValueError("a chain needs at least two hops (one relay)")
         self.meta = TopoMeta("chain", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
-        nodes = [self.host("src", cc, ecn)]
+        mtu = mtu_bytes if mtu_bytes != DEFAULT_MTU_BYTES else None  # None: the interface's own
+        nodes = [self.host("src", cc, ecn, mtu)]
         nodes += [self.bmv2(f"r{i}", program, log_dir) for i in range(1, hops)]
-        nodes.append(self.host("dst", cc, ecn))
+        nodes.append(self.host("dst", cc, ecn, mtu))
         self.addSwitch(
             "air",
             cls=WirelessMedium,

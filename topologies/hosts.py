@@ -56,7 +56,9 @@ class AckwiseHost(Host):
     segments on the wire are MSS-sized and their checksums are complete (bmv2 and the emulators see
     raw frames, not the kernel's super-packets)."""
 
-    def config(self, cc: str = DEFAULT_CONGESTION_CONTROL, ecn: bool = True, **params: Any) -> dict[str, Any]:
+    def config(
+        self, cc: str = DEFAULT_CONGESTION_CONTROL, ecn: bool = True, mtu: int | None = None, **params: Any
+    ) -> dict[str, Any]:
         result = Host.config(self, **params)
         available = (_SYSCTL / "tcp_available_congestion_control").read_text().split()
         if cc not in CONGESTION_CONTROLS or cc not in available:
@@ -87,6 +89,8 @@ class AckwiseHost(Host):
         for intf in self.intfList():
             if intf.name != "lo":
                 self.cmd(" ".join(offloads_off_command(intf.name)) + " >/dev/null 2>&1")
+                if mtu is not None:
+                    self.cmd(f"ip link set dev {intf.name} mtu {int(mtu)}")
         return result
 
     def provenance(self) -> dict[str, Any]:
@@ -101,16 +105,18 @@ class AckwiseHost(Host):
             found = sorted(set(re.findall(rf"\b{key} (\d+)", self.cmd("ip route show"))))
             windows[key] = ",".join(found) or "kernel default"
         offloads = {}
+        mtus = {}
         for intf in self.intfList():
             if intf.name == "lo":
                 continue
+            mtus[intf.name] = self.cmd(f"cat /sys/class/net/{intf.name}/mtu").strip()
             shown = self.cmd(f"ethtool -k {intf.name} 2>/dev/null")
             offloads[intf.name] = {
                 feature: state
                 for feature, state in re.findall(r"^([a-z-]+): (on|off)", shown, re.MULTILINE)
                 if feature in OFFLOAD_FEATURES
             }
-        return {**settings, **windows, "offloads": offloads}
+        return {**settings, **windows, "offloads": offloads, "mtu": mtus}
 
     def describe(self) -> dict[str, Any]:
         return {"node": self.name, "ip": self.IP(), "mac": self.MAC(), "cc": self.cc, "ecn": self.ecn}

@@ -47,7 +47,19 @@ from ackwise.experiments.harness.stats import (
 
 KINDS = ("metric_vs_x", "relative_vs_x", "acks_vs_goodput", "bars", "timeline")
 _NEEDS_METRIC = ("metric_vs_x", "relative_vs_x", "bars")
-_OPTIONAL_KEYS = {"name", "point", "xscale", "yscale", "x_metric", "cwnd_unit", "title", "metric", "kind"}
+_OPTIONAL_KEYS = {
+    "name",
+    "point",
+    "xscale",
+    "yscale",
+    "x_metric",
+    "cwnd_unit",
+    "title",
+    "metric",
+    "kind",
+    "reference",  # relative_vs_x: the label of the arm to be relative to (default: the baseline)
+    "quote",  # metric_vs_x, relative_vs_x, bars: the paper's numbers, drawn in the plot and captioned
+}
 
 PNG_DPI = 120
 # Fixed drawing settings on top of matplotlib's defaults: the same figure whatever the local rc.
@@ -91,11 +103,12 @@ class FigureData:
     excluded: set[tuple[str, int]] = field(default_factory=set)  # blocks (point, repeat) left out
 
     def paired(
-        self, point: dict[str, Any], arm: dict[str, Any], metric: str
+        self, point: dict[str, Any], arm: dict[str, Any], metric: str, reference: dict[str, Any] | None = None
     ) -> tuple[list[float], PairedEffect | None]:
-        """The arm's value over the baseline's in each block at this point (not excluded), and
-        their paired effect (stats.paired_effect); ([], None) without a baseline or a common block."""
-        base = self.baseline
+        """The arm's value over the baseline's (or ``reference``'s) in each block at this point (not
+        excluded), and their paired effect (stats.paired_effect); ([], None) without a baseline or
+        a common block."""
+        base = reference if reference is not None else self.baseline
         group, base_group = self.group(point, arm), self.group(point, base) if base else None
         if group is None or base_group is None:
             return [], None
@@ -185,6 +198,13 @@ def validate_figure_spec(spec: Any) -> list[str]:
     for key in ("xscale", "yscale"):
         if spec.get(key, "linear") not in ("linear", "log"):
             problems.append(f"{key} must be 'linear' or 'log', not {spec[key]!r}")
+    for key in ("reference", "quote"):
+        if key in spec and not (isinstance(spec[key], str) and spec[key].strip()):
+            problems.append(f"{key} must be a non-empty string (an arm's label; the paper's words)")
+    if "reference" in spec and kind != "relative_vs_x":
+        problems.append("reference is for kind relative_vs_x only")
+    if "quote" in spec and kind not in ("metric_vs_x", "relative_vs_x", "bars"):
+        problems.append("quote is for kinds metric_vs_x, relative_vs_x and bars only")
     unknown = sorted(set(spec) - _OPTIONAL_KEYS)
     if unknown:
         problems.append(f"unknown keys {', '.join(unknown)} (known: {', '.join(sorted(_OPTIONAL_KEYS))})")
@@ -286,6 +306,25 @@ def _jitter(index: int, count: int, data: FigureData) -> float:
     return (index - (count - 1) / 2) * _step(data)
 
 
+def _quote(ax: Axes, spec: dict[str, Any]) -> str:
+    """The paper's numbers (``quote``) in a box in the plot's corner; returned for the caption."""
+    quote = str(spec.get("quote") or "").strip()
+    if quote:
+        ax.text(
+            0.01,
+            0.01,
+            "\n".join(textwrap.wrap("The paper: " + quote, 70)),
+            transform=ax.transAxes,
+            ha="left",
+            va="bottom",
+            fontsize=7,
+            color="#333333",
+            bbox={"boxstyle": "round", "facecolor": "#f6f6f0", "edgecolor": "#bbbbbb"},
+        )
+        return f" The paper's numbers, quoted: {quote}"
+    return ""
+
+
 def draw_metric_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
     metric = spec["metric"]
     fig = _new_figure()
@@ -314,7 +353,7 @@ def draw_metric_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, st
         f"{METRICS[metric].label} against {data.axis_name}, one line per arm. Filled markers are means "
         f"over the ok repeats, with {_pct(data.confidence)} Student-t confidence intervals of the mean "
         "(none where an arm has a single ok run); hollow dots are the runs themselves."
-    )
+    ) + _quote(ax, spec)
     return fig, caption
 
 
@@ -322,40 +361,47 @@ def draw_relative_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, 
     metric = spec["metric"]
     fig = _new_figure()
     ax = fig.add_subplot()
-    baseline = data.baseline
+    named = spec.get("reference")
+    baseline = next((a for a in data.arms if a["label"] == named), None) if named else data.baseline
+    name = f"{named}" if named else "the baseline"
     xs = data.x_positions()
     log_x = spec.get("xscale") == "log"
     drawn = False
     if baseline is None:
-        _no_data(ax, "no baseline arm (where = none) in this scenario: nothing to be relative to")
+        _no_data(
+            ax,
+            f"no arm {named!r} in these runs: nothing to be relative to"
+            if named
+            else "no baseline arm (where = none) in this scenario: nothing to be relative to",
+        )
     else:
-        ax.axhline(1.0, color="#444444", linestyle="--", linewidth=1, label="baseline (= 1)")
+        ax.axhline(1.0, color="#444444", linestyle="--", linewidth=1, label=f"{baseline['label']} (= 1)")
         others = [a for a in data.arms if a is not baseline]
         for i, arm in enumerate(others):
             summaries, columns = [], []
             for p in data.points:
-                ratios, effect = data.paired(p, arm, metric)
+                ratios, effect = data.paired(p, arm, metric, baseline)
                 columns.append(ratios if effect is not None and effect.scale == "ratio" else [])
                 summaries.append(_as_summary(effect))
             offset = 0.0 if log_x else _jitter(i, len(others), data)
             drawn |= _errorbar(ax, xs, summaries, data.styles[arm["label"]], arm["label"], offset)
             _runs(ax, [x + offset + _beside(data, log_x, x) for x in xs], columns, data.styles[arm["label"]])
         if not drawn:
-            _no_data(ax, f"no arm has {metric} where the baseline has it too")
+            _no_data(ax, f"no arm has {metric} where {name} has it too")
     _set_x_axis(ax, data, spec)
-    ax.set_ylabel(f"{METRICS[metric].label}\nrelative to baseline (×)")
+    ax.set_ylabel(f"{METRICS[metric].label}\nrelative to {'the reference' if named else 'baseline'} (×)")
     _legend(fig, ax)
     direction = METRICS[metric].better
     reading = {
-        "lower": "Below 1 is better than the baseline. ",
-        "higher": "Above 1 is better than the baseline. ",
+        "lower": f"Below 1 is better than {name}. ",
+        "higher": f"Above 1 is better than {name}. ",
     }
     caption = (
-        f"{METRICS[metric].label} of each arm over the baseline's in the same block (same {data.axis_name}, "
+        f"{METRICS[metric].label} of each arm over {name}'s in the same block (same {data.axis_name}, "
         f"repeat and traffic). {reading.get(direction, '')}Filled markers: the geometric mean of the "
         f"per-block ratios, with its {_pct(data.confidence)} interval (paired t on the logs; the verdict's "
         "test); hollow dots: each block's ratio. Blocks with a failed run are left out."
-    )
+    ) + _quote(ax, spec)
     return fig, caption
 
 
@@ -456,7 +502,7 @@ def draw_bars(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
         f"{METRICS[metric].label} per {data.axis_name} (group) and arm (bar): means over the ok repeats "
         f"with {_pct(data.confidence)} Student-t confidence intervals (no bar where an arm has a single "
         "ok run); hollow dots are the runs themselves."
-    )
+    ) + _quote(ax, spec)
     return fig, caption
 
 

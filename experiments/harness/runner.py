@@ -41,6 +41,7 @@ from ackwise.experiments.measure.metrics import (
     jain_index,
     percentile,
     transmitters,
+    window_clamp_check,
     wlan_metrics,
 )
 from ackwise.experiments.measure.metrics import queue_delay_ms as queue_delay
@@ -52,7 +53,7 @@ from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.hosts.policies import MAX_ACK_DELAY_S
 from ackwise.hosts.policies import POLICIES as HOST_POLICIES
 from ackwise.topologies.timescale import POLICY_TIME_PARAMS, TimeScale
-from ackwise.twins.policies import POLICY_PARAMS, Policy, PolicyError, PolicyParams
+from ackwise.twins.policies import MSS_BYTES, POLICY_PARAMS, Policy, PolicyError, PolicyParams
 
 if TYPE_CHECKING:  # the type only: importing it loads Mininet
     from ackwise.topologies.testbed import Testbed
@@ -231,23 +232,35 @@ def _topology_params(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config["topology_params"].items() if not k.startswith("_")}
 
 
-def host_policy_params(spec: PolicySpec, k: TimeScale) -> dict[str, str]:
+def with_topology_mss(params: dict[str, Any], mss: int) -> dict[str, Any]:
+    """A policy's parameters with the topology's MSS where it is not the hosts' usual one (an MTU
+    below 1500: the chain's 1040-byte packets) and the arm names none: policies count segments
+    of ``mss`` bytes (d, dynamic_d's thresholds), and at 1448 a "d = 2" would wait for 2 x 1448
+    bytes, three of the chain's 988-byte segments."""
+    if mss != MSS_BYTES and "mss" not in params:
+        return {**params, "mss": mss}
+    return dict(params)
+
+
+def host_policy_params(spec: PolicySpec, k: TimeScale, mss: int = MSS_BYTES) -> dict[str, str]:
     """A host policy's parameters as the agent gets them: its times x k, the maximum ACK delay
     included (its default written out when k is not 1), so that a test bed k times slower holds
-    ACKs as long, in the emulated network's time, as a real receiver would. The kernel's own
-    baselines take no parameters and no agent."""
-    params = dict(spec.params)
+    ACKs as long, in the emulated network's time, as a real receiver would; and the topology's
+    MSS (with_topology_mss). The kernel's own baselines take no parameters and no agent."""
+    params = with_topology_mss(dict(spec.params), mss) if spec.name in HOST_POLICIES else dict(spec.params)
     if spec.name in HOST_POLICIES and k.k != 1:
         params.setdefault("max_delay_s", f"{MAX_ACK_DELAY_S:g}")
     return {name: str(value) for name, value in k.policy_params(params).items()}
 
 
-def switch_policy_params(spec: PolicySpec, k: TimeScale) -> dict[str, str]:
+def switch_policy_params(spec: PolicySpec, k: TimeScale, mss: int = MSS_BYTES) -> dict[str, str]:
     """A switch policy's parameters as the switch gets them: its times x k, the defaults of the
     times it uses (idle_ms, hold_ms) written out when k is not 1, since the data plane's defaults
-    are real time. rtt_min_us's default 0 (measured by the switch) stays 0: the switch measures
-    the scaled path."""
+    are real time; and the topology's MSS (with_topology_mss). rtt_min_us's default 0 (measured
+    by the switch) stays 0: the switch measures the scaled path."""
     params: dict[str, Any] = dict(spec.params)
+    if spec.name in SWITCH_POLICY_NAMES and "mss" in POLICY_PARAMS[Policy(spec.name)]:
+        params = with_topology_mss(params, mss)
     if k.k != 1 and spec.name in SWITCH_POLICY_NAMES:
         policy = Policy(spec.name)
         defaults = PolicyParams(policy)
@@ -314,13 +327,14 @@ def _run_in_testbed(
     params = _topology_params(config)
     record.link_backend = link_backend(params.get("backend", "auto"))
     testbed = Testbed.create(config["topology"], **params)
+    mss = testbed.topo.mss_bytes
     with ExitStack() as stack:
         stack.enter_context(testbed)
-        decisions = _configure_switches(testbed, run.arm, config, stack)
+        decisions = _configure_switches(testbed, run.arm, config, stack, mss)
         flows = _flows(testbed, traffic)
         agents = []
         if run.arm.host is not None:
-            host_params = host_policy_params(run.arm.host, TimeScale(testbed.time_scale))
+            host_params = host_policy_params(run.arm.host, TimeScale(testbed.time_scale), mss)
             for receiver, ports in _receivers_ports(flows, traffic).items():
                 agent = HostAgent(testbed.host(receiver), run.arm.host.name, host_params, tuple(ports))
                 agents.append(agent.start())
@@ -337,7 +351,8 @@ def _run_in_testbed(
         for sampler in samplers.values():
             stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
         started = resources.snapshot(testbed.pids)
-        results, extra = _drive_traffic(testbed, traffic, flows, run.seed, on_progress)
+        clamp_bytes = testbed.topo.window_clamp_bytes
+        results, extra = _drive_traffic(testbed, traffic, flows, run.seed, on_progress, clamp_bytes)
         used = resources.usage(started, resources.snapshot(testbed.pids))
         tcp = {s: sampler.stop() for s, sampler in samplers.items()}
         segments = []
@@ -367,7 +382,10 @@ def _run_in_testbed(
         raise ExperimentError(f"the host agent died during the run ({len(died)} of {len(agent_reports)})")
     if health:
         raise ExperimentError("the test bed broke during the run: " + "; ".join(health))
-    _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, k)
+    _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, k, mss)
+    max_window_pkts = int(params.get("max_window_pkts", 0))
+    if max_window_pkts > 0:
+        _check_window_clamp(record, tcp, max_window_pkts, mss)
     if decisions is not None:
         record.series["controller"] = decisions
     if kept_pcaps:
@@ -379,12 +397,35 @@ def _run_in_testbed(
         )
 
 
+def _check_window_clamp(
+    record: RunRecord, tcp: dict[str, dict[str, Any]], max_window_pkts: int, mss: int
+) -> None:
+    """Record what the senders had in flight, and fail the run if the maximum window did not hold:
+    a run that claims W segments must have had no more."""
+    checks = [window_clamp_check(t["cwnd_samples"], max_window_pkts, mss) for t in tcp.values()]
+    record.metrics["max_in_flight_segments"] = max(c.max_in_flight_segments for c in checks)
+    heard = [c.max_snd_wnd_bytes for c in checks if c.max_snd_wnd_bytes is not None]
+    record.metrics["max_snd_wnd_bytes"] = max(heard) if heard else None
+    for check in checks:
+        if not check.held:
+            raise ExperimentError(
+                f"max_window_pkts={max_window_pkts} did not hold: {check.violations} of {check.samples} "
+                f"sender samples (ss, every 0.1 s) had more than {max_window_pkts} segments in flight "
+                f"(W + 2 in the connection's opening) or a window that fits one more "
+                f"(first at {check.first_violation_t_s} s; "
+                f"most in flight {check.max_in_flight_segments}, largest window {check.max_snd_wnd_bytes} "
+                "bytes): the receiver's TCP_WINDOW_CLAMP was reset by the kernel (transfer.py says when "
+                "Linux does); check that the receiver runs this checkout's transfer.py, or drop "
+                "max_window_pkts from the scenario"
+            )
+
+
 AUTO = "auto"  # the switch policy that is no one policy: the per-flow controller picks each flow's
 TRACKING = PolicyParams.parse("every_d", ["d=1"])  # under auto: every flow tracked, every segment ACKed
 
 
 def _configure_switches(
-    testbed: Testbed, arm: Arm, config: dict[str, Any], stack: ExitStack
+    testbed: Testbed, arm: Arm, config: dict[str, Any], stack: ExitStack, mss: int = MSS_BYTES
 ) -> list[dict[str, Any]] | None:
     """ECN thresholds, and the arm's switch policy. With policy ``auto``, the controller runs on the
     arm's switches for the run (stopped by ``stack``); its decisions, as logged, are returned."""
@@ -397,7 +438,7 @@ def _configure_switches(
     names = [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
     if arm.switch.name == AUTO:
         return _start_controller(testbed, names, arm.switch.params, stack)
-    scaled = switch_policy_params(arm.switch, TimeScale(testbed.time_scale))
+    scaled = switch_policy_params(arm.switch, TimeScale(testbed.time_scale), mss)
     try:
         params = PolicyParams.parse(arm.switch.name, [f"{k}={v}" for k, v in scaled.items()])
     except PolicyError as exc:
@@ -478,6 +519,7 @@ def _drive_traffic(
     flows: list[tuple[str, str, int]],
     seed: int,
     on_progress: Callable[[str], None] | None,
+    window_clamp_bytes: int = 0,
 ) -> tuple[list[Any], dict[str, Any]]:
     extra: dict[str, Any] = {}
     background: list[Any] = []
@@ -511,9 +553,10 @@ def _drive_traffic(
                 seed_base=seed,
                 reverse_rate_bps=float(traffic.get("reverse_data", {}).get("rate_bps", 0)),
                 reverse_write_bytes=int(traffic.get("reverse_data", {}).get("write_bytes", 1000)),
+                window_clamp_bytes=window_clamp_bytes,
             )
         else:
-            results = _short_flows(testbed, traffic, flows, seed, on_progress)
+            results = _short_flows(testbed, traffic, flows, seed, on_progress, window_clamp_bytes)
         for proc in background:
             extra[type(proc).__name__] = proc.wait()
         return results, extra
@@ -528,6 +571,7 @@ def _short_flows(
     flows: list[tuple[str, str, int]],
     seed: int,
     on_progress: Callable[[str], None] | None,
+    window_clamp_bytes: int = 0,
 ) -> list[Any]:
     """Per sender, ``n_flows`` transfers one after another: Pareto sizes, exponential think times."""
     rng = random.Random(seed)
@@ -548,6 +592,7 @@ def _short_flows(
         base_port=SHORT_FLOWS_BASE_PORT,
         timeout_s=float(traffic.get("timeout_s", 120)),
         on_progress=on_progress,
+        window_clamp_bytes=window_clamp_bytes,
     )
     return [result for stream in per_stream for result in stream]
 
@@ -577,6 +622,7 @@ def _fill_metrics(
     link_stats: dict[str, Any],
     extra: dict[str, Any],
     k: float,
+    mss: int = MSS_BYTES,
 ) -> None:
     record.flows = [
         asdict(
@@ -614,6 +660,7 @@ def _fill_metrics(
     }
     if scenario.topology == "chain":
         m["throughput_mbps"] = m["goodput_mbps"]
+        m["throughput_pkts_per_s"] = sum(goodputs) / 8 / mss if goodputs else None
     medium: dict[str, Any] = {}
     if scenario.topology == "wlan":
         # The WLAN metrics (issue 37) from the medium's own counters; ack_airtime_share, which
@@ -645,6 +692,8 @@ def _fill_metrics(
                 "flow": f"{s}->{first_receiver_of(flows, s)}",
                 "t_s": [round(x["t"], 2) for x in t["cwnd_samples"]],
                 "cwnd": [x["cwnd"] for x in t["cwnd_samples"]],
+                "snd_wnd": [x.get("snd_wnd") for x in t["cwnd_samples"]],
+                "unacked": [x.get("unacked", 0) for x in t["cwnd_samples"]],
                 "congestion_controls": t["congestion_controls"],  # as the kernel named them
             }
             for s, t in tcp.items()

@@ -60,6 +60,12 @@ METRICS: dict[str, MetricInfo] = {
     ),
     "reverse_bytes": MetricInfo("bytes", "", "data the receivers wrote back on their connections"),
     "throughput_mbps": MetricInfo("Mbit/s", "higher", "throughput of the flow (chain)"),
+    # Altman and Jiménez's unit: full segments delivered per second (size / MSS / completion time)
+    "throughput_pkts_per_s": MetricInfo("pkt/s", "higher", "throughput in segments per second (chain)"),
+    "max_in_flight_segments": MetricInfo(
+        "", "", "most segments in flight in any sample of the sender (a maximum window's check)"
+    ),
+    "max_snd_wnd_bytes": MetricInfo("bytes", "", "largest receive window the sender heard (ss snd_wnd)"),
     # The WLAN scenarios' (issue 37), under names of their own so that no record of linkem 1's model
     # pools with them; rates in the emulated network's time (the test bed's x its time scale k).
     "aggregate_goodput_mbps": MetricInfo(

@@ -181,3 +181,56 @@ def wlan_metrics(
         "ap_mpdus_per_ppdu": mpdus_per_ppdu(medium, ap),
         "ap_queue_drops": int(ap_counters["queue_drops"]) if "queue_drops" in ap_counters else None,
     }
+
+
+@dataclass(frozen=True)
+class WindowClampCheck:
+    """What the senders' samples say about a maximum window of ``max_window_pkts`` segments."""
+
+    max_in_flight_segments: int  # the most segments in flight in any sample, the opening's too
+    max_snd_wnd_bytes: int | None  # the largest window the sender heard (None: ss showed none)
+    samples: int  # samples checked
+    violations: int  # samples beyond their bound (the opening's or the maximum window's)
+    first_violation_t_s: float | None
+
+    @property
+    def held(self) -> bool:
+        return self.samples > 0 and self.violations == 0
+
+
+# Linux raises a receiver's window clamp at the first full-sized segment (tcp_measure_rcv_mss
+# resets it from the receive buffer) and grows the window by 2 segments (tcp_grow_window) in the
+# same step, so the first ACK, sent before the receiving application can clamp again, may open the
+# window to W + 2 segments. The right edge it announced is never taken back: until W + 3 segments
+# are acknowledged, what was sent under it may still be in flight.
+OPENING_EXTRA_SEGMENTS = 2
+
+
+def window_clamp_check(
+    samples: Sequence[dict[str, Any]], max_window_pkts: int, mss_bytes: int
+) -> WindowClampCheck:
+    """Whether a receiver's window clamp of ``max_window_pkts`` x ``mss_bytes`` held, from the
+    sender's ``ss`` samples. A sample violates it when more segments are in flight than its bound
+    allows, or when the window the sender heard would fit one more full segment (window scaling
+    may round the clamp up by less than a segment). The bound is W, and W + 2 during the
+    connection's opening (OPENING_EXTRA_SEGMENTS; until W + 3 segments are acknowledged)."""
+    opening_end_bytes = (max_window_pkts + OPENING_EXTRA_SEGMENTS + 1) * mss_bytes
+
+    def bound(sample: dict[str, Any]) -> int:
+        opening = int(sample.get("bytes_acked") or 0) <= opening_end_bytes
+        return max_window_pkts + (OPENING_EXTRA_SEGMENTS if opening else 0)
+
+    windows = [int(s["snd_wnd"]) for s in samples if s.get("snd_wnd") is not None]
+    bad = [
+        s
+        for s in samples
+        if int(s.get("unacked") or 0) > bound(s)
+        or (s.get("snd_wnd") is not None and int(s["snd_wnd"]) >= (bound(s) + 1) * mss_bytes)
+    ]
+    return WindowClampCheck(
+        max_in_flight_segments=max((int(s.get("unacked") or 0) for s in samples), default=0),
+        max_snd_wnd_bytes=max(windows) if windows else None,
+        samples=len(samples),
+        violations=len(bad),
+        first_violation_t_s=round(float(bad[0]["t"]), 2) if bad else None,
+    )

@@ -78,10 +78,13 @@ class Transfer:
         timeout_s: float = 300,
         reverse_rate_bps: float = 0.0,
         reverse_write_bytes: int = 1000,
+        window_clamp_bytes: int = 0,
     ) -> None:
         """``reverse_rate_bps`` > 0: the receiver writes ``reverse_write_bytes`` back at that rate on
-        the same connection while the data arrives (data its ACKs can ride on)."""
+        the same connection while the data arrives (data its ACKs can ride on).
+        ``window_clamp_bytes`` > 0: the receiver never advertises a larger window (transfer.py)."""
         self.sender, self.receiver = sender, receiver
+        self.window_clamp_bytes = window_clamp_bytes
         self.size_bytes, self.port, self.seed, self.timeout_s = size_bytes, port, seed, timeout_s
         self.reverse_rate_bps, self.reverse_write_bytes = reverse_rate_bps, reverse_write_bytes
         self._progress: Path | None = None
@@ -134,6 +137,8 @@ class Transfer:
                 str(self.reverse_rate_bps),
                 "--reverse-write-bytes",
                 str(self.reverse_write_bytes),
+                "--window-clamp-bytes",
+                str(self.window_clamp_bytes),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -250,10 +255,12 @@ def run_transfers(
     seed_base: int = 0,
     reverse_rate_bps: float = 0.0,
     reverse_write_bytes: int = 1000,
+    window_clamp_bytes: int = 0,
 ) -> list[TransferResult]:
     """One transfer per (sender, receiver) pair, the k-th started k * stagger_s after the first;
     its payload comes from seed ``seed_base + k + 1``; each receiver writes data back at
-    ``reverse_rate_bps`` on its connection (0: none)."""
+    ``reverse_rate_bps`` on its connection (0: none) and clamps its window to
+    ``window_clamp_bytes`` (0: none)."""
     transfers = [
         Transfer(
             s,
@@ -264,6 +271,7 @@ def run_transfers(
             timeout_s=timeout_s,
             reverse_rate_bps=reverse_rate_bps,
             reverse_write_bytes=reverse_write_bytes,
+            window_clamp_bytes=window_clamp_bytes,
         )
         for i, (s, r) in enumerate(pairs)
     ]
@@ -292,10 +300,12 @@ def run_transfer_streams(
     base_port: int = 5001,
     timeout_s: float = 300,
     on_progress: Callable[[str], None] | None = None,
+    window_clamp_bytes: int = 0,
 ) -> list[list[TransferResult]]:
     """Several streams at once, each a sequence of (sender, receiver, size[, think_s]) transfers
     one after the other, the next starting ``think_s`` after the previous one ended; every
-    transfer gets its own port. Results per stream, in order."""
+    transfer gets its own port and its receiver's window clamp (0: none). Results per stream,
+    in order."""
     results: list[list[TransferResult]] = [[] for _ in streams]
     queues = [list(stream) for stream in streams]
     total = sum(len(q) for q in queues)
@@ -309,7 +319,13 @@ def run_transfer_streams(
                 if i not in running and queue and now >= not_before[i]:
                     sender, receiver, size, *think = queue.pop(0)
                     running[i] = Transfer(
-                        sender, receiver, size, port, seed=port, timeout_s=timeout_s
+                        sender,
+                        receiver,
+                        size,
+                        port,
+                        seed=port,
+                        timeout_s=timeout_s,
+                        window_clamp_bytes=window_clamp_bytes,
                     ).start()
                     running[i].think_s = float(think[0]) if think else 0.0
                     port += 1
@@ -599,6 +615,9 @@ class Capture:
 
 _CWND = re.compile(r"\bcwnd:(\d+)")
 _RTT = re.compile(r"\brtt:([\d.]+)/")
+_SND_WND = re.compile(r"\bsnd_wnd:(\d+)")
+_UNACKED = re.compile(r"\bunacked:(\d+)")  # ss leaves it out at 0
+_BYTES_ACKED = re.compile(r"\bbytes_acked:(\d+)")
 # ss -i names a connection's congestion control among the bare words of its info line
 # ("\t ts sack cubic wscale:7,7 rto:204 ..."): any word the kernel has an algorithm of.
 _AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -610,9 +629,28 @@ def congestion_controls_in(ss_info: str) -> set[str]:
     return {word for word in ss_info.split() if word in known}
 
 
+def ss_sample(out: str) -> dict[str, Any] | None:
+    """The first connection in ``ss -tin`` output: cwnd, RTT, the window the receiver last
+    announced (snd_wnd), segments in flight (unacked) and bytes acknowledged; None without one."""
+    cwnd = _CWND.search(out)
+    if cwnd is None:
+        return None
+    rtt, snd_wnd = _RTT.search(out), _SND_WND.search(out)
+    unacked, acked = _UNACKED.search(out), _BYTES_ACKED.search(out)
+    return {
+        "cwnd": int(cwnd.group(1)),
+        "rtt_ms": float(rtt.group(1)) if rtt else float("nan"),
+        # how a run checks a maximum window (metrics.window_clamp_check)
+        "snd_wnd": int(snd_wnd.group(1)) if snd_wnd else None,
+        "unacked": int(unacked.group(1)) if unacked else 0,
+        "bytes_acked": int(acked.group(1)) if acked else 0,
+    }
+
+
 @dataclass
 class TcpSampler:
-    """cwnd and RTT of a host's connections to ``dst_ip`` every ``interval_s``, and its
+    """cwnd, RTT, the peer's window (snd_wnd) and segments in flight (unacked) of a host's
+    connection to ``dst_ip`` every ``interval_s``, and its
     retransmission and RTO counters over the same time, and the congestion controls the kernel ran
     for them (as ss names them: what a record says ran, not what was asked for)."""
 
@@ -642,16 +680,10 @@ class TcpSampler:
             while not self._stop.is_set():
                 proc = self.host.popen(["ss", "-tin", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
                 out, _ = proc.communicate()
-                cwnd, rtt = _CWND.search(out), _RTT.search(out)
                 self.congestion_controls |= congestion_controls_in(out)
-                if cwnd:
-                    self.samples.append(
-                        {
-                            "t": time.time() - started,
-                            "cwnd": int(cwnd.group(1)),
-                            "rtt_ms": float(rtt.group(1)) if rtt else float("nan"),
-                        }
-                    )
+                sample = ss_sample(out)
+                if sample is not None:
+                    self.samples.append({"t": time.time() - started, **sample})
                 self._stop.wait(self.interval_s)
 
         self._thread = threading.Thread(target=loop, daemon=True)

@@ -1,7 +1,7 @@
 """A fixed-size TCP transfer, checked byte-exact at both ends.
 
     python -m ackwise.experiments.measure.transfer recv --port 5001 [--progress FILE]
-        [--reverse-rate-bps 200000 --reverse-write-bytes 1000]
+        [--reverse-rate-bps 200000 --reverse-write-bytes 1000] [--window-clamp-bytes 2964]
     python -m ackwise.experiments.measure.transfer send --host 10.0.0.2 --port 5001 --size 2000000 --seed 1
 
 The sender streams ``size`` pseudo-random bytes derived from ``seed`` and closes its side; the
@@ -15,6 +15,14 @@ sender's EOF. Reverse data on the same connection is what a receiver's ACKs can 
 (piggybacking: Shang and Wills); on another connection they never can. The filler byte is
 ``REVERSE_FILLER`` and the answer starts with ``{``, so the sender tells them apart, and both
 sides count the reverse bytes.
+
+With ``--window-clamp-bytes``, the receiver never advertises more than that (TCP_WINDOW_CLAMP),
+so the sender has at most that much in flight: a maximum window (Altman and Jiménez's x axis). It
+is set on the listening socket (the SYN-ACK's window and window scale follow it) and again after
+every read: Linux 6.x resets the clamp from the receive buffer when the first full-sized segment
+changes its estimate of payload per buffer byte (tcp_measure_rcv_mss, the scaling ratio), and the
+receive-buffer autotuning may raise it later (tcp_rcv_space_adjust). A run checks from the
+sender's side that the clamp held (``ss``: snd_wnd and unacked).
 """
 
 from __future__ import annotations
@@ -68,14 +76,22 @@ class ReverseWriter(threading.Thread):
         return self.sent
 
 
+def clamp_window(sock: socket.socket, window_clamp_bytes: int) -> None:
+    """Clamp what ``sock`` advertises to ``window_clamp_bytes`` (0: leave it alone)."""
+    if window_clamp_bytes > 0:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP, window_clamp_bytes)
+
+
 def receive(
     port: int,
     progress: Path | None,
     timeout_s: float,
     reverse_rate_bps: float = 0.0,
     reverse_write_bytes: int = 1000,
+    window_clamp_bytes: int = 0,
 ) -> dict[str, object]:
     with socket.create_server(("0.0.0.0", port)) as server:
+        clamp_window(server, window_clamp_bytes)  # before any SYN: the connection inherits it
         server.settimeout(timeout_s)
         conn, peer = server.accept()
     with conn:
@@ -95,6 +111,7 @@ def receive(
                     break
                 first = first or now
                 last = now
+                clamp_window(conn, window_clamp_bytes)  # the kernel may have reset it (module doc)
                 received += len(chunk)
                 digest.update(chunk)
                 if progress is not None and now - reported >= PROGRESS_EVERY_S:
@@ -178,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--timeout", type=float, default=300)
     r.add_argument("--reverse-rate-bps", type=float, default=0.0, help="write data back at this rate")
     r.add_argument("--reverse-write-bytes", type=int, default=1000, help="bytes per reverse write")
+    r.add_argument(
+        "--window-clamp-bytes", type=int, default=0, help="never advertise a larger window (0: no clamp)"
+    )
     s = sub.add_parser("send")
     s.add_argument("--host", required=True)
     s.add_argument("--port", type=int, required=True)
@@ -188,7 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.mode == "recv":
             result = receive(
-                args.port, args.progress, args.timeout, args.reverse_rate_bps, args.reverse_write_bytes
+                args.port,
+                args.progress,
+                args.timeout,
+                args.reverse_rate_bps,
+                args.reverse_write_bytes,
+                args.window_clamp_bytes,
             )
         else:
             result = send(args.host, args.port, args.size, args.seed, args.timeout)

@@ -1,0 +1,78 @@
+"""Figures against a reference arm with the paper's numbers quoted (issue 38): Altman and Jiménez
+compare every arm with standard TCP (an ACK per segment), not with Linux's delayed ACK."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from results_fixtures import ARMS, COMPLETION_S, POINTS, SCENARIO, make_record, manifest
+
+from ackwise.experiments.harness.figures import validate_figure_spec
+from ackwise.experiments.harness.report import build_report
+from ackwise.experiments.harness.store import ResultStore
+
+HOST = "host every_d d=4"
+QUOTE = "d = 3 gives 30-40 % more than standard TCP"
+
+
+def store_with(tmp_path: Path, figures: list[dict[str, object]]) -> ResultStore:
+    given = manifest()
+    given["scenario"] = {**SCENARIO, "figures": figures}
+    store = ResultStore.open(tmp_path, given)
+    for point in POINTS:
+        for arm in ARMS:
+            for repeat, value in enumerate(COMPLETION_S[(point.label, arm.where)]):
+                if value is not None:
+                    store.append(make_record(point, arm, repeat, completion_s=value))
+    return store
+
+
+def test_relative_to_a_named_arm_pairs_with_it_and_quotes_the_paper(tmp_path: Path) -> None:
+    spec = {
+        "kind": "relative_vs_x",
+        "metric": "completion_s",
+        "title": "relative to the host arm",
+        "reference": HOST,
+        "quote": QUOTE,
+    }
+    section = build_report(store_with(tmp_path, [spec])).sections[0]
+    assert section.skipped_figures == []
+    caption = section.figures[0].caption
+    assert f"over {HOST}'s in the same block" in caption
+    assert f"The paper's numbers, quoted: {QUOTE}" in caption
+    assert (tmp_path / section.figures[0].svg).exists()
+
+
+def test_the_default_reference_is_still_the_baseline(tmp_path: Path) -> None:
+    spec = {"kind": "relative_vs_x", "metric": "completion_s", "title": "relative"}
+    caption = build_report(store_with(tmp_path, [spec])).sections[0].figures[0].caption
+    assert "over the baseline's in the same block" in caption and "quoted" not in caption
+
+
+def test_a_reference_no_run_has_is_drawn_as_no_data_not_a_crash(tmp_path: Path) -> None:
+    spec = {"kind": "relative_vs_x", "metric": "completion_s", "title": "t", "reference": "host quickack"}
+    section = build_report(store_with(tmp_path, [spec])).sections[0]
+    assert len(section.figures) == 1 and "over host quickack's" in section.figures[0].caption
+
+
+def test_metric_vs_x_and_bars_quote_the_paper(tmp_path: Path) -> None:
+    specs = [
+        {"kind": "metric_vs_x", "metric": "completion_s", "title": "a", "xscale": "log", "quote": QUOTE},
+        {"kind": "bars", "metric": "completion_s", "title": "b", "quote": QUOTE},
+    ]
+    figures = build_report(store_with(tmp_path, specs)).sections[0].figures
+    assert [QUOTE in f.caption for f in figures] == [True, True]
+
+
+def test_reference_and_quote_are_checked() -> None:
+    base = {"kind": "relative_vs_x", "metric": "completion_s", "title": "t"}
+    assert validate_figure_spec({**base, "reference": HOST, "quote": QUOTE}) == []
+    assert validate_figure_spec({**base, "reference": ""}) == [
+        "reference must be a non-empty string (an arm's label; the paper's words)"
+    ]
+    assert validate_figure_spec({**base, "kind": "bars", "reference": HOST}) == [
+        "reference is for kind relative_vs_x only"
+    ]
+    assert validate_figure_spec({"kind": "timeline", "title": "t", "quote": QUOTE}) == [
+        "quote is for kinds metric_vs_x, relative_vs_x and bars only"
+    ]
