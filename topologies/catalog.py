@@ -17,11 +17,15 @@ from mininet.topo import Topo
 
 from ackwise.errors import InputError
 from ackwise.topologies.bmv2 import BMv2Switch
-from ackwise.topologies.hosts import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, AckwiseHost
+from ackwise.topologies.hosts import AckwiseHost
 from ackwise.topologies.links import LinkEmulator, LinkParams, WirelessMedium
+from ackwise.topologies.tcp_settings import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, MAX_INITCWND
 from ackwise.topologies.wireless import PRESETS
 from ackwise.topologies.wireless import preset as wireless_preset
 from ackwise.twins.policies import MSS_BYTES
+
+# build() parameters every topology takes for its hosts' TCP (tcp_settings.TcpSettings).
+TCP_PARAMS = ("cc", "ecn", "sack", "timestamps", "initcwnd")
 
 
 class TopologyParamError(InputError, ValueError):
@@ -83,6 +87,7 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "queue_depth_pkts": Bound(1, 2**31 - 1, "packets"),
     "program": Bound(choices=("ack_switch", "forward_only", "ap_proxy", "parser_probe")),
     "cc": Bound(choices=CONGESTION_CONTROLS),
+    "initcwnd": Bound(0, MAX_INITCWND, "segments, the senders' initial window; 0: Linux's default (10)"),
     "backend": Bound(choices=("auto", "netem", "linkem")),
     "preset": Bound(choices=tuple(PRESETS)),
     "scale": Bound(0.01, 1000, "times real airtime"),
@@ -200,8 +205,10 @@ class AckwiseTopo(Topo):
         self.addressing = HostAddressing()
         Topo.__init__(self, **params)
 
-    def host(self, name: str, cc: str, ecn: bool) -> str:
-        return self.addHost(name, cls=AckwiseHost, cc=cc, ecn=ecn, **self.addressing.take())
+    def host(self, name: str) -> str:
+        """A host with the topology's TCP settings (build()'s cc, ecn, sack, timestamps, initcwnd)."""
+        tcp = {k: self.meta.params[k] for k in TCP_PARAMS}
+        return self.addHost(name, cls=AckwiseHost, **tcp, **self.addressing.take())
 
     def bmv2(self, name: str, program: str, log_dir: str | None, cpu_port: int | None = None) -> str:
         return self.addSwitch(name, cls=BMv2Switch, program=program, log_dir=log_dir, cpu_port=cpu_port)
@@ -243,6 +250,9 @@ class Dumbbell(AckwiseTopo):
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         backend: str = "auto",
         log_dir: str | None = None,
         access_delay_ms: str = "",
@@ -292,7 +302,7 @@ class Dumbbell(AckwiseTopo):
         if len(access) > n_pairs or any(d < 0 for d in access):
             raise ValueError(f"access_delay_ms: at most {n_pairs} values, each >= 0")
         for i in range(1, n_pairs + 1):
-            h, r = self.host(f"h{i}", cc, ecn), self.host(f"r{i}", cc, ecn)
+            h, r = self.host(f"h{i}"), self.host(f"r{i}")
             delay = access[i - 1] if i <= len(access) else 0.0
             if delay > 0:
                 self.wire(f"a{i}", h, s1, LinkParams(0, delay), LinkParams(0, delay), backend)
@@ -315,6 +325,9 @@ class ParkingLot(AckwiseTopo):
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         backend: str = "auto",
         log_dir: str | None = None,
     ) -> None:
@@ -326,7 +339,7 @@ class ParkingLot(AckwiseTopo):
         for i in range(3):
             self.wire(f"e{i + 1}", switches[i], switches[i + 1], link, link, backend)
         for flow, (src_sw, dst_sw) in enumerate([(0, 3), (0, 1), (1, 2), (2, 3)]):
-            h, r = self.host(f"h{flow}", cc, ecn), self.host(f"r{flow}", cc, ecn)
+            h, r = self.host(f"h{flow}"), self.host(f"r{flow}")
             self.addLink(h, switches[src_sw])
             self.addLink(r, switches[dst_sw])
             self.meta.flows.append((h, r))
@@ -364,13 +377,16 @@ class Wlan(AckwiseTopo):
         agent: bool = True,
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         backend: str = "auto",
         log_dir: str | None = None,
     ) -> None:
         if n_stations < 1:
             raise ValueError("a WLAN needs at least one station")
         self.meta = TopoMeta("wlan", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
-        srv = self.host("srv", cc, ecn)
+        srv = self.host("srv")
         if proxy:
             program = "ap_proxy"
             stations = tuple(f"sta{k}" for k in range(1, n_stations + 1))
@@ -393,7 +409,7 @@ class Wlan(AckwiseTopo):
             limit_pkts=medium_buffer_pkts,
         )
         for k in range(1, n_stations + 1):
-            sta = self.host(f"sta{k}", cc, ecn)
+            sta = self.host(f"sta{k}")
             self.addLink(ap, "air", port2=2 * k - 1)
             self.addLink("air", sta, port1=2 * k)
             self.meta.flows.append((srv, sta))
@@ -413,14 +429,17 @@ class Chain(AckwiseTopo):
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         log_dir: str | None = None,
     ) -> None:
         if hops < 2:
             raise ValueError("a chain needs at least two hops (one relay)")
         self.meta = TopoMeta("chain", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
-        nodes = [self.host("src", cc, ecn)]
+        nodes = [self.host("src")]
         nodes += [self.bmv2(f"r{i}", program, log_dir) for i in range(1, hops)]
-        nodes.append(self.host("dst", cc, ecn))
+        nodes.append(self.host("dst"))
         self.addSwitch(
             "air",
             cls=WirelessMedium,

@@ -47,6 +47,7 @@ from ackwise.experiments.measure.versions import tool_versions
 from ackwise.features import ecn
 from ackwise.features.thinning import set_default_policy
 from ackwise.hosts.mininet_agent import HostAgent
+from ackwise.topologies.tcp_settings import TcpSettings, check_connection_options
 from ackwise.topologies.wireless import preset
 from ackwise.twins.policies import PolicyError, PolicyParams
 
@@ -222,6 +223,11 @@ def _receivers_ports(flows: list[tuple[str, str, int]], traffic: dict[str, Any])
     return ports
 
 
+def requested_tcp(params: dict[str, Any]) -> TcpSettings:
+    """The hosts' TCP a run's topology parameters ask for (the defaults where they are silent)."""
+    return TcpSettings(**{k: params[k] for k in TcpSettings.__dataclass_fields__ if k in params})
+
+
 def _topology_params(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config["topology_params"].items() if not k.startswith("_")}
 
@@ -330,6 +336,10 @@ def _run_in_testbed(
         link_stats = testbed.link_stats()
         record.resources = {**used, "linkem_lateness": resources.linkem_lateness(link_stats)}
         ips = {h.name: h.IP() for h in testbed.hosts}
+    wanted = requested_tcp(params)
+    mismatched = [p for s, t in tcp.items() for p in check_connection_options(s, wanted, set(t["options"]))]
+    if mismatched:
+        raise ExperimentError("the senders did not run the TCP asked for: " + "; ".join(mismatched))
     died = [r for r in agent_reports if r.get("agent_died")]
     if died:
         raise ExperimentError(f"the host agent died during the run ({len(died)} of {len(agent_reports)})")

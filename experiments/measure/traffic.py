@@ -598,7 +598,12 @@ class Capture:
 # ---- sender-side TCP state ----
 
 _CWND = re.compile(r"\bcwnd:(\d+)")
+_SSTHRESH = re.compile(r"\bssthresh:(\d+)")
 _RTT = re.compile(r"\brtt:([\d.]+)/")
+# The options ss -i shows a connection negotiated (bare words of its info line): what the run's
+# senders actually had, checked against what the scenario asked for (tcp_settings). iproute2 6.1
+# prints them only with -o (measured: `ss -tin` leaves out "ts sack" that `ss -tino` shows).
+CONNECTION_OPTIONS = ("ts", "sack", "ecn", "ecnseen")
 # ss -i names a connection's congestion control among the bare words of its info line
 # ("\t ts sack cubic wscale:7,7 rto:204 ..."): any word the kernel has an algorithm of.
 _AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -612,9 +617,10 @@ def congestion_controls_in(ss_info: str) -> set[str]:
 
 @dataclass
 class TcpSampler:
-    """cwnd and RTT of a host's connections to ``dst_ip`` every ``interval_s``, and its
-    retransmission and RTO counters over the same time, and the congestion controls the kernel ran
-    for them (as ss names them: what a record says ran, not what was asked for)."""
+    """cwnd, ssthresh (once the sender has one) and RTT of a host's connections to ``dst_ip``
+    every ``interval_s``, and its retransmission and RTO counters over the same time, the
+    congestion controls the kernel ran for them and the options they negotiated (as ss names
+    them: what a record says ran, not what was asked for)."""
 
     host: Any
     dst_ip: str
@@ -624,6 +630,7 @@ class TcpSampler:
     _thread: threading.Thread | None = None
     _start_counters: dict[str, int] = field(default_factory=dict)
     congestion_controls: set[str] = field(default_factory=set)
+    options: set[str] = field(default_factory=set)
 
     def counters(self) -> dict[str, int]:
         out = self.host.cmd("nstat -asz TcpRetransSegs TcpExtTCPTimeouts TcpOutSegs 2>/dev/null")
@@ -640,15 +647,19 @@ class TcpSampler:
 
         def loop() -> None:
             while not self._stop.is_set():
-                proc = self.host.popen(["ss", "-tin", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
+                proc = self.host.popen(["ss", "-tino", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
                 out, _ = proc.communicate()
-                cwnd, rtt = _CWND.search(out), _RTT.search(out)
+                cwnd, rtt, ssthresh = _CWND.search(out), _RTT.search(out), _SSTHRESH.search(out)
                 self.congestion_controls |= congestion_controls_in(out)
+                self.options |= set(out.split()) & set(CONNECTION_OPTIONS)
                 if cwnd:
                     self.samples.append(
                         {
                             "t": time.time() - started,
+                            # the wall clock, to line samples up with other processes' (the host agent's)
+                            "at": time.time(),
                             "cwnd": int(cwnd.group(1)),
+                            "ssthresh": int(ssthresh.group(1)) if ssthresh else None,
                             "rtt_ms": float(rtt.group(1)) if rtt else float("nan"),
                         }
                     )
@@ -674,4 +685,5 @@ class TcpSampler:
             "segments_sent": delta.get("TcpOutSegs", 0),
             "cwnd_samples": self.samples,
             "congestion_controls": sorted(self.congestion_controls),
+            "options": sorted(self.options),
         }
