@@ -83,15 +83,26 @@ class ReceiverFlow:
         if seg.payload_len == 0:
             return
         self.stats.data_segments += 1
-        if seg.flags & CWR:  # the sender has reduced its window in answer to our ECE
-            self.policy.on_sender_window_reduced()
         end = (seg.seq + seg.payload_len) % 2**32
         # In order: the segment brings the next expected byte (a retransmission filling a hole
         # does; a segment beyond a hole does not).
         in_order = self.rcv_nxt is None or (seq_leq(seg.seq, self.rcv_nxt) and seq_gt(end, self.rcv_nxt))
+        beyond_gap = self.rcv_nxt is not None and seq_gt(seg.seq, self.rcv_nxt)
         if in_order:
             self.rcv_nxt = end
-        self.policy.on_data(DataArrival(t, seg.seq, seg.payload_len, ce=seg.ecn == 3, in_order=in_order))
+        self.policy.on_data(
+            DataArrival(
+                t,
+                seg.seq,
+                seg.payload_len,
+                ce=seg.ecn == 3,
+                in_order=in_order,
+                beyond_gap=beyond_gap,
+                ts_ecr=seg.ts_ecr,
+                # the sender has reduced its window in answer to our ECE (RFC 3168)
+                cwr=bool(seg.flags & CWR),
+            )
+        )
 
     # ---- outgoing ----
 
@@ -219,7 +230,7 @@ class ReceiverFlow:
         self._released(seg, t)
 
     def _released(self, seg: TcpSegment, t: float) -> None:
-        self.policy.on_release(t, seg.ack)
+        self.policy.on_release(t, seg.ack, seg.ts_val, bool(seg.sack))
         if seg.ts_val is not None and seg.ts_val not in self.released_ts:
             self.released_ts[seg.ts_val] = t
             while len(self.released_ts) > 64:

@@ -154,7 +154,7 @@ def test_segments_after_a_repaired_hole_count_in_order() -> None:
     the hole's end, so no later segment ever counted as in order and the window estimate (which
     counts in-order arrivals per RTT) collapsed for the rest of the connection."""
     log: list[str] = []
-    policy = EveryD(d=1)
+    policy = EveryD(d=1, estimator="figure1")  # it counts in-order arrivals per RTT
     flow = ReceiverFlow(policy)
     steps = [(0.000, data(0, 0.0)), (0.0001, ack(1)), (0.001, data(1, 0.001)), (0.0011, ack(2))]
     steps += [(0.003, data(3, 0.003)), (0.0031, ack(2)), (0.004, data(4, 0.004)), (0.0041, ack(2))]
@@ -166,7 +166,7 @@ def test_segments_after_a_repaired_hole_count_in_order() -> None:
 
 
 def test_cwr_on_data_ends_the_initial_slow_start_estimate() -> None:
-    policy = EveryD(d=1)
+    policy = EveryD(d=1, estimator="figure1")
     flow = ReceiverFlow(policy)
     run(flow, [(0.0, data(0, 0.0)), (0.0001, ack(1))], [])
     assert policy.cwnd.starting_cwnd > -1

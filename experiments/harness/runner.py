@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ackwise.bmv2.toolchain import REPO_ROOT
 from ackwise.controller.config import parse_config
 from ackwise.controller.loop import Controller, SwitchEndpoint
@@ -34,10 +36,13 @@ from ackwise.experiments.harness.schema import Arm, FlowResult, Point, RunRecord
 from ackwise.experiments.measure import resources
 from ackwise.experiments.measure import traffic as tr
 from ackwise.experiments.measure.metrics import (
+    CwndSample,
     ack_counts,
     ack_rate_series,
+    acks_per_window,
     airtime_share,
     avoidable_pure_acks,
+    estimate_error,
     jain_index,
     percentile,
 )
@@ -346,6 +351,7 @@ def _run_in_testbed(
     if health:
         raise ExperimentError("the test bed broke during the run: " + "; ".join(health))
     _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, params)
+    _fill_estimates(record, flows, tcp, agent_reports, ips)
     if decisions is not None:
         record.series["controller"] = decisions
     if kept_pcaps:
@@ -539,6 +545,62 @@ def _plain(value: Any) -> float | int | None:
     return number
 
 
+def _cwnd_sample(x: dict[str, Any]) -> CwndSample:
+    return (float(x["t"]), int(x["cwnd"]), x.get("ssthresh"))
+
+
+def _fill_estimates(
+    record: RunRecord,
+    flows: list[tuple[str, str, int]],
+    tcp: dict[str, dict[str, Any]],
+    agent_reports: list[dict[str, Any]],
+    ips: dict[str, str],
+) -> None:
+    """Each flow's window estimate at its receiver (the host agent's, when its policy keeps one)
+    beside its sender's cwnd: the series ``cwnd_estimate`` on the cwnd series' clock, and the
+    estimate's error over the sender's congestion avoidance (metrics.estimate_error)."""
+    agent_flows: dict[str, dict[str, Any]] = {}
+    for report in agent_reports:
+        agent_flows.update(report.get("agent", {}).get("flows", {}))
+    series, errors, biases = [], [], []
+    for s, r, port in flows:
+        entry = agent_flows.get(f"{ips[s]}:{_remote_port(agent_flows, ips[s], port)} > :{port}")
+        samples = tcp.get(s, {}).get("cwnd_samples", [])
+        if entry is None or not samples or first_receiver_of(flows, s) != r:
+            continue
+        started = samples[0]["at"] - samples[0]["t"]  # the sampler's clock: series.cwnd's t_s
+        at, values = entry["estimate"]["at"], entry["estimate"]["segments"]
+        estimate = [(a - started, v) for a, v in zip(at, values, strict=True)]
+        state = entry.get("policy_state", {})
+        series.append(
+            {
+                "flow": f"{s}->{r}",
+                "t_s": [round(t, 3) for t, _ in estimate],
+                "estimate": values,
+                "estimator": state.get("estimator"),
+            }
+        )
+        error = estimate_error(estimate, [_cwnd_sample(x) for x in samples])
+        if error is not None:
+            errors.append(error.median_abs)
+            biases.append(error.median)
+    if series:
+        record.series["cwnd_estimate"] = series
+    if errors:
+        record.metrics["cwnd_estimate_error"] = _plain(float(np.median(errors)))
+        record.metrics["cwnd_estimate_bias"] = _plain(float(np.median(biases)))
+
+
+def _remote_port(agent_flows: dict[str, dict[str, Any]], sender_ip: str, port: int) -> str:
+    """The sender's ephemeral port of the flow to ``port``, as the agent keyed it."""
+    for key in agent_flows:
+        remote, _, local = key.partition(" > :")
+        address, _, remote_port = remote.rpartition(":")
+        if address == sender_ip and local == str(port):
+            return remote_port
+    return "?"
+
+
 def first_receiver_of(flows: list[tuple[str, str, int]], sender: str) -> str:
     return next(r for s, r, _ in flows if s == sender)
 
@@ -595,6 +657,11 @@ def _fill_metrics(
         medium = link_stats.get("air", {}).get("media", [{}])[0]
         airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).airtime_us(66)
         m["ack_airtime_share"] = airtime_share(counts.pure_acks, airtime_us, int(medium.get("busy_ns", 0)))
+    if len(flows) == 1:
+        samples = tcp.get(flows[0][0], {}).get("cwnd_samples", [])
+        m["acks_per_window"] = acks_per_window(
+            counts.pure_acks, counts.data_segments, [_cwnd_sample(x) for x in samples]
+        )
     if scenario.traffic.get("reverse_data"):
         # Per connection: the receiver's pure ACKs that its own data, sent soon after on the same
         # connection, could have carried.
@@ -609,6 +676,7 @@ def _fill_metrics(
                 "flow": f"{s}->{first_receiver_of(flows, s)}",
                 "t_s": [round(x["t"], 2) for x in t["cwnd_samples"]],
                 "cwnd": [x["cwnd"] for x in t["cwnd_samples"]],
+                "ssthresh": [x.get("ssthresh") for x in t["cwnd_samples"]],
                 "congestion_controls": t["congestion_controls"],  # as the kernel named them
             }
             for s, t in tcp.items()

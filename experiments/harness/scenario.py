@@ -33,6 +33,7 @@ class Claim:
     source: str  # "smartacking §4.2", "TACK Fig. 12"
     claim: str  # what the source reports
     check: str = ""  # how this scenario's numbers test it
+    differs: str = ""  # what still differs from the source's set-up (sender, sizes, topology)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def load(name_or_path: str | Path) -> Scenario:
     if name != path.stem:
         raise ScenarioError(f"{where}: name {name!r} must match the file name")
     claims = tuple(
-        Claim(str(c["source"]), str(c["claim"]), str(c.get("check", "")))
+        Claim(str(c["source"]), str(c["claim"]), str(c.get("check", "")), str(c.get("differs", "")))
         for c in _need(doc, "reproduces", list, where)
     )
     axis = dict(doc.get("axis") or {"name": "", "unit": ""})

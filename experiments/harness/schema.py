@@ -51,6 +51,15 @@ METRICS: dict[str, MetricInfo] = {
     ),
     "reverse_bytes": MetricInfo("bytes", "", "data the receivers wrote back on their connections"),
     "throughput_mbps": MetricInfo("Mbit/s", "higher", "throughput of the flow (chain)"),
+    "acks_per_window": MetricInfo(
+        "", "", "pure ACKs per send window of data (data segments / the sender's mean cwnd in CA)"
+    ),
+    "cwnd_estimate_error": MetricInfo(
+        "", "lower", "the receiver's window estimate against the sender's cwnd: median |relative error| in CA"
+    ),
+    "cwnd_estimate_bias": MetricInfo(
+        "", "", "the receiver's window estimate against the sender's cwnd: median relative error in CA"
+    ),
 }
 
 

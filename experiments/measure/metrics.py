@@ -78,6 +78,60 @@ def avoidable_pure_acks(
     return avoidable, total
 
 
+CwndSample = tuple[float, int, int | None]  # time, cwnd, ssthresh (None: not set yet) from ss
+
+
+def in_congestion_avoidance(sample: CwndSample) -> bool:
+    """The sender's own phase as ss shows it: an ssthresh set and cwnd at or above it (slow
+    start has no ssthresh until HyStart or a loss sets one; fast recovery has cwnd below it)."""
+    _, cwnd, ssthresh = sample
+    return ssthresh is not None and cwnd >= ssthresh
+
+
+@dataclass(frozen=True)
+class EstimateError:
+    """How a receiver's window estimate compares with the sender's cwnd, over the sender's
+    congestion avoidance: per ss sample, (estimate - cwnd) / cwnd, the estimate being the
+    receiver's latest at the sample's time."""
+
+    median_abs: float  # median |relative error|
+    median: float  # median relative error: its sign says whether the estimate runs high or low
+    samples: int
+
+
+def estimate_error(
+    estimate: Sequence[tuple[float, float]], cwnd: Sequence[CwndSample], lag_s: float = 0.0
+) -> EstimateError | None:
+    """``estimate``: (time, segments) at each change, in time order; ``cwnd``: the sender's ss
+    samples on the same clock. ``lag_s``: compare each sample with the estimate this much later
+    (the receiver learns of the sender's window one forward delay after it changed). None when
+    the sender never was in congestion avoidance or no estimate precedes its samples."""
+    times = [t for t, _ in estimate]
+    errors = []
+    for sample in cwnd:
+        if not in_congestion_avoidance(sample):
+            continue
+        t, window, _ = sample
+        i = int(np.searchsorted(times, t + lag_s, side="right")) - 1
+        if i < 0 or window <= 0:
+            continue
+        errors.append((estimate[i][1] - window) / window)
+    if not errors:
+        return None
+    return EstimateError(float(np.median(np.abs(errors))), float(np.median(errors)), len(errors))
+
+
+def acks_per_window(pure_acks: int, data_segments: int, cwnd: Sequence[CwndSample]) -> float | None:
+    """Landström's measure of an ACK strategy: pure ACKs per send window of data, the window being
+    the sender's mean cwnd over its congestion avoidance (ss): pure ACKs / (data segments / mean
+    cwnd). None without congestion avoidance or data."""
+    windows = [c for c in cwnd if in_congestion_avoidance(c)]
+    if not windows or not data_segments:
+        return None
+    mean_cwnd = float(np.mean([w for _, w, _ in windows]))
+    return pure_acks / (data_segments / mean_cwnd)
+
+
 def jain_index(values: Sequence[float]) -> float | None:
     """Jain's fairness index: 1 when every flow got the same, 1/n when one got everything."""
     xs = [v for v in values if v is not None]
