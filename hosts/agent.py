@@ -122,6 +122,14 @@ class Agent:
                     fds[fd].run(block=False)
         finally:
             self.remove_rules()
+            # Packets already queued when the rules went are the kernel's still: give them their
+            # verdicts (unbinding would drop them: a connection's last ACKs, at the end of a run).
+            self.stop_requested = True
+            for nfq in (nfq_in, nfq_out):
+                try:
+                    nfq.run(block=False)
+                except OSError:
+                    pass
             for flow in self.flows.values():
                 flow.flush()
             nfq_in.unbind()

@@ -13,10 +13,12 @@ Policies and their sources:
     smartacking  smartacking (section 3): delay = LastSegmentTime - alpha * RTT; Figure 1's EstimateCwnd
     tack         TACK: f = min(bw / (L * MSS), beta / RTTmin)
     4w           Landstrom et al., 4W: four ACKs per (estimated) send window
+    piggyback    Shang and Wills: hold a pure ACK until reverse data carries it, up to hold_ms
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -62,10 +64,12 @@ class RttEstimator:
 
     srtt_s: float | None = None
     min_s: float | None = None
+    last_s: float | None = None  # the latest sample
 
     def sample(self, rtt_s: float) -> None:
         if rtt_s <= 0:
             return
+        self.last_s = rtt_s
         self.srtt_s = rtt_s if self.srtt_s is None else 0.875 * self.srtt_s + 0.125 * rtt_s
         self.min_s = rtt_s if self.min_s is None else min(self.min_s, rtt_s)
 
@@ -102,6 +106,12 @@ class AckPolicy(ABC):
     estimate_trace: list[tuple[float, int]] = field(default_factory=list)
 
     TRACE_POINTS: ClassVar[int] = 20_000  # a 1 MB transfer changes it a few hundred times
+    # How the agent runs the policy. ``quickack``: the kernel ACKs every segment (the policy sets
+    # the rate from there); off, the kernel's delayed ACK produces the ACKs the policy may hold.
+    # ``thins``: a newer pure ACK supersedes a held one (dropped, its due time inherited); off,
+    # the held one is released first: only reverse data removes an ACK.
+    quickack: ClassVar[bool] = True
+    thins: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         self.cwnd = make_estimator(self.estimator, self.rtt, self.mss)
@@ -154,6 +164,11 @@ class AckPolicy(ABC):
 
     def hold(self, t: float) -> Hold:
         return Hold(t + self.max_delay_s)
+
+    def may_hold(self, sack: bool, ece: bool) -> bool:
+        """Whether the policy would hold this pure ACK at all (beyond the safety contract, which
+        decides first): one carrying SACK blocks, or ECE."""
+        return True
 
     @abstractmethod
     def decide(self, t: float, ack: int) -> Decision:
@@ -248,6 +263,9 @@ class Smartacking(AckPolicy):
 
     name: ClassVar[str] = "smartacking"
     alpha: float = 1.0
+    rtt_refresh_s: float = 1.0  # the paper's keep-alive period (decision_rtt)
+    refreshed_rtt_s: float | None = None
+    refreshed_t: float = 0.0
     extended: bool = False  # the paper's extended-alpha variant (section 4.1)
     isat_s: float | None = None
     last_arrival_t: float | None = None
@@ -289,9 +307,21 @@ class Smartacking(AckPolicy):
         expected = self.cwnd.estimate() + (seq_diff(self.last_released_ack, self.highest_received) / self.mss)
         return max(0.0, expected) * self.isat_s
 
+    def decision_rtt(self, t: float) -> float:
+        """The RTT the delay rule subtracts: the paper's receiver, sending no data of its own,
+        measures it with a keep-alive once per second (§3.2), so it is one sample, refreshed every
+        ``rtt_refresh_s`` (0: the smoothed RTT of every sample, which follows the queue it
+        measures and so never lets the rule delay on a saturated link, where the window's
+        arrival time equals the RTT)."""
+        if self.rtt_refresh_s <= 0 or self.rtt.last_s is None:
+            return self.rtt.srtt
+        if self.refreshed_rtt_s is None or t - self.refreshed_t >= self.rtt_refresh_s:
+            self.refreshed_rtt_s, self.refreshed_t = self.rtt.last_s, t
+        return self.refreshed_rtt_s
+
     def decide(self, t: float, ack: int) -> Decision:
         lst = self.last_segment_time()
-        budget = self.alpha * self.rtt.srtt
+        budget = self.alpha * self.decision_rtt(t)
         if lst is None or lst < budget:
             return RELEASE
         return Hold(t + min(lst - budget, self.max_delay_s))
@@ -357,8 +387,31 @@ class Tack(AckPolicy):
         return Hold(min(due, t + self.max_delay_s))
 
 
+@dataclass
+class PiggybackHold(AckPolicy):
+    """Shang and Wills' piggybacking, done by the receiver's host: hold each pure ACK up to
+    ``hold_ms``, so that reverse data the application writes in the meantime carries it (the
+    held ACK is then dropped: the data's ACK is at least as new). Nothing else removes an ACK: a
+    newer pure ACK releases the held one first (no thinning), and the kernel's own delayed ACK
+    produces the ACKs (no quickack). Never held, beyond the safety contract's rules (duplicates,
+    DSACK, SACK news, ECE/CWR changes, FIN ...): any ACK with SACK blocks or ECE."""
+
+    name: ClassVar[str] = "piggyback"
+    quickack: ClassVar[bool] = False
+    thins: ClassVar[bool] = False
+    # The client writes back within a millisecond or two of reading; a hold much longer only
+    # delays the ACKs that no data follows (all of them when the client writes nothing).
+    hold_ms: float = 10.0
+
+    def may_hold(self, sack: bool, ece: bool) -> bool:
+        return not sack and not ece
+
+    def decide(self, t: float, ack: int) -> Decision:
+        return Hold(t + min(self.hold_ms / 1000, self.max_delay_s))
+
+
 POLICIES: dict[str, type[AckPolicy]] = {
-    cls.name: cls for cls in (EveryD, DynamicD, ReceiverAcc, Smartacking, Tack, FourW)
+    cls.name: cls for cls in (EveryD, DynamicD, ReceiverAcc, Smartacking, Tack, FourW, PiggybackHold)
 }
 # The kernel's own behaviour, without the agent.
 KERNEL_BASELINES = ("delayed", "quickack")
@@ -373,11 +426,13 @@ TUNABLE = (
     "l3",
     "d_cap",
     "alpha",
+    "rtt_refresh_s",
     "extended",
     "beta",
     "L",
     "acks_per_window",
     "estimator",
+    "hold_ms",
 )
 
 
@@ -408,6 +463,8 @@ def make_policy(name: str, params: dict[str, str]) -> AckPolicy:
                     raise ValueError(f"{name} {key} must be at least 1")
             else:
                 values[key] = float(text)
+                if not math.isfinite(values[key]) or values[key] < 0:  # type: ignore[arg-type]
+                    raise ValueError(f"{name} {key} must be at least 0 (and finite)")
         except ValueError as exc:
             own = "at least" in str(exc) or "give one of" in str(exc)
             raise ValueError(str(exc) if own else f"{name} {key}={text!r}: not a number") from None

@@ -188,3 +188,23 @@ def test_make_policy_checks_parameters() -> None:
     assert make_policy("4w", {}).cwnd.name == "counting"
     with pytest.raises(ValueError, match="give one of counting, figure1"):
         make_policy("4w", {"estimator": "oracle"})
+    assert make_policy("piggyback", {"hold_ms": "20"}).hold_ms == 20.0  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="hold_ms must be at least 0"):
+        make_policy("piggyback", {"hold_ms": "-5"})
+    with pytest.raises(ValueError, match="hold_ms must be at least 0"):
+        make_policy("piggyback", {"hold_ms": "nan"})
+
+
+def test_smartacking_takes_one_rtt_sample_per_second_as_the_papers_keep_alive() -> None:
+    """The paper's receiver, with no data of its own, learns the RTT from a keep-alive once per
+    second: the delay rule uses one sample, refreshed every rtt_refresh_s; 0: the smoothed RTT."""
+    p = Smartacking()
+    p.rtt.sample(0.1)
+    assert p.decision_rtt(0.0) == 0.1
+    p.rtt.sample(0.3)  # the queue grew
+    assert p.decision_rtt(0.5) == 0.1
+    assert p.decision_rtt(1.0) == 0.3
+    q = Smartacking(rtt_refresh_s=0)
+    q.rtt.sample(0.1)
+    q.rtt.sample(0.3)
+    assert q.decision_rtt(0.5) == pytest.approx(q.rtt.srtt)

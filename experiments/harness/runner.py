@@ -41,9 +41,9 @@ from ackwise.experiments.measure.metrics import (
     ack_rate_series,
     acks_per_window,
     airtime_share,
-    avoidable_pure_acks,
     estimate_error,
     jain_index,
+    packets_each_way,
     percentile,
 )
 from ackwise.experiments.measure.metrics import queue_delay_ms as queue_delay
@@ -200,7 +200,7 @@ def run_config(scenario: Scenario, point: Point, arm: Arm, seed: int) -> dict[st
     return {
         "topology": scenario.topology,
         "topology_params": params,
-        "traffic": scenario.traffic,
+        "traffic": scenario.traffic_at(point),
         "capture": scenario.capture,
         "switch_ecn": list(scenario.switch_ecn),
         "seed": seed,
@@ -250,7 +250,7 @@ def execute(
     record = RunRecord(
         run_id=run.run_id,
         scenario=run.scenario,
-        point=asdict(run.point),
+        point=run.point.to_dict(),
         arm=run.arm.to_dict(),
         repeat=run.repeat,
         seed=run.seed,
@@ -296,10 +296,11 @@ def _run_in_testbed(
     with ExitStack() as stack:
         stack.enter_context(testbed)
         decisions = _configure_switches(testbed, run.arm, config, stack)
-        flows = _flows(testbed, scenario.traffic)
+        traffic = config["traffic"]  # the scenario's, with what the point changes
+        flows = _flows(testbed, traffic)
         agents = []
         if run.arm.host is not None:
-            for receiver, ports in _receivers_ports(flows, scenario.traffic).items():
+            for receiver, ports in _receivers_ports(flows, traffic).items():
                 agent = HostAgent(
                     testbed.host(receiver), run.arm.host.name, run.arm.host.params, tuple(ports)
                 )
@@ -317,7 +318,7 @@ def _run_in_testbed(
         for sampler in samplers.values():
             stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
         started = resources.snapshot(testbed.pids)
-        results, extra = _drive_traffic(testbed, scenario.traffic, flows, run.seed, on_progress)
+        results, extra = _drive_traffic(testbed, traffic, flows, run.seed, on_progress)
         used = resources.usage(started, resources.snapshot(testbed.pids))
         tcp = {s: sampler.stop() for s, sampler in samplers.items()}
         segments = []
@@ -495,6 +496,8 @@ def _drive_traffic(
                 reverse_rate_bps=float(traffic.get("reverse_data", {}).get("rate_bps", 0)),
                 reverse_write_bytes=int(traffic.get("reverse_data", {}).get("write_bytes", 1000)),
             )
+        elif traffic["kind"] == "piggyback":
+            results = [_piggyback(testbed, traffic, flows, seed, on_progress, extra)]
         else:
             results = _short_flows(testbed, traffic, flows, seed, on_progress)
         for proc in background:
@@ -503,6 +506,47 @@ def _drive_traffic(
     finally:
         for proc in background:
             proc.stop()
+
+
+def _piggyback(
+    testbed: Testbed,
+    traffic: dict[str, Any],
+    flows: list[tuple[str, str, int]],
+    seed: int,
+    on_progress: Callable[[str], None] | None,
+    extra: dict[str, Any],
+) -> tr.TransferResult:
+    """Shang and Wills' experiment on the first flow's pair: the download (the flow the receiver's
+    ACK policy acts on) as the run's transfer; both directions' throughput in ``extra``."""
+    sender, receiver, port = flows[0]
+    size = int(traffic["size_bytes"])
+    if on_progress is not None:
+        on_progress(
+            f"{traffic.get('mode', 'piggyback')}, {int(traffic.get('write_bytes', 0))} bytes back per read"
+        )
+    result = tr.run_piggyback(
+        testbed.host(sender),
+        testbed.host(receiver),
+        str(traffic.get("mode", "piggyback")),
+        size,
+        int(traffic.get("write_bytes", 0)),
+        seed=seed,
+        port=port,
+        timeout_s=float(traffic.get("timeout_s", RUN_TIMEOUT_S)),
+    )
+    extra["piggyback"] = result
+    return tr.TransferResult(
+        sender=sender,
+        receiver=receiver,
+        size_bytes=size,
+        completion_s=result.down_s,
+        goodput_bps=result.down_bytes_per_s * 8,
+        byte_exact=result.byte_exact,
+        sender_sha256="",
+        receiver_sha256=None,
+        started_at=0.0,
+        reverse_bytes=result.up_total_bytes,
+    )
 
 
 def _short_flows(
@@ -642,7 +686,7 @@ def _fill_metrics(
         "completion_s": sum(completions) / len(completions) if completions else None,
         "completion_p95_s": percentile(completions, 95),
         "completion_max_s": max(completions) if completions else None,
-        "goodput_mbps": sum(goodputs) / 1e6 if scenario.traffic["kind"] == "transfers" else None,
+        "goodput_mbps": sum(goodputs) / 1e6 if record.config["traffic"]["kind"] == "transfers" else None,
         "acks_per_data_segment": counts.acks_per_data_segment,
         "pure_acks": counts.pure_acks,
         "data_segments": counts.data_segments,
@@ -662,13 +706,19 @@ def _fill_metrics(
         m["acks_per_window"] = acks_per_window(
             counts.pure_acks, counts.data_segments, [_cwnd_sample(x) for x in samples]
         )
-    if scenario.traffic.get("reverse_data"):
-        # Per connection: the receiver's pure ACKs that its own data, sent soon after on the same
-        # connection, could have carried.
-        m["avoidable_pure_acks"] = sum(
-            avoidable_pure_acks(segments, (ips[r], port), ips[s])[0] for s, r, port in flows
-        )
+    if record.config["traffic"].get("reverse_data"):
         m["reverse_bytes"] = sum(t.reverse_bytes for t in results)
+    piggyback = extra.get("piggyback")
+    if piggyback is not None:
+        # Shang and Wills' quantities: throughput each way (kB/s, 1 kB = 1000 bytes, as their
+        # Table I's KBps) and the packets each way on the capture (both connections in 2Con).
+        sender, receiver, _ = flows[0]
+        down, up = packets_each_way(segments, ips[sender], ips[receiver])
+        m["down_throughput_kBps"] = piggyback.down_bytes_per_s / 1000
+        m["up_throughput_kBps"] = piggyback.up_bytes_per_s / 1000
+        m["down_packets"], m["up_packets"] = down, up
+        m["reverse_bytes"] = piggyback.up_total_bytes
+        extra["piggyback"] = asdict(piggyback)
     record.metrics = {k: _plain(v) for k, v in m.items() if k in scenario.metrics or v is not None}
     record.series = {
         "cwnd": [

@@ -21,7 +21,7 @@ from ackwise.experiments.harness.figures import validate_figure_spec
 from ackwise.experiments.harness.schema import METRICS, Arm, Point, PolicySpec
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # experiments/scenarios: data
-TRAFFIC_KINDS = ("transfers", "short-flows")
+TRAFFIC_KINDS = ("transfers", "short-flows", "piggyback")
 
 
 class ScenarioError(InputError, ValueError):
@@ -71,6 +71,10 @@ class Scenario:
         ]
         del d["arm_params"]
         return d
+
+    def traffic_at(self, point: Point) -> dict[str, Any]:
+        """The traffic of a run at ``point``: the scenario's, with what the point changes."""
+        return dict(self.traffic) | dict(point.traffic)
 
     def arm_topology_params(self, arm: Arm) -> dict[str, Any]:
         return dict(self.arm_params[self.arms.index(arm)])
@@ -152,7 +156,12 @@ def load(name_or_path: str | Path) -> Scenario:
     for i, p in enumerate(points_doc):
         if not isinstance(p, dict) or "label" not in p:
             raise ScenarioError(f"{where}: points[{i}] needs a label (and x, params)")
-        points.append(Point(p.get("x", p["label"]), str(p["label"]), dict(p.get("params") or {})))
+        point_traffic = p.get("traffic") or {}
+        if not isinstance(point_traffic, dict):
+            raise ScenarioError(f"{where}: points[{i}].traffic must be a mapping of traffic settings")
+        points.append(
+            Point(p.get("x", p["label"]), str(p["label"]), dict(p.get("params") or {}), dict(point_traffic))
+        )
     if len({p.label for p in points}) != len(points):
         raise ScenarioError(f"{where}: point labels must be unique")
     traffic = dict(_need(doc, "traffic", dict, where))

@@ -46,11 +46,14 @@ METRICS: dict[str, MetricInfo] = {
     "jain_fairness": MetricInfo("", "higher", "Jain's fairness index over per-flow goodput"),
     "queue_delay_ms": MetricInfo("ms", "lower", "mean queueing delay at the bottleneck"),
     "ack_airtime_share": MetricInfo("", "lower", "share of the medium's airtime taken by ACK frames"),
-    "avoidable_pure_acks": MetricInfo(
-        "", "lower", "pure ACKs sent while reverse data on the same connection could have carried them"
-    ),
     "reverse_bytes": MetricInfo("bytes", "", "data the receivers wrote back on their connections"),
     "throughput_mbps": MetricInfo("Mbit/s", "higher", "throughput of the flow (chain)"),
+    "down_throughput_kBps": MetricInfo("kB/s", "higher", "download throughput (bytes / transfer time)"),
+    "up_throughput_kBps": MetricInfo(
+        "kB/s", "", "upload throughput (piggyback: bytes delivered during the download / its time)"
+    ),
+    "down_packets": MetricInfo("", "", "packets downstream (server to client) on the capture"),
+    "up_packets": MetricInfo("", "lower", "packets upstream (client to server) on the capture"),
     "acks_per_window": MetricInfo(
         "", "", "pure ACKs per send window of data (data segments / the sender's mean cwnd in CA)"
     ),
@@ -127,11 +130,22 @@ class Arm:
 @dataclass(frozen=True)
 class Point:
     """One value of a scenario's swept axis (or its only point), with the topology parameters it
-    sets. ``x`` is in the axis's unit (e.g. kbit/s); ``label`` is what tables print."""
+    sets and the traffic settings it changes (merged over the scenario's traffic: Shang and
+    Wills' piggyback size, or how many connections). ``x`` is in the axis's unit (e.g. kbit/s);
+    ``label`` is what tables print."""
 
     x: float | str
     label: str
     params: dict[str, Any] = field(default_factory=dict)
+    traffic: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As records keep it; without ``traffic`` when the point changes none, so that the runs
+        of scenarios written before points could change traffic keep their ids (resumable)."""
+        d = asdict(self)
+        if not self.traffic:
+            del d["traffic"]
+        return d
 
 
 def canonical(obj: Any) -> str:
@@ -142,7 +156,7 @@ def run_id(scenario: str, point: Point, arm: Arm, repeat: int, seed: int, config
     """Identity of a run: the same inputs give the same id, so a resumed matrix finds it done."""
     key = {
         "scenario": scenario,
-        "point": asdict(point),
+        "point": point.to_dict(),
         "arm": arm.to_dict(),
         "repeat": repeat,
         "seed": seed,

@@ -52,30 +52,16 @@ def ack_rate_series(
     return [round(i * bin_s, 3) for i in range(n_bins)], [float(c / bin_s) for c in counts]
 
 
-def avoidable_pure_acks(
-    segments: Sequence[TcpSegment], receiver: tuple[str, int], sender: str, within_s: float = 0.04
-) -> tuple[int, int]:
-    """Shang and Wills: pure ACKs the data receiver (address, port: one connection) sent to
-    ``sender`` that its own data on that connection could have carried. A pure ACK counts when the
-    receiver sent a data segment on the same connection within ``within_s`` after it (TCP's usual
-    delayed-ACK budget) acknowledging at least as much: holding the ACK that long would have let
-    the data carry it. Returns (avoidable, all pure ACKs on the connection)."""
-    host, port = receiver
-    ordered = sorted(
-        (s for s in segments if s.src == host and s.sport == port and s.dst == sender), key=lambda s: s.time
-    )
-    avoidable = total = 0
-    for i, seg in enumerate(ordered):
-        if not seg.is_pure_ack:
-            continue
-        total += 1
-        for later in ordered[i + 1 :]:
-            if later.time - seg.time > within_s:
-                break
-            if later.payload_len > 0 and (later.ack - seg.ack) % 2**32 < 2**31:
-                avoidable += 1
-                break
-    return avoidable, total
+def packets_each_way(segments: Iterable[TcpSegment], a: str, b: str) -> tuple[int, int]:
+    """TCP segments from address ``a`` to ``b`` and from ``b`` to ``a``: every packet of their
+    connections (data, pure ACKs, SYN, FIN), Shang and Wills' count of packets per direction."""
+    forward = backward = 0
+    for seg in segments:
+        if seg.src == a and seg.dst == b:
+            forward += 1
+        elif seg.src == b and seg.dst == a:
+            backward += 1
+    return forward, backward
 
 
 CwndSample = tuple[float, int, int | None]  # time, cwnd, ssthresh (None: not set yet) from ss

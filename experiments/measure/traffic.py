@@ -3,6 +3,7 @@
 - ``Transfer``: a fixed-size transfer (experiments/measure/transfer.py) between two hosts, byte-exact.
 - ``iperf3_bulk``: a timed bulk TCP flow with iperf3.
 - ``OnOffUdp``: on-off UDP cross traffic (experiments/measure/onoff.py).
+- ``run_piggyback``: Shang and Wills' piggyback, 1Con and 2Con runs (experiments/measure/piggyback.py).
 - ``Capture``: tcpdump on an interface, summarised per flow direction by pcapstats.
 - ``TcpSampler``: cwnd/RTT samples (``ss -ti``) and retransmission/RTO counters (``nstat``) of a
   sending host.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.experiments.measure.pcapstats import DirectionStats, direction_stats
+from ackwise.experiments.measure.piggyback import PiggybackResult, summarize
 
 PYTHON = sys.executable
 
@@ -326,6 +328,58 @@ def run_transfer_streams(
     finally:
         for t in running.values():
             t.kill()
+
+
+# ---- Shang and Wills' piggyback experiment ----
+
+
+def run_piggyback(
+    server: Any,
+    client: Any,
+    mode: str,
+    size_bytes: int,
+    write_bytes: int = 0,
+    seed: int = 1,
+    port: int = 5001,
+    timeout_s: float = 300,
+) -> PiggybackResult:
+    """One run of experiments/measure/piggyback.py: the client (the data receiver, listening on
+    ``port``) on ``client``, the server (the data sender) on ``server``. Raises TrafficError when
+    a byte did not arrive as sent."""
+    module = "ackwise.experiments.measure.piggyback"
+    common = ["--mode", mode, "--size", str(size_bytes), "--seed", str(seed), "--timeout", str(timeout_s)]
+    receiving = client.popen(
+        [PYTHON, "-m", module, "client", "--port", str(port), "--write-bytes", str(write_bytes), *common],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sending = server.popen(
+        [PYTHON, "-m", module, "server", "--host", client.IP(), "--port", str(port), *common],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        server_out, server_err = sending.communicate(timeout=timeout_s + 10)
+        client_out, client_err = receiving.communicate(timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        raise TrafficError(
+            f"piggyback {mode} {server.name} -> {client.name} timed out after {timeout_s:g} s"
+        ) from exc
+    finally:
+        for proc in (sending, receiving):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    result = summarize(
+        _json_line(server_out + server_err, f"piggyback server on {server.name}"),
+        _json_line(client_out + client_err, f"piggyback client on {client.name}"),
+        size_bytes,
+    )
+    if not result.byte_exact:
+        raise TrafficError(f"piggyback {mode} {server.name} <-> {client.name}: " + "; ".join(result.problems))
+    return result
 
 
 # ---- iperf3 ----
