@@ -20,13 +20,13 @@ RESULTS := $(BUILD)/test-results
 P4_PROGRAMS := $(wildcard p4src/*.p4)
 P4_JSON := $(patsubst p4src/%.p4,$(BUILD)/%.json,$(P4_PROGRAMS))
 P4_INCLUDES := $(wildcard p4src/include/*.p4)
-PY_SOURCES := $(wildcard control-plane ptf-tests tools topologies hosts experiments integration-tests)
+PY_SOURCES := $(wildcard control-plane ptf-tests tools topologies hosts experiments integration-tests validation)
 
 CC ?= cc
 # What the test targets run (the defaults: everything); e.g. INTEGRATION_TESTS=integration-tests/test_linkem.py
 INTEGRATION_TESTS ?= integration-tests
 PTF_ARGS ?=
-.PHONY: help deps build constants demo bench experiments fuzz test unit ptf integration lint format clean check-toolchain check-venv
+.PHONY: help deps build constants demo bench experiments fuzz test unit ptf integration lint format clean check-toolchain check-venv validate check-results
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -45,15 +45,34 @@ $(BUILD)/%.json: p4src/%.p4 $(P4_INCLUDES) | check-toolchain
 constants: check-venv ## regenerate control-plane/ackwise/twins/p4names.py (every P4 constant, enum and @name) from p4src
 	@$(PY) tools/gen_p4names.py
 
-$(BUILD)/linkem: topologies/linkem/linkem.c
+$(BUILD)/linkem: topologies/linkem/linkem.c topologies/linkem/medium.c topologies/linkem/medium.h
 	@mkdir -p $(BUILD)
-	$(CC) -O2 -Wall -Wextra -Werror -std=c11 -o $@ $<
+	$(CC) -O2 -Wall -Wextra -Werror -std=c11 -o $@ topologies/linkem/linkem.c topologies/linkem/medium.c -lm
+
+# The ns-3 validation of the 802.11 medium model (validation/run.py; docs/testbed.md). ns-3 is
+# installed here, not by make deps: only this target uses it, and it is hundreds of megabytes that
+# a machine which only runs the test bed does not need. Offline; not part of make test.
+NS3_MODULES := ns3-wifi ns3-applications ns3-internet ns3-mobility ns3-network ns3-core
+NS3_DEBIAN := ns3 libns3-dev libgsl-dev pkg-config
+
+$(BUILD)/wifi_validation: validation/ns3/wifi_validation.cc
+	@pkg-config --exists $(NS3_MODULES) || { echo "validate: installing $(NS3_DEBIAN) (ns-3 3.37)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	  $(NS3_DEBIAN) >/dev/null; }
+	@mkdir -p $(BUILD)
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror -o $@ $< -Wl,--no-as-needed $$(pkg-config --cflags --libs $(NS3_MODULES))
+
+validate: check-venv $(BUILD)/linkem $(BUILD)/wifi_validation ## the 802.11 medium model against ns-3 3.37 (installs it if missing), table into docs/testbed.md (~5 min)
+	@$(PY) validation/run.py --write-docs
 
 demo: check-toolchain check-venv build ## the comparison in miniature: one transfer, nothing on vs a host vs a switch policy (root, <1 min)
 	@$(VENV)/bin/ackwise demo
 
 experiments: check-toolchain check-venv build ## every scenario's default matrix (about 2 h; QUICK=1: about 15 min; CONFIRM=1: then each one's confirmation pass), reports, docs/results.md (root)
 	@$(PY) -m ackwise.experiments.harness.all --write-docs $(if $(QUICK),--quick) $(if $(CONFIRM),--confirm)
+
+check-results: check-venv ## recompute docs/results.md's headline table and each docs/results/*/report.md from the published records; fail on any difference (~10 s)
+	@$(PY) -m ackwise.experiments.harness.all --check
 
 bench: check-toolchain check-venv build ## throughput (highest rate with at most 1 % lost, by bisection) and instructions per packet (callgrind, and where they go by bmv2 function) through simple_switch per ACK policy vs forwarding only and a minimal thinning yardstick; writes docs/performance.md (root, ~30 min)
 	@$(PY) -m ackwise.experiments.stress.bench --write-docs

@@ -20,6 +20,7 @@ from ackwise.topologies.bmv2 import BMv2Switch
 from ackwise.topologies.hosts import AckwiseHost
 from ackwise.topologies.links import LinkEmulator, LinkParams, WirelessMedium
 from ackwise.topologies.tcp_settings import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, MAX_INITCWND
+from ackwise.topologies.timescale import TimeScale
 from ackwise.topologies.wireless import PRESETS
 from ackwise.topologies.wireless import preset as wireless_preset
 from ackwise.twins.policies import MSS_BYTES
@@ -90,7 +91,7 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "initcwnd": Bound(0, MAX_INITCWND, "segments, the senders' initial window; 0: Linux's default (10)"),
     "backend": Bound(choices=("auto", "netem", "linkem")),
     "preset": Bound(choices=tuple(PRESETS)),
-    "scale": Bound(0.01, 1000, "times real airtime"),
+    "scale": Bound(0.01, 1000, "times real time: the medium and every wired link (timescale.py)"),
     "proxy_budget_bytes": Bound(1, 2**32 - 1, "bytes"),
 }
 
@@ -357,7 +358,12 @@ class Wlan(AckwiseTopo):
     With ``proxy=True`` the AP runs ap_proxy with its repair agent on a CPU port (``agent=False``
     leaves the agent out: the proxy then never spoofs). The per-station budget defaults to half
     the AP's share of the medium's buffer: with every station busy, what the proxy lets the
-    sender put in flight still fits the AP's queue (docs/ap-proxy.md)."""
+    sender put in flight still fits the AP's queue (docs/ap-proxy.md).
+
+    ``scale`` is the time scale k of the whole topology (timescale.py): the medium's every duration
+    and the wired link's delay are multiplied by it and the wired rate divided by it, so
+    ``wired_delay_ms`` and ``wired_rate_mbps`` are the real network's and the BDP in packets is
+    too."""
 
     AP_CPU_PORT = 100
 
@@ -397,7 +403,10 @@ class Wlan(AckwiseTopo):
                 "ap", "e1", "air", self.AP_CPU_PORT, stations, proxy_budget_bytes, agent
             )
         ap = self.bmv2("ap", program, log_dir, cpu_port=self.AP_CPU_PORT if proxy else None)
-        wired = LinkParams(_mbps(wired_rate_mbps), wired_delay_ms, 0.0, wired_buffer_pkts)
+        k = TimeScale(scale)
+        wired = LinkParams(
+            _mbps(k.rate_mbps(wired_rate_mbps)), k.delay_ms(wired_delay_ms), 0.0, wired_buffer_pkts
+        )
         self.wire("e1", srv, ap, wired, wired, backend)
         hops = [(2 * k - 1, 2 * k) for k in range(1, n_stations + 1)]
         self.addSwitch(
@@ -417,7 +426,7 @@ class Wlan(AckwiseTopo):
 
 class Chain(AckwiseTopo):
     """A multihop line src -- r1 -- ... -- dst, every hop over the same shared medium; the relays
-    are bmv2 switches."""
+    are bmv2 switches. ``scale``: the time scale of the medium (it has no wired link)."""
 
     def build(
         self,

@@ -29,7 +29,7 @@ from mininet.node import Switch
 from ackwise.bmv2.toolchain import BUILD_DIR
 from ackwise.netdev import add_netns, delete_netns, disable_ipv6, set_offloads_off
 from ackwise.processes import stop_process
-from ackwise.topologies.wireless import MAC_BYTES_BEYOND_ETHERNET, WirelessPreset
+from ackwise.topologies.wireless import WirelessPreset
 
 LINKEM_ENV = "ACKWISE_LINKEM"
 BACKENDS = ("auto", "netem", "linkem")
@@ -329,8 +329,9 @@ class WirelessMedium(RootNode):
     """One half-duplex medium shared by every transmitter linked to it.
 
     ``hops`` lists pairs of this node's port numbers: a frame entering on one port of a pair
-    leaves on the other. Each frame is queued for the transmitter it came from (the node on the
-    other end of the link it arrived on) and sent when the medium serves that transmitter.
+    leaves on the other. Each frame is queued at the transmitter it came from (the node on the
+    other end of the link it arrived on) for the receiver at the far end of the pair; linkem's
+    medium model (medium.c) decides when it is sent, whether it collides, and when it arrives.
     """
 
     def __init__(
@@ -362,18 +363,14 @@ class WirelessMedium(RootNode):
         return intf.name, other.node.name
 
     def start(self, controllers: Any) -> None:
-        p = self.preset
-        lines = [
-            f"medium {self.name} phy_bps={p.phy_rate_bps:.0f} overhead_ns={p.overhead_us * 1000:.0f} "
-            f"mac_bytes={MAC_BYTES_BEYOND_ETHERNET} scale={p.scale:g} loss={self.loss:g} "
-            f"limit_pkts={self.limit_pkts}"
-        ]
+        # Every 802.11 parameter comes from the table (wireless.py); the model is medium.c's.
+        lines = [f"medium {self.name} {self.preset.linkem_medium_args(self.loss, self.limit_pkts)}"]
         for port_a, port_b in self.hops:
             (intf_a, node_a), (intf_b, node_b) = self._peer(port_a), self._peer(port_b)
             for intf in (intf_a, intf_b):
                 prepare_root_intf(intf)
-            lines.append(f"air {intf_a} {intf_b} {self.name} {node_a}")
-            lines.append(f"air {intf_b} {intf_a} {self.name} {node_b}")
+            lines.append(f"air {intf_a} {intf_b} {self.name} {node_a} {node_b}")
+            lines.append(f"air {intf_b} {intf_a} {self.name} {node_b} {node_a}")
         self.linkem = LinkemProcess(self.name, lines)
 
     def stats(self) -> dict[str, Any]:
@@ -392,5 +389,4 @@ class WirelessMedium(RootNode):
             "preset": asdict(self.preset),
             "loss": self.loss,
             "limit_pkts": self.limit_pkts,
-            "overhead_us": self.preset.overhead_us,
         }

@@ -68,7 +68,7 @@ def test_a_build_or_a_sender_that_differs_is_named() -> None:
     assert "bmv2_builds" in difference and records[1].run_id in difference
     records = [record(0, 1, 0, 5.0), record(0, 1, 1, 5.0, hosts__h1__tcp_congestion_control="bbr")]
     (difference,) = provenance_differences(records)
-    assert difference.startswith(f"arm {ARMS[1].label()}") and '"cubic" vs "bbr"' in difference
+    assert difference.startswith(f"arm {ARMS[1].label()}") and '"cubic" -> "bbr"' in difference
     # A sender setting may differ between arms (a scenario may set each arm's sender): not a mix.
     assert provenance_differences([record(0, 0, 0, 5.0), record(0, 1, 0, 5.0, hosts__h1__tcp_sack="0")]) == []
 

@@ -5,24 +5,24 @@ docs/results.md and each scenario's report, figures and records copied under doc
 
     python -m ackwise.experiments.harness.all [--quick] [--confirm] [--only asymmetric,wlan]
         [--write-docs] [--report-only]
+    python -m ackwise.experiments.harness.all --check
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
+import difflib
+import re
 import shutil
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 from ackwise.bmv2.toolchain import REPO_ROOT
-from ackwise.experiments.harness.report import build_report, write_report
+from ackwise.experiments.harness.report import MARKDOWN_FILE, build_report, write_report
 from ackwise.experiments.harness.scenario import all_scenarios
 from ackwise.experiments.harness.store import ResultStore
-from ackwise.experiments.measure.versions import tool_versions
 
 DOCS = REPO_ROOT / "docs" / "results.md"
 # What docs/results.md links to: each scenario's report.md, figures, manifest and records, copied
@@ -37,19 +37,23 @@ def out_dir(name: str, quick: bool) -> Path:
 
 
 def headline(directories: list[Path], command: str) -> str:
-    """The verdict of every scenario, one table, with where it was measured and how."""
+    """The verdict of every scenario, one table, with where it was measured and how. A function of
+    the records alone (no clock, no machine facts of the process that writes it), so that
+    ``--check`` can recompute it from docs/results/."""
     records = [r for d in directories for r in ResultStore.load(d).all_records()]
     run_hours = sum(r.duration_s for r in records) / 3600
+    days = sorted({r.started_at[:10] for r in records})
+    when = "no runs" if not days else days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
 
     def of_runs(tool: str) -> str:
         """The versions the runs record (not this process's: a report may be written later)."""
-        return ", ".join(sorted({r.versions.get(tool, "?") for r in records})) or tool_versions()[tool]
+        return ", ".join(sorted({r.versions.get(tool, "not recorded") for r in records})) or "no runs"
 
     code = ", ".join(sorted({r.code_version for r in records}))
     lines = [
-        f"Measured {time.strftime('%Y-%m-%d')} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
-        "of runs, test bed set-up excluded); "
-        f"{platform.node()}: {os.cpu_count()} cores, kernel {of_runs('kernel')}; "
+        f"Measured {when} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
+        "of runs, each from test bed set-up to tear-down); "
+        f"machine: {of_runs('machine')}, kernel {of_runs('kernel')}; "
         f"simple_switch {of_runs('simple_switch')} ({of_runs('bmv2_build')}), p4c {of_runs('p4c')}; "
         "senders' congestion control "
         f"{', '.join(sorted({r.congestion_control() for r in records}))}; runs made by ackwise at {code}. "
@@ -115,6 +119,55 @@ def write_docs(table: str) -> None:
     DOCS.write_text(text)
 
 
+def _published_block(docs: Path) -> str | None:
+    text = docs.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        return None
+    return text[text.index(START) + len(START) : text.index(END)].strip("\n")
+
+
+def check(docs: Path = DOCS, published: Path = PUBLISHED) -> list[str]:
+    """What docs/results.md and docs/results/ say that their records do not: the headline table
+    recomputed from the published records (in the table's order, every published scenario in it),
+    and each published report.md rebuilt from its records. Empty when everything matches."""
+    block = _published_block(docs)
+    if block is None:
+        return [f"{docs}: no headline table between {START} and {END}"]
+    linked = list(dict.fromkeys(re.findall(r"\(results/([^/)]+)/report\.md\)", block)))
+    on_disk = sorted(d.name for d in published.iterdir() if d.is_dir()) if published.is_dir() else []
+    problems = [
+        f"{published / name}: linked from the table but not published"
+        for name in linked
+        if name not in on_disk
+    ]
+    problems += [
+        f"{published / name}: published but not in the table" for name in on_disk if name not in linked
+    ]
+    if problems:
+        return problems
+    command = re.search(r"with `([^`]+)`", block)
+    expected = headline([published / name for name in linked], command.group(1) if command else "")
+    if expected != block:
+        problems.append("the headline table in docs/results.md is not what docs/results/ gives:")
+        problems += list(
+            difflib.unified_diff(block.splitlines(), expected.splitlines(), "docs", "records", lineterm="")
+        )
+    with tempfile.TemporaryDirectory(prefix="ackwise-check-") as tmp:
+        for name in linked:
+            copy = Path(tmp) / name
+            shutil.copytree(published / name, copy)
+            rebuilt = write_report(copy).markdown.read_text(encoding="utf-8")
+            shown = (published / name / MARKDOWN_FILE).read_text(encoding="utf-8")
+            if rebuilt != shown:
+                problems.append(f"{published / name / MARKDOWN_FILE} is not what its records give:")
+                problems += list(
+                    difflib.unified_diff(
+                        shown.splitlines(), rebuilt.splitlines(), "published", "records", lineterm=""
+                    )
+                )[:40]
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -134,7 +187,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run nothing: report the results directories as they are (e.g. made by another checkout)",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="run nothing: recompute docs/results.md's table and docs/results/*/report.md from the "
+        "published records and fail on any difference",
+    )
     args = parser.parse_args(argv)
+    if args.check:
+        problems = check()
+        for line in problems:
+            print(line, file=sys.stderr)
+        if not problems:
+            print(
+                f"{DOCS.relative_to(REPO_ROOT)}: every headline number and report recomputes "
+                f"from {PUBLISHED.relative_to(REPO_ROOT)}/"
+            )
+        return 1 if problems else 0
     scenarios = all_scenarios()
     if args.only:
         wanted = set(args.only.split(","))

@@ -67,7 +67,6 @@ CSV_DIR = "tables"
 CONFIRM_DIR = "confirm"  # the confirmation pass's results, inside the screening's directory
 CATEGORY_TITLES = {"host": "host", "switch": "switch", "ap": "AP", COMBINED: "combined"}
 _WHERE_ORDER = {BASELINE: 0, **{p: i + 1 for i, p in enumerate(CATEGORIES)}}
-assert COMBINED in CATEGORIES
 
 
 class ReportError(Exception):
@@ -652,7 +651,7 @@ def build_report(
         setup=_setup(scenario, matrix, records),
         points=_points_table(scenario, matrix),
         arms=_arms_table(scenario, matrix),
-        provenance=_provenance(manifest, records, store),
+        provenance=_provenance(manifest, records),
         tools=_tools(records),
         command=str(manifest.get("command") or "(not recorded)"),
         other_commands=[c for c in manifest.get("commands", []) if c != manifest.get("command")],
@@ -731,16 +730,15 @@ def _arms_table(scenario: dict[str, Any], matrix: dict[str, Any]) -> list[tuple[
     ]
 
 
-def _provenance(
-    manifest: dict[str, Any], records: list[RunRecord], store: ResultStore
-) -> list[tuple[str, str]]:
+def _provenance(manifest: dict[str, Any], records: list[RunRecord]) -> list[tuple[str, str]]:
     codes = Counter(r.code_version for r in records)
     manifest_codes = manifest.get("code_versions") or [manifest.get("code_version")]
     rows = [("code version (manifest)", ", ".join(str(c) for c in manifest_codes))]
     if codes:
         rows.append(("code version (runs)", _counted(codes, "run")))
     rows.append(("created", str(manifest.get("created_at", ""))))
-    rows.append(("results directory", str(store.directory)))
+    # No results directory: the report sits in it, and a published copy (docs/results/) must not
+    # name a path of the machine that made it (all.py --check rebuilds it elsewhere).
     return rows
 
 

@@ -699,7 +699,7 @@ def _fill_metrics(
         m["throughput_mbps"] = m["goodput_mbps"]
     if scenario.topology == "wlan":
         medium = link_stats.get("air", {}).get("media", [{}])[0]
-        airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).airtime_us(66)
+        airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).exchange_us(66)
         m["ack_airtime_share"] = airtime_share(counts.pure_acks, airtime_us, int(medium.get("busy_ns", 0)))
     if len(flows) == 1:
         samples = tcp.get(flows[0][0], {}).get("cwnd_samples", [])

@@ -46,6 +46,11 @@ METRICS: dict[str, MetricInfo] = {
     "jain_fairness": MetricInfo("", "higher", "Jain's fairness index over per-flow goodput"),
     "queue_delay_ms": MetricInfo("ms", "lower", "mean queueing delay at the bottleneck"),
     "ack_airtime_share": MetricInfo("", "lower", "share of the medium's airtime taken by ACK frames"),
+    # No longer computed (a scaled count of pure ACKs, none of Shang and Wills' quantities: see the
+    # shang-wills-* scenarios); kept so that the records published before still load and report.
+    "avoidable_pure_acks": MetricInfo(
+        "", "lower", "pure ACKs sent while reverse data on the same connection could have carried them"
+    ),
     "reverse_bytes": MetricInfo("bytes", "", "data the receivers wrote back on their connections"),
     "throughput_mbps": MetricInfo("Mbit/s", "higher", "throughput of the flow (chain)"),
     "down_throughput_kBps": MetricInfo("kB/s", "higher", "download throughput (bytes / transfer time)"),
@@ -195,7 +200,7 @@ class RunRecord:
     status: str  # "ok" or "failed"
     reason: str | None  # why it failed
     started_at: str  # ISO 8601
-    duration_s: float
+    duration_s: float  # the whole run: test bed set-up, traffic, measurement, tear-down
     metrics: dict[str, float | int | None] = field(default_factory=dict)  # keys from METRICS
     flows: list[dict[str, Any]] = field(default_factory=list)  # asdict(FlowResult) per flow
     # Per flow, time series: {"flow": "h1->r1", "t_s": [...], "cwnd": [...]} under "cwnd";

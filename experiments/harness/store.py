@@ -238,7 +238,7 @@ def validate_record(d: Any) -> list[str]:
     return problems
 
 
-def _diff_paths(old: Any, new: Any, path: str = "") -> list[str]:
+def diff_paths(old: Any, new: Any, path: str = "") -> list[str]:
     """Where two JSON values differ, as 'a.b: old -> new'."""
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
@@ -249,7 +249,7 @@ def _diff_paths(old: Any, new: Any, path: str = "") -> list[str]:
             elif key not in new:
                 out.append(f"{sub} removed")
             else:
-                out.extend(_diff_paths(old[key], new[key], sub))
+                out.extend(diff_paths(old[key], new[key], sub))
         return out
     if canonical(old) == canonical(new):
         return []
@@ -353,7 +353,7 @@ class ResultStore:
             "code_versions", []
         ):
             differences.append(f"made by code {stored.get('code_version')}, this is {given['code_version']}")
-        scenario_diffs = _diff_paths(stored.get("scenario"), given["scenario"])
+        scenario_diffs = diff_paths(stored.get("scenario"), given["scenario"])
         if scenario_diffs:
             named = scenario_diffs[:_MAX_DIFFERENCES_NAMED]
             more = len(scenario_diffs) - len(named)
@@ -541,7 +541,7 @@ def merge_shards(directories: Sequence[Path], out: Path) -> ResultStore:
     first = manifests[0]
     problems = []
     for store, m in zip(stores[1:], manifests[1:], strict=True):
-        diffs = _diff_paths(first.get("scenario"), m.get("scenario"))
+        diffs = diff_paths(first.get("scenario"), m.get("scenario"))
         if diffs:
             problems.append(f"{store.directory}: another scenario definition ({', '.join(diffs[:3])})")
         for key in ("seed", "quick"):

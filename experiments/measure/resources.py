@@ -23,6 +23,38 @@ def _process_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # fields 14 and 15 of proc(5)
 
 
+def _thread_cpu_s(pid: int) -> dict[int, float]:
+    """utime + stime of each thread of a process so far, in seconds."""
+    threads = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return {}
+    for task in tasks:
+        try:
+            fields = task.joinpath("stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        threads[int(task.name)] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return threads
+
+
+def _process_schedstat_ns(pid: int) -> tuple[int, int] | None:
+    """(time on a CPU, time runnable but waiting for one) of all the process's threads so far, in
+    ns (/proc/PID/task/*/schedstat); None if it is gone. Waiting is what contention costs it."""
+    on_cpu = waiting = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                ran, waited = task.joinpath("schedstat").read_text().split()[:2]
+            except OSError:
+                continue  # a thread that just ended
+            on_cpu, waiting = on_cpu + int(ran), waiting + int(waited)
+    except OSError:
+        return None
+    return on_cpu, waiting
+
+
 def _machine_jiffies() -> tuple[int, int]:
     """(busy, total) jiffies of every CPU since boot (/proc/stat's first line; idle and iowait
     are not busy)."""
@@ -46,6 +78,8 @@ def _cpu_pressure_us() -> int | None:
 class Snapshot:
     time_s: float
     processes: dict[str, float | None]  # name -> CPU seconds so far
+    sched: dict[str, tuple[int, int] | None]  # name -> (on-CPU ns, waiting ns) so far
+    threads: dict[str, dict[int, float]]  # name -> thread id -> CPU seconds so far
     busy_jiffies: int
     total_jiffies: int
     pressure_us: int | None
@@ -60,6 +94,8 @@ def snapshot(pids: dict[str, int]) -> Snapshot:
     return Snapshot(
         time.monotonic(),
         {name: _process_cpu_s(pid) for name, pid in emulator.items()},
+        {name: _process_schedstat_ns(pid) for name, pid in emulator.items()},
+        {name: _thread_cpu_s(pid) for name, pid in emulator.items()},
         busy,
         total,
         _cpu_pressure_us(),
@@ -76,11 +112,28 @@ def usage(before: Snapshot, after: Snapshot) -> dict[str, Any]:
         end = after.processes.get(name)
         if start is not None and end is not None:
             processes[name] = round((end - start) / elapsed, 3)
+    waits = {}
+    for name, start_ns in before.sched.items():
+        end_ns = after.sched.get(name)
+        if start_ns is not None and end_ns is not None:
+            ran, waited = end_ns[0] - start_ns[0], end_ns[1] - start_ns[1]
+            if ran + waited > 0:
+                waits[name] = round(waited / (ran + waited), 3)
+    busiest = {}
+    for name, start_threads in before.threads.items():
+        end_threads = after.threads.get(name, {})
+        shares = [(end_threads[t] - s) / elapsed for t, s in start_threads.items() if t in end_threads]
+        if shares:
+            busiest[name] = round(max(shares), 3)
     total = after.total_jiffies - before.total_jiffies
     doc: dict[str, Any] = {
         "interval_s": round(elapsed, 3),
         "cpus": after.cpus,
         "emulator_cores": processes,
+        # Of the time each emulator process wanted a CPU, the share it waited for one.
+        "emulator_waiting": waits,
+        # Each process's busiest thread, in cores: a pipeline thread near 1.0 is the bottleneck.
+        "emulator_busiest_thread": busiest,
         "machine_busy": round((after.busy_jiffies - before.busy_jiffies) / total, 3) if total > 0 else None,
         "cpu_pressure": None,
     }

@@ -4,6 +4,7 @@ report carries them."""
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shutil
@@ -61,6 +62,16 @@ def _p4c_version() -> str:
         return "missing"
 
 
+def _machine() -> str:
+    """The cores and memory the measurement had: a figure depends on them (bmv2 is CPU-bound)."""
+    try:
+        mem_kib = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal:"))
+        memory = f", {mem_kib / 2**20:.0f} GiB"
+    except (OSError, StopIteration, ValueError):
+        memory = ""
+    return f"{os.cpu_count()} cores{memory}"
+
+
 def tool_versions() -> dict[str, str]:
     commit = (
         subprocess.run(
@@ -85,6 +96,7 @@ def tool_versions() -> dict[str, str]:
         "bmv2_build": _bmv2_build(),
         "p4c": _p4c_version(),
         "kernel": platform.release(),
+        "machine": _machine(),
         "iperf3": _first_line(["iperf3", "--version"]),
         "mininet": mininet_version,
         "python": platform.python_version(),

@@ -1,4 +1,5 @@
-// linkem: a userspace link emulator for kernels without netem.
+// linkem: a userspace link emulator for kernels without netem, and the 802.11 medium model's
+// virtual-time driver.
 //
 // It reads Ethernet frames from interfaces through AF_PACKET sockets, passes each through the
 // path configured for the interface it arrived on, and writes it out of that path's output
@@ -6,23 +7,47 @@
 //
 //   wire   a one-way wired link: random loss on arrival, a drop-tail queue (limit in packets),
 //          serialisation at a rate, then a propagation delay. Two wires make a full-duplex link.
-//   air    a frame sent over a shared half-duplex medium (802.11-style). Every transmitter has its
-//          own queue; the medium serves the non-empty queues round robin, one frame at a time,
-//          each frame costing airtime = (overhead + (frame + mac_bytes) * 8 / phy_bps) * scale.
-//          Random loss still costs the airtime (the frame was sent, and not received).
+//   air    a frame sent over a shared half-duplex 802.11 medium: medium.c decides when it is sent,
+//          whether it collides or is lost, how it is aggregated and when the receiver gets it
+//          (DCF/EDCA contention, collisions, A-MPDU with Block Ack; medium.h). The medium's
+//          delay_us is added to every delivery.
 //
 // Configuration, one directive per line ('#' starts a comment):
 //
 //   seed N
 //   stats PATH                       (JSON counters written on SIGUSR1 and on exit)
 //   wire IN OUT rate_bps=R delay_us=D loss=P limit_pkts=Q       (R = 0: no rate limit)
-//   medium NAME phy_bps=R overhead_ns=O mac_bytes=B scale=S loss=P limit_pkts=Q delay_us=D
-//   air IN OUT MEDIUM TRANSMITTER
+//   medium NAME key=value...         (every field of struct medium_params, and delay_us; all of
+//                                     them required but loss, limit_pkts, scale and delay_us;
+//                                     topologies/wireless.py writes them from the parameter table)
+//   air IN OUT MEDIUM TRANSMITTER RECEIVER
+//   hears MEDIUM LISTENER TALKER 0|1 (carrier sense; everyone hears everyone by default)
 //
-// Usage: linkem CONFIG (or linkem --version). Prints "ready" on stdout once every socket is bound; exits 0 on SIGTERM or
-// SIGINT after writing the stats. When an interface it serves disappears, or a socket fails for
-// any other reason, it writes the stats, says which interface and why on stderr, and exits 3:
-// a packet socket whose device is gone reports POLLERR on every poll, so carrying on would spin.
+// Virtual time (linkem --virtual CONFIG): no sockets and no clock; the model runs on its own
+// events as fast as it can, from these directives (with seed, medium and hears above):
+//
+//   saturate MEDIUM TX RX len=BYTES          TX always has frames of BYTES for RX
+//   offer MEDIUM TX RX rate_pps=R len=BYTES  frames of BYTES from TX to RX at a constant rate, as a
+//                                            paced sender offers them (queue drops beyond limit_pkts)
+//   reply MEDIUM STATION PEER every=L len=BYTES
+//                                            STATION sends one frame of BYTES to PEER for every
+//                                            L frames it receives from PEER
+//   frame MEDIUM T_US TX RX len=BYTES        one frame offered at T_US (a trace, one per line)
+//   run seconds=S warmup=W                   simulate S seconds, count deliveries after W
+//   events PATH                              one line per PPDU: start_ns tx rx mpdus bytes
+//                                            duration_ns outcome received
+//   deliveries PATH                          one line per frame received: t_ns tx rx n (the
+//                                            frame's number in its pair's offered order)
+//   probe MEDIUM len=BYTES                   report the PPDU duration of one such frame
+//
+// and prints a JSON summary on stdout (per station: what the model counted, and frames and bytes
+// delivered per receiver inside the measured window).
+//
+// Usage: linkem CONFIG | linkem --virtual CONFIG | linkem --version. The real-time mode prints
+// "ready" on stdout once every socket is bound; exits 0 on SIGTERM or SIGINT after writing the
+// stats. When an interface it serves disappears, or a socket fails for any other reason, it writes
+// the stats, says which interface and why on stderr, and exits 3: a packet socket whose device is
+// gone reports POLLERR on every poll, so carrying on would spin.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,23 +66,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "medium.h"
+
 // The link model's version, recorded with every experiment run (its provenance): raise it with
 // any change to what a wire or the medium does to frames, so that runs of two models never mix.
-#define LINKEM_MODEL_VERSION "1 (wire: loss, drop-tail, rate, delay; air: round-robin turns, no contention)"
+#define LINKEM_MODEL_VERSION \
+    "2 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack)"
 
 #define MAX_IFACES 64
 #define MAX_WIRES 64
 #define MAX_MEDIA 8
-#define MAX_TXS 32
 #define FRAME_MAX 65536
-#define NAME_MAX_LEN 32
+#define MAX_RULES 64
 
 struct frame {
     struct frame *next;
     uint64_t arrival_ns;
     uint64_t due_ns;  // wire: end of serialisation, then delivery time; air: delivery time
     int out;          // output interface index into ifaces[]
-    int tx;           // air: the transmitter that sent it
+    int medium, tx, rx;
     uint32_t len;
     unsigned char data[];
 };
@@ -82,30 +109,34 @@ struct wire {
     struct counters c;
 };
 
-struct tx {
-    char name[NAME_MAX_LEN];
-    struct queue q;
-    struct counters c;
+// Virtual time: the traffic rules of one medium.
+struct rule {
+    enum { SATURATE, REPLY, OFFER } kind;
+    int tx, rx;
+    uint32_t len, every, count;
+    uint64_t interval_ns, next_ns;  // OFFER: one frame every interval_ns, the next at next_ns
 };
 
-struct medium {
-    char name[NAME_MAX_LEN];
-    uint64_t phy_bps, overhead_ns, delay_ns;
-    uint32_t mac_bytes, limit;
-    double scale, loss;
-    struct tx txs[MAX_TXS];
-    int n_txs, next_tx;
-    struct frame *on_air;
-    int on_air_tx;
-    int on_air_lost;
-    uint64_t busy_until, busy_total_ns;
-    struct queue delivering;
+struct medium_slot {
+    char name[32];
+    struct medium *model;
+    uint64_t delay_ns;
+    uint32_t limit_pkts;
+    struct counters c[MEDIUM_MAX_STATIONS];  // per transmitter: what reached linkem and left it
+    struct queue delivering;                 // frames received, waiting out delay_ns
+    struct rule rules[MAX_RULES];
+    int n_rules;
+    // virtual time: frames and bytes delivered per transmitter and receiver in the measured window
+    uint64_t win_frames[MEDIUM_MAX_STATIONS][MEDIUM_MAX_STATIONS];
+    uint64_t win_bytes[MEDIUM_MAX_STATIONS][MEDIUM_MAX_STATIONS];
+    uint32_t probe_len[16];
+    int n_probes;
 };
 
 struct route {  // what happens to a frame read on an interface
     int is_air;
-    int wire;            // index into wires[]
-    int medium, tx, out; // for air
+    int wire;              // index into wires[]
+    int medium, tx, rx, out;  // for air
 };
 
 struct iface {
@@ -119,11 +150,29 @@ static struct iface ifaces[MAX_IFACES];
 static int n_ifaces;
 static struct wire wires[MAX_WIRES];
 static int n_wires;
-static struct medium media[MAX_MEDIA];
+static struct medium_slot media[MAX_MEDIA];
 static int n_media;
 static char stats_path[4096];
 static volatile sig_atomic_t stop_requested, stats_requested;
+static uint64_t seed = 1;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+// virtual time
+static double run_seconds, warmup_seconds;
+static uint64_t warmup_ns;
+static FILE *events_out, *deliveries_out;
+// Virtual frames carry only their number in their transmitter-receiver pair's offered order, so
+// that the deliveries can show the order they arrive in.
+struct vframe {
+    uint64_t id;
+};
+static uint64_t offered[MAX_MEDIA][MEDIUM_MAX_STATIONS][MEDIUM_MAX_STATIONS];
+struct trace_frame {
+    uint64_t t_ns;
+    int medium, tx, rx;
+    uint32_t len;
+};
+static struct trace_frame *trace;
+static size_t n_trace, cap_trace;
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -181,20 +230,18 @@ static struct iface *claim_input(const char *name) {
     return in;
 }
 
-static int medium_index(const char *name) {
+static int medium_index(const char *name, int line) {
     for (int i = 0; i < n_media; i++)
         if (strcmp(media[i].name, name) == 0) return i;
-    die("air path names medium %s before it is defined", name);
+    die("line %d names medium %s before it is defined: put its 'medium' line first", line, name);
     return -1;
 }
 
-static int tx_index(struct medium *m, const char *name) {
-    for (int i = 0; i < m->n_txs; i++)
-        if (strcmp(m->txs[i].name, name) == 0) return i;
-    if (m->n_txs == MAX_TXS) die("medium %s: too many transmitters (max %d)", m->name, MAX_TXS);
-    if (strlen(name) >= NAME_MAX_LEN) die("transmitter name too long: %s", name);
-    strcpy(m->txs[m->n_txs].name, name);
-    return m->n_txs++;
+static int station_index(int medium, const char *name, int line) {
+    int i = medium_station(media[medium].model, name);
+    if (i < 0) die("line %d: medium %s: too many stations (max %d) or name too long: %s", line,
+                   media[medium].name, MEDIUM_MAX_STATIONS, name);
+    return i;
 }
 
 // key=value arguments of a directive
@@ -214,21 +261,81 @@ static double kv_num(char **tokens, int n, const char *key, double dflt, int lin
     return d;
 }
 
+// A parameter the medium cannot do without: no default, so that a configuration written for
+// another model version fails here, naming what it lacks, instead of running a different model.
+static double kv_need(char **tokens, int n, const char *key, int line) {
+    if (!kv(tokens, n, key))
+        die("line %d: the medium needs %s= (topologies/wireless.py writes every parameter of the table)",
+            line, key);
+    return kv_num(tokens, n, key, 0, line);
+}
+
+static void parse_medium(char **tokens, int n, int line) {
+    if (n_media == MAX_MEDIA) die("too many media (max %d)", MAX_MEDIA);
+    struct medium_slot *ms = &media[n_media];
+    snprintf(ms->name, sizeof ms->name, "%s", tokens[1]);
+    char **t = tokens + 2;
+    int k = n - 2;
+    struct medium_params p = {
+        .slot_ns = kv_need(t, k, "slot_ns", line),
+        .sifs_ns = kv_need(t, k, "sifs_ns", line),
+        .aifs_ns = kv_need(t, k, "aifs_ns", line),
+        .eifs_extra_ns = kv_need(t, k, "eifs_extra_ns", line),
+        .ack_timeout_ns = kv_need(t, k, "ack_timeout_ns", line),
+        .detect_ns = kv_need(t, k, "detect_ns", line),
+        .cw_min = (uint32_t)kv_need(t, k, "cw_min", line),
+        .cw_max = (uint32_t)kv_need(t, k, "cw_max", line),
+        .retry_limit = (uint32_t)kv_need(t, k, "retry_limit", line),
+        .preamble_ns = kv_need(t, k, "preamble_ns", line),
+        .symbol_ns = kv_need(t, k, "symbol_ns", line),
+        .signal_ext_ns = kv_need(t, k, "signal_ext_ns", line),
+        .bits_per_symbol = (uint32_t)kv_need(t, k, "bits_per_symbol", line),
+        .service_bits = (uint32_t)kv_need(t, k, "service_bits", line),
+        .tail_bits = (uint32_t)kv_need(t, k, "tail_bits", line),
+        .ack_ns = kv_need(t, k, "ack_ns", line),
+        .block_ack_ns = kv_need(t, k, "block_ack_ns", line),
+        .mac_bytes = (uint32_t)kv_need(t, k, "mac_bytes", line),
+        .aggregate = (int)kv_need(t, k, "aggregate", line),
+        .max_ampdu_bytes = (uint32_t)kv_need(t, k, "max_ampdu_bytes", line),
+        .max_mpdus = (uint32_t)kv_need(t, k, "max_mpdus", line),
+        .max_ppdu_ns = kv_need(t, k, "max_ppdu_ns", line),
+        .loss = kv_num(t, k, "loss", 0, line),
+        .limit_pkts = (uint32_t)kv_num(t, k, "limit_pkts", 1000, line),
+        .scale = kv_num(t, k, "scale", 1, line),
+    };
+    ms->delay_ns = (uint64_t)(kv_num(t, k, "delay_us", 0, line) * 1000.0);
+    ms->limit_pkts = p.limit_pkts;
+    const char *err = NULL;
+    ms->model = medium_new(&p, seed + (uint64_t)n_media, &err);
+    if (!ms->model) die("line %d: medium %s: %s", line, ms->name, err);
+    n_media++;
+}
+
+static void add_trace(uint64_t t_ns, int medium, int tx, int rx, uint32_t len) {
+    if (n_trace == cap_trace) {
+        cap_trace = cap_trace ? cap_trace * 2 : 1024;
+        trace = realloc(trace, cap_trace * sizeof *trace);
+        if (!trace) die("out of memory");
+    }
+    trace[n_trace++] = (struct trace_frame){t_ns, medium, tx, rx, len};
+}
+
 static void parse_config(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) die("cannot open %s: %s", path, strerror(errno));
-    char buf[1024];
+    char buf[2048];
     int line = 0;
     while (fgets(buf, sizeof buf, f)) {
         line++;
         char *hash = strchr(buf, '#');
         if (hash) *hash = 0;
-        char *tokens[32];
+        char *tokens[64];
         int n = 0;
-        for (char *t = strtok(buf, " \t\r\n"); t && n < 32; t = strtok(NULL, " \t\r\n")) tokens[n++] = t;
+        for (char *t = strtok(buf, " \t\r\n"); t && n < 64; t = strtok(NULL, " \t\r\n")) tokens[n++] = t;
         if (n == 0) continue;
         if (strcmp(tokens[0], "seed") == 0 && n == 2) {
-            rng_state = strtoull(tokens[1], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
+            seed = strtoull(tokens[1], NULL, 10);
+            rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
         } else if (strcmp(tokens[0], "stats") == 0 && n == 2) {
             snprintf(stats_path, sizeof stats_path, "%s", tokens[1]);
         } else if (strcmp(tokens[0], "wire") == 0 && n >= 3) {
@@ -245,30 +352,70 @@ static void parse_config(const char *path) {
             in->route.is_air = 0;
             in->route.wire = n_wires++;
         } else if (strcmp(tokens[0], "medium") == 0 && n >= 2) {
-            if (n_media == MAX_MEDIA) die("too many media (max %d)", MAX_MEDIA);
-            struct medium *m = &media[n_media++];
-            snprintf(m->name, sizeof m->name, "%s", tokens[1]);
-            m->phy_bps = (uint64_t)kv_num(tokens + 2, n - 2, "phy_bps", 0, line);
-            m->overhead_ns = (uint64_t)kv_num(tokens + 2, n - 2, "overhead_ns", 0, line);
-            m->mac_bytes = (uint32_t)kv_num(tokens + 2, n - 2, "mac_bytes", 0, line);
-            m->scale = kv_num(tokens + 2, n - 2, "scale", 1, line);
-            m->loss = kv_num(tokens + 2, n - 2, "loss", 0, line);
-            m->limit = (uint32_t)kv_num(tokens + 2, n - 2, "limit_pkts", 1000, line);
-            m->delay_ns = (uint64_t)(kv_num(tokens + 2, n - 2, "delay_us", 0, line) * 1000.0);
-            if (m->phy_bps == 0) die("line %d: medium %s needs phy_bps", line, m->name);
-            if (m->loss > 1) die("line %d: loss is a probability (0..1)", line);
-        } else if (strcmp(tokens[0], "air") == 0 && n == 5) {
+            parse_medium(tokens, n, line);
+        } else if (strcmp(tokens[0], "air") == 0 && n == 6) {
             struct iface *in = claim_input(tokens[1]);
             in->route.is_air = 1;
             in->route.out = iface_index(tokens[2]);
-            in->route.medium = medium_index(tokens[3]);
-            in->route.tx = tx_index(&media[in->route.medium], tokens[4]);
+            in->route.medium = medium_index(tokens[3], line);
+            in->route.tx = station_index(in->route.medium, tokens[4], line);
+            in->route.rx = station_index(in->route.medium, tokens[5], line);
+        } else if (strcmp(tokens[0], "air") == 0) {
+            die("line %d: air IN OUT MEDIUM TRANSMITTER RECEIVER (linkem 2 needs the receiver)", line);
+        } else if (strcmp(tokens[0], "hears") == 0 && n == 5) {
+            int m = medium_index(tokens[1], line);
+            int a = station_index(m, tokens[2], line), b = station_index(m, tokens[3], line);
+            medium_set_hears(media[m].model, a, b, atoi(tokens[4]));
+        } else if (strcmp(tokens[0], "saturate") == 0 && n >= 4) {
+            int m = medium_index(tokens[1], line);
+            struct medium_slot *ms = &media[m];
+            if (ms->n_rules == MAX_RULES) die("line %d: too many traffic rules (max %d)", line, MAX_RULES);
+            ms->rules[ms->n_rules++] = (struct rule){.kind = SATURATE, .tx = station_index(m, tokens[2], line),
+                .rx = station_index(m, tokens[3], line), .len = (uint32_t)kv_need(tokens + 4, n - 4, "len", line)};
+        } else if (strcmp(tokens[0], "offer") == 0 && n >= 4) {
+            int m = medium_index(tokens[1], line);
+            struct medium_slot *ms = &media[m];
+            if (ms->n_rules == MAX_RULES) die("line %d: too many traffic rules (max %d)", line, MAX_RULES);
+            double pps = kv_need(tokens + 4, n - 4, "rate_pps", line);
+            if (pps <= 0) die("line %d: rate_pps= must be positive", line);
+            ms->rules[ms->n_rules++] = (struct rule){.kind = OFFER, .tx = station_index(m, tokens[2], line),
+                .rx = station_index(m, tokens[3], line), .len = (uint32_t)kv_need(tokens + 4, n - 4, "len", line),
+                .interval_ns = (uint64_t)(1e9 / pps)};
+        } else if (strcmp(tokens[0], "reply") == 0 && n >= 4) {
+            int m = medium_index(tokens[1], line);
+            struct medium_slot *ms = &media[m];
+            if (ms->n_rules == MAX_RULES) die("line %d: too many traffic rules (max %d)", line, MAX_RULES);
+            uint32_t every = (uint32_t)kv_need(tokens + 4, n - 4, "every", line);
+            if (every < 1) die("line %d: every= must be at least 1", line);
+            ms->rules[ms->n_rules++] = (struct rule){.kind = REPLY, .tx = station_index(m, tokens[2], line),
+                .rx = station_index(m, tokens[3], line), .every = every,
+                .len = (uint32_t)kv_need(tokens + 4, n - 4, "len", line)};
+        } else if (strcmp(tokens[0], "frame") == 0 && n >= 6) {
+            int m = medium_index(tokens[1], line);
+            char *end;
+            double t_us = strtod(tokens[2], &end);
+            if (*end || t_us < 0) die("line %d: frame time %s is not a non-negative number of us", line, tokens[2]);
+            add_trace((uint64_t)(t_us * 1000.0), m, station_index(m, tokens[3], line),
+                      station_index(m, tokens[4], line), (uint32_t)kv_need(tokens + 5, n - 5, "len", line));
+        } else if (strcmp(tokens[0], "run") == 0 && n >= 2) {
+            run_seconds = kv_need(tokens + 1, n - 1, "seconds", line);
+            warmup_seconds = kv_num(tokens + 1, n - 1, "warmup", 0, line);
+            if (warmup_seconds >= run_seconds) die("line %d: warmup must be shorter than the run", line);
+        } else if (strcmp(tokens[0], "deliveries") == 0 && n == 2) {
+            deliveries_out = fopen(tokens[1], "w");
+            if (!deliveries_out) die("cannot write %s: %s", tokens[1], strerror(errno));
+        } else if (strcmp(tokens[0], "events") == 0 && n == 2) {
+            events_out = fopen(tokens[1], "w");
+            if (!events_out) die("cannot write %s: %s", tokens[1], strerror(errno));
+        } else if (strcmp(tokens[0], "probe") == 0 && n == 3) {
+            struct medium_slot *ms = &media[medium_index(tokens[1], line)];
+            if (ms->n_probes == 16) die("line %d: at most 16 probes per medium", line);
+            ms->probe_len[ms->n_probes++] = (uint32_t)kv_need(tokens + 2, n - 2, "len", line);
         } else {
             die("%s line %d: cannot read '%s'", path, line, tokens[0]);
         }
     }
     fclose(f);
-    if (n_ifaces == 0) die("%s configures no path", path);
 }
 
 static void open_socket(struct iface *ifc) {
@@ -334,6 +481,27 @@ static void transmit(struct frame *f, struct counters *c, uint64_t now) {
     free(f);
 }
 
+// The medium's decisions, in real time: a received frame waits out the medium's delay, then leaves.
+static void rt_deliver(void *ctx, int tx, int rx, void *frame, uint32_t len, uint64_t t_ns) {
+    (void)tx, (void)rx, (void)len;
+    struct medium_slot *ms = ctx;
+    struct frame *f = frame;
+    f->due_ns = t_ns + ms->delay_ns;
+    push(&ms->delivering, f);
+}
+
+static void rt_drop(void *ctx, int tx, int rx, void *frame, uint32_t len, enum medium_drop_reason why, uint64_t t_ns) {
+    (void)rx, (void)len, (void)t_ns;
+    struct medium_slot *ms = ctx;
+    if (why == MEDIUM_DROP_RETRY_LIMIT) ms->c[tx].loss_drops++;
+    else ms->c[tx].queue_drops++;
+    free(frame);
+}
+
+static struct medium_hooks rt_hooks(struct medium_slot *ms) {
+    return (struct medium_hooks){.ctx = ms, .deliver = rt_deliver, .drop = rt_drop};
+}
+
 static void admit(struct iface *in, struct frame *f) {
     struct route *r = &in->route;
     if (!r->is_air) {
@@ -349,20 +517,19 @@ static void admit(struct iface *in, struct frame *f) {
         f->due_ns = w->busy_until;
         push(&w->serialising, f);
     } else {
-        struct medium *m = &media[r->medium];
-        struct tx *t = &m->txs[r->tx];
-        t->c.rx++;
-        t->c.rx_bytes += f->len;
+        struct medium_slot *ms = &media[r->medium];
+        ms->c[r->tx].rx++;
+        ms->c[r->tx].rx_bytes += f->len;
         f->out = r->out;
+        f->medium = r->medium;
         f->tx = r->tx;
-        if (t->q.count >= m->limit) { t->c.queue_drops++; free(f); return; }
-        push(&t->q, f);
+        f->rx = r->rx;
+        struct medium_hooks h = rt_hooks(ms);
+        // The model first catches up to the frame's arrival, so that it decides in model time
+        // whatever was due before it, however late this loop woke.
+        medium_run(ms->model, f->arrival_ns, &h);
+        medium_enqueue(ms->model, f->arrival_ns, r->tx, r->rx, f->len, f, &h);
     }
-}
-
-static uint64_t airtime_ns(const struct medium *m, uint32_t len) {
-    double bits = (double)(len + m->mac_bytes) * 8.0;
-    return (uint64_t)(((double)m->overhead_ns + bits * 1e9 / (double)m->phy_bps) * m->scale);
 }
 
 // Advance every path to `now`; return the next time anything is due (UINT64_MAX: nothing).
@@ -380,44 +547,16 @@ static uint64_t run_due(uint64_t now) {
         if (w->propagating.head && w->propagating.head->due_ns < next) next = w->propagating.head->due_ns;
     }
     for (int i = 0; i < n_media; i++) {
-        struct medium *m = &media[i];
-        for (;;) {
-            if (m->on_air) {
-                if (m->busy_until > now) break;
-                struct frame *f = m->on_air;
-                struct tx *t = &m->txs[m->on_air_tx];
-                m->on_air = NULL;
-                if (m->on_air_lost) {
-                    t->c.loss_drops++;
-                    free(f);
-                } else {
-                    f->due_ns = m->busy_until + m->delay_ns;
-                    push(&m->delivering, f);
-                }
-            }
-            // Round robin over the transmitters with something queued: DCF's per-frame fairness.
-            int chosen = -1;
-            for (int k = 0; k < m->n_txs; k++) {
-                int j = (m->next_tx + k) % m->n_txs;
-                if (m->txs[j].q.head) { chosen = j; break; }
-            }
-            if (chosen < 0) break;
-            struct frame *f = pop(&m->txs[chosen].q);
-            uint64_t start = f->arrival_ns > m->busy_until ? f->arrival_ns : m->busy_until;
-            uint64_t air = airtime_ns(m, f->len);
-            m->on_air = f;
-            m->on_air_tx = chosen;
-            m->on_air_lost = m->loss > 0 && uniform01() < m->loss;
-            m->busy_until = start + air;
-            m->busy_total_ns += air;
-            m->next_tx = (chosen + 1) % m->n_txs;
+        struct medium_slot *ms = &media[i];
+        struct medium_hooks h = rt_hooks(ms);
+        medium_run(ms->model, now, &h);
+        while (ms->delivering.head && ms->delivering.head->due_ns <= now) {
+            struct frame *f = pop(&ms->delivering);
+            transmit(f, &ms->c[f->tx], now);
         }
-        while (m->delivering.head && m->delivering.head->due_ns <= now) {
-            struct frame *f = pop(&m->delivering);
-            transmit(f, &m->txs[f->tx].c, now);
-        }
-        if (m->on_air && m->busy_until < next) next = m->busy_until;
-        if (m->delivering.head && m->delivering.head->due_ns < next) next = m->delivering.head->due_ns;
+        uint64_t due = medium_next_event(ms->model);
+        if (due < next) next = due;
+        if (ms->delivering.head && ms->delivering.head->due_ns < next) next = ms->delivering.head->due_ns;
     }
     return next;
 }
@@ -430,13 +569,28 @@ static void write_counters(FILE *f, const struct counters *c) {
             (unsigned long long)c->delivered_bytes, (unsigned long long)c->send_errors);
 }
 
+static void write_model_stats(FILE *f, const struct medium_station_stats *a, const struct medium_station_stats *b) {
+    // b - a: the counters over a window (a = NULL: since the start)
+    static const struct medium_station_stats zero;
+    if (!a) a = &zero;
+#define D(field) (unsigned long long)(b->field - a->field)
+    fprintf(f, "\"enqueued\": %llu, \"queue_drops\": %llu, \"retry_drops\": %llu, \"delivered\": %llu, "
+               "\"delivered_bytes\": %llu, \"ppdus\": %llu, \"ppdus_ok\": %llu, \"ppdus_collided\": %llu, "
+               "\"ppdus_lost\": %llu, \"mpdus_sent\": %llu, \"mpdus_lost\": %llu, \"retransmissions\": %llu, "
+               "\"airtime_ns\": %llu, \"max_mpdus\": %u, \"max_ampdu_bytes\": %u, \"max_ppdu_ns\": %llu",
+            D(enqueued), D(queue_drops), D(retry_drops), D(delivered), D(delivered_bytes), D(ppdus), D(ppdus_ok),
+            D(ppdus_collided), D(ppdus_lost), D(mpdus_sent), D(mpdus_lost), D(retransmissions), D(airtime_ns),
+            b->max_mpdus, b->max_ampdu_bytes, (unsigned long long)b->max_ppdu_ns);
+#undef D
+}
+
 static void write_stats(void) {
     if (!stats_path[0]) return;
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", stats_path);
     FILE *f = fopen(tmp, "w");
     if (!f) return;
-    fprintf(f, "{\"wires\": [");
+    fprintf(f, "{\"model\": \"%s\", \"wires\": [", LINKEM_MODEL_VERSION);
     for (int i = 0; i < n_wires; i++) {
         fprintf(f, "%s{\"in\": \"%s\", \"out\": \"%s\", \"queued\": %u, ", i ? ", " : "", ifaces[wires[i].in].name,
                 ifaces[wires[i].out].name, wires[i].serialising.count);
@@ -445,13 +599,16 @@ static void write_stats(void) {
     }
     fprintf(f, "], \"media\": [");
     for (int i = 0; i < n_media; i++) {
-        struct medium *m = &media[i];
-        fprintf(f, "%s{\"name\": \"%s\", \"busy_ns\": %llu, \"transmitters\": [", i ? ", " : "", m->name,
-                (unsigned long long)m->busy_total_ns);
-        for (int j = 0; j < m->n_txs; j++) {
-            fprintf(f, "%s{\"name\": \"%s\", \"queued\": %u, ", j ? ", " : "", m->txs[j].name, m->txs[j].q.count);
-            write_counters(f, &m->txs[j].c);
-            fputc('}', f);
+        struct medium_slot *ms = &media[i];
+        fprintf(f, "%s{\"name\": \"%s\", \"busy_ns\": %llu, \"transmitters\": [", i ? ", " : "", ms->name,
+                (unsigned long long)medium_busy_ns(ms->model));
+        for (int j = 0; j < medium_stations(ms->model); j++) {
+            fprintf(f, "%s{\"name\": \"%s\", \"queued\": %u, ", j ? ", " : "", medium_station_name(ms->model, j),
+                    medium_queued(ms->model, j));
+            write_counters(f, &ms->c[j]);
+            fprintf(f, ", \"model\": {");
+            write_model_stats(f, NULL, medium_stats(ms->model, j));
+            fprintf(f, "}}");
         }
         fprintf(f, "]}");
     }
@@ -465,6 +622,177 @@ static void write_stats(void) {
     rename(tmp, stats_path);
 }
 
+// ---- virtual time ----
+
+struct reply_due {
+    int medium, tx, rx;
+    uint32_t len;
+};
+static struct reply_due *replies;
+static size_t n_replies, cap_replies;
+
+static void v_ppdu(void *ctx, int tx, int rx, uint32_t mpdus, uint32_t bytes, uint64_t start_ns, uint64_t dur_ns,
+                   enum medium_outcome outcome, uint32_t received);
+
+static void v_deliver(void *ctx, int tx, int rx, void *frame, uint32_t len, uint64_t t_ns) {
+    struct medium_slot *ms = ctx;
+    struct vframe *vf = frame;
+    if (deliveries_out)
+        fprintf(deliveries_out, "%llu %s %s %llu\n", (unsigned long long)t_ns, medium_station_name(ms->model, tx),
+                medium_station_name(ms->model, rx), (unsigned long long)vf->id);
+    free(vf);
+    if (t_ns >= warmup_ns) {
+        ms->win_frames[tx][rx]++;
+        ms->win_bytes[tx][rx] += len;
+    }
+    for (int k = 0; k < ms->n_rules; k++) {
+        struct rule *r = &ms->rules[k];
+        if (r->kind != REPLY || r->tx != rx || r->rx != tx || ++r->count % r->every) continue;
+        // Enqueued once the model has finished this step: the hooks run inside medium_run.
+        if (n_replies == cap_replies) {
+            cap_replies = cap_replies ? cap_replies * 2 : 64;
+            replies = realloc(replies, cap_replies * sizeof *replies);
+            if (!replies) die("out of memory");
+        }
+        replies[n_replies++] = (struct reply_due){(int)(ms - media), r->tx, r->rx, r->len};
+    }
+}
+
+static void v_drop(void *ctx, int tx, int rx, void *frame, uint32_t len, enum medium_drop_reason why, uint64_t t_ns) {
+    (void)ctx, (void)tx, (void)rx, (void)len, (void)why, (void)t_ns;
+    free(frame);
+}
+
+static void v_enqueue(int medium, uint64_t t, int tx, int rx, uint32_t len) {
+    struct medium_slot *ms = &media[medium];
+    struct medium_hooks h = {.ctx = ms, .deliver = v_deliver, .drop = v_drop, .ppdu = v_ppdu};
+    struct vframe *vf = malloc(sizeof *vf);
+    if (!vf) die("out of memory");
+    vf->id = offered[medium][tx][rx]++;
+    medium_enqueue(ms->model, t, tx, rx, len, vf, &h);
+}
+
+static void v_ppdu(void *ctx, int tx, int rx, uint32_t mpdus, uint32_t bytes, uint64_t start_ns, uint64_t dur_ns,
+                   enum medium_outcome outcome, uint32_t received) {
+    static const char *names[] = {"ok", "partial", "collided", "lost"};
+    struct medium_slot *ms = ctx;
+    if (events_out)
+        fprintf(events_out, "%llu %s %s %u %u %llu %s %u\n", (unsigned long long)start_ns,
+                medium_station_name(ms->model, tx), medium_station_name(ms->model, rx), mpdus, bytes,
+                (unsigned long long)dur_ns, names[outcome], received);
+}
+
+static int by_time(const void *a, const void *b) {
+    const struct trace_frame *x = a, *y = b;
+    return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
+}
+
+static void top_up(uint64_t t) {
+    // Saturated transmitters: a full queue, always (limit_pkts frames). A transmitter with several
+    // saturate rules gets their frames in turn: the rule after the one that filled the last slot
+    // goes first, so that no receiver's share depends on the order of the rules.
+    static int next_rule[MAX_MEDIA];
+    for (int i = 0; i < n_media; i++) {
+        struct medium_slot *ms = &media[i];
+        for (int progress = 1; progress;) {
+            progress = 0;
+            for (int j = 0; j < ms->n_rules; j++) {
+                int k = (next_rule[i] + j) % ms->n_rules;
+                struct rule *r = &ms->rules[k];
+                if (r->kind != SATURATE || medium_queued(ms->model, r->tx) >= ms->limit_pkts) continue;
+                v_enqueue(i, t, r->tx, r->rx, r->len);
+                next_rule[i] = (k + 1) % ms->n_rules;
+                progress = 1;
+            }
+        }
+    }
+}
+
+static int run_virtual(void) {
+    if (run_seconds <= 0) die("--virtual needs a 'run seconds=S' line");
+    uint64_t end_ns = (uint64_t)(run_seconds * 1e9);
+    warmup_ns = (uint64_t)(warmup_seconds * 1e9);
+    qsort(trace, n_trace, sizeof *trace, by_time);
+    struct medium_station_stats snap[MAX_MEDIA][MEDIUM_MAX_STATIONS];
+    uint64_t busy_snap[MAX_MEDIA] = {0};
+    int snapped = warmup_ns == 0;
+    memset(snap, 0, sizeof snap);
+    size_t ti = 0;
+    top_up(0);
+    for (;;) {
+        uint64_t t = UINT64_MAX;
+        for (int i = 0; i < n_media; i++) {
+            uint64_t e = medium_next_event(media[i].model);
+            if (e < t) t = e;
+        }
+        if (ti < n_trace && trace[ti].t_ns < t) t = trace[ti].t_ns;
+        for (int i = 0; i < n_media; i++)
+            for (int k = 0; k < media[i].n_rules; k++)
+                if (media[i].rules[k].kind == OFFER && media[i].rules[k].next_ns < t) t = media[i].rules[k].next_ns;
+        if (t == UINT64_MAX || t > end_ns) break;
+        if (!snapped && t >= warmup_ns) {
+            for (int i = 0; i < n_media; i++) {
+                for (int j = 0; j < medium_stations(media[i].model); j++) snap[i][j] = *medium_stats(media[i].model, j);
+                busy_snap[i] = medium_busy_ns(media[i].model);
+            }
+            snapped = 1;
+        }
+        for (int i = 0; i < n_media; i++) {
+            struct medium_hooks h = {.ctx = &media[i], .deliver = v_deliver, .drop = v_drop, .ppdu = v_ppdu};
+            medium_run(media[i].model, t, &h);
+        }
+        for (; ti < n_trace && trace[ti].t_ns <= t; ti++) {
+            struct trace_frame *f = &trace[ti];
+            v_enqueue(f->medium, f->t_ns, f->tx, f->rx, f->len);
+        }
+        for (size_t k = 0; k < n_replies; k++) v_enqueue(replies[k].medium, t, replies[k].tx, replies[k].rx, replies[k].len);
+        for (int i = 0; i < n_media; i++)
+            for (int k = 0; k < media[i].n_rules; k++) {
+                struct rule *r = &media[i].rules[k];
+                for (; r->kind == OFFER && r->next_ns <= t; r->next_ns += r->interval_ns) v_enqueue(i, t, r->tx, r->rx, r->len);
+            }
+        n_replies = 0;
+        top_up(t);
+    }
+    double window_s = run_seconds - warmup_seconds;
+    printf("{\"model\": \"%s\", \"seconds\": %g, \"warmup\": %g, \"media\": [", LINKEM_MODEL_VERSION, run_seconds,
+           warmup_seconds);
+    for (int i = 0; i < n_media; i++) {
+        struct medium_slot *ms = &media[i];
+        uint64_t busy = medium_busy_ns(ms->model) - busy_snap[i];
+        printf("%s{\"name\": \"%s\", \"busy_ns\": %llu, \"busy_share\": %.6f, \"probes\": [", i ? ", " : "", ms->name,
+               (unsigned long long)busy, (double)busy / (window_s * 1e9));
+        for (int k = 0; k < ms->n_probes; k++)
+            printf("%s{\"len\": %u, \"mpdu_bytes\": %u, \"ppdu_ns\": %llu}", k ? ", " : "", ms->probe_len[k],
+                   medium_mpdu_bytes(ms->model, ms->probe_len[k], 0),
+                   (unsigned long long)medium_ppdu_ns(ms->model, medium_mpdu_bytes(ms->model, ms->probe_len[k], 0)));
+        printf("], \"stations\": [");
+        int n = medium_stations(ms->model);
+        for (int j = 0; j < n; j++) {
+            printf("%s{\"name\": \"%s\", ", j ? ", " : "", medium_station_name(ms->model, j));
+            write_model_stats(stdout, &snap[i][j], medium_stats(ms->model, j));
+            printf(", \"to\": {");
+            int first = 1;
+            for (int r = 0; r < n; r++) {
+                if (!ms->win_frames[j][r]) continue;
+                printf("%s\"%s\": {\"frames\": %llu, \"bytes\": %llu}", first ? "" : ", ",
+                       medium_station_name(ms->model, r), (unsigned long long)ms->win_frames[j][r],
+                       (unsigned long long)ms->win_bytes[j][r]);
+                first = 0;
+            }
+            printf("}}");
+        }
+        printf("]}");
+    }
+    printf("]}\n");
+    if (events_out) fclose(events_out);
+    if (deliveries_out) fclose(deliveries_out);
+    for (int i = 0; i < n_media; i++) medium_free(media[i].model);
+    free(trace);
+    free(replies);
+    return 0;
+}
+
 static void on_stop(int sig) { (void)sig; stop_requested = 1; }
 static void on_stats(int sig) { (void)sig; stats_requested = 1; }
 
@@ -473,11 +801,17 @@ int main(int argc, char **argv) {
         printf("linkem %s\n", LINKEM_MODEL_VERSION);
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "--virtual") == 0) {
+        parse_config(argv[2]);
+        if (n_media == 0) die("%s defines no medium to run", argv[2]);
+        return run_virtual();
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: linkem CONFIG | linkem --version\n");
+        fprintf(stderr, "usage: linkem CONFIG | linkem --virtual CONFIG | linkem --version\n");
         return 2;
     }
     parse_config(argv[1]);
+    if (n_ifaces == 0) die("%s configures no path", argv[1]);
     for (int i = 0; i < n_ifaces; i++) open_socket(&ifaces[i]);
     prctl(PR_SET_TIMERSLACK, 1UL);  // wake-ups within a microsecond, not the default 50
     struct sigaction sa = {0};

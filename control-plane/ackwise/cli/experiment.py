@@ -220,6 +220,107 @@ def _confirmation(
     return runs, matrix, screening / CONFIRM_DIR
 
 
+def _timing_dirs(name: str) -> list[Path]:
+    """Where earlier runs of a scenario may be, most telling first."""
+    return [
+        REPO_ROOT / "results" / name,
+        REPO_ROOT / "results" / f"{name}-quick",
+        REPO_ROOT / "docs" / "results" / name,
+    ]
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
+    from ackwise.experiments.harness import estimate
+    from ackwise.experiments.harness.report import CONFIRM_DIR
+    from ackwise.experiments.harness.runner import plan
+    from ackwise.experiments.harness.scenario import all_scenarios, load
+    from ackwise.experiments.harness.store import ResultStore
+
+    scenarios = [load(name) for name in args.scenarios] if args.scenarios else all_scenarios()
+    if args.timings and len(scenarios) != 1:
+        raise ExperimentCliError("--timings DIR: give one scenario (DIR holds that scenario's runs)")
+    rows: list[list[str]] = []
+    doc: list[dict[str, Any]] = []
+    total = {"screening": 0.0, "confirmation": 0.0}
+    for scenario in scenarios:
+        candidates = [Path(args.timings)] if args.timings else _timing_dirs(scenario.name)
+        source = next((d for d in candidates if (d / "runs.jsonl").exists()), None)
+        if source is None:
+            raise ExperimentCliError(
+                f"{scenario.name}: no earlier runs in {', '.join(str(d) for d in candidates)}: run "
+                f"'ackwise experiment run {scenario.name} --quick' first (or give --timings DIR)"
+            )
+        records = [r for r in ResultStore.load(source).records() if r.scenario == scenario.name]
+        if (source / CONFIRM_DIR / "runs.jsonl").exists():
+            records += ResultStore.load(source / CONFIRM_DIR).records()
+        try:
+            t = estimate.timings(records, str(source))
+        except estimate.EstimateError as exc:
+            raise ExperimentCliError(str(exc)) from exc
+        planned = plan(scenario, repeats=args.repeats, quick=args.quick)
+        screen = estimate.screening(planned, t)
+        confirm = estimate.confirmation(planned, t, args.confirm_blocks)
+        total["screening"] += screen.seconds
+        total["confirmation"] += confirm.seconds
+        levels = ", ".join(f"{n} by {level}" for level, n in sorted(screen.matched.items()))
+        rows.append(
+            [
+                scenario.name,
+                f"{screen.runs} ({screen.seconds / screen.runs:.0f} s each)",
+                f"{screen.seconds / 3600:.2f}",
+                f"{confirm.runs}",
+                f"{confirm.seconds / 3600:.2f}",
+                f"{t.runs} runs in {_relative(source)}; {t.between_s:.1f} s between runs; {levels}",
+            ]
+        )
+        doc.append(
+            {
+                "scenario": scenario.name,
+                "screening_runs": screen.runs,
+                "screening_s": round(screen.seconds),
+                "confirmation_runs": confirm.runs,
+                "confirmation_s": round(confirm.seconds),
+                "timings_from": str(source),
+                "timed_runs": t.runs,
+                "between_runs_s": round(t.between_s, 1),
+                "matched": screen.matched,
+            }
+        )
+    if args.json:
+        print(json.dumps({"scenarios": doc, "total_s": {k: round(v) for k, v in total.items()}}, indent=2))
+        return 0
+    print(
+        render_table(
+            [
+                "scenario",
+                "screening runs",
+                "h",
+                f"confirmation runs ({args.confirm_blocks} blocks)",
+                "h",
+                "timed from",
+            ],
+            rows,
+        )
+    )
+    hours = {k: v / 3600 for k, v in total.items()}
+    print(
+        f"total: screening {hours['screening']:.1f} h + confirmation {hours['confirmation']:.1f} h "
+        f"= {sum(hours.values()):.1f} h of machine time, one run at a time. Per run: the median duration "
+        "(test bed set-up to tear-down) of earlier runs of that point and arm (else arm, place, scenario) "
+        "plus the median gap between runs; confirmation counts each place at its slowest arm (an upper "
+        "bound)."
+    )
+    return 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
 @store_errors
 def cmd_report(args: argparse.Namespace) -> int:
     # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
@@ -352,6 +453,28 @@ def add_commands(registry: Registry) -> None:
         help="blocks per point of the confirmation pass (default 10)",
     )
     p.add_argument("--keep-captures", action="store_true", help="keep each run's pcaps in OUT/captures/")
+    p = command(
+        ex,
+        "estimate",
+        cmd_estimate,
+        "how long each scenario's screening and confirmation passes take here, from earlier runs' records",
+    )
+    p.add_argument("scenarios", nargs="*", metavar="scenario", help="scenario names (default: all)")
+    p.add_argument(
+        "--timings",
+        help="the results directory to time from (default: results/NAME, "
+        "results/NAME-quick, docs/results/NAME, the first that exists)",
+    )
+    p.add_argument(
+        "--repeats", type=int_in(1, 1000), help="repeats per point and arm (default: the scenario's)"
+    )
+    p.add_argument("--quick", action="store_true", help="the reduced matrix")
+    p.add_argument(
+        "--confirm-blocks",
+        type=int_in(2, 90),
+        default=10,
+        help="blocks per point of the confirmation pass (default 10)",
+    )
     p = command(
         ex,
         "report",

@@ -1,0 +1,83 @@
+"""ackwise experiment estimate: per-run times from records, matched at the finest level there
+is, gaps between runs without pauses, and the confirmation pass counted at each place's slowest
+arm."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from results_fixtures import ARMS, POINTS, make_record
+
+from ackwise.experiments.harness import estimate
+from ackwise.experiments.harness.runner import PlannedRun
+from ackwise.experiments.harness.schema import Arm, PolicySpec, RunRecord
+
+T0 = datetime(2026, 11, 27, 12, 0, 0)
+
+
+def timed(records_and_durations: list[tuple[RunRecord, float]], gap_s: float = 2.0) -> list[RunRecord]:
+    """Records run one after another, ``gap_s`` apart (end to start)."""
+    t = T0
+    out = []
+    for r, d in records_and_durations:
+        r.started_at = t.strftime("%Y-%m-%dT%H:%M:%S+0000")
+        r.duration_s = d
+        out.append(r)
+        t += timedelta(seconds=d + gap_s)
+    return out
+
+
+def planned(point: int, arm: Arm) -> PlannedRun:
+    return PlannedRun("asym-dumbbell", POINTS[point], arm, 0, 1, "id", {})
+
+
+def test_per_run_time_is_the_median_of_its_point_and_arm_plus_the_gap() -> None:
+    records = timed([(make_record(POINTS[0], ARMS[1], rep), d) for rep, d in enumerate([10.0, 30.0, 12.0])])
+    t = estimate.timings(records, "dir")
+    assert t.between_s == pytest.approx(2.0)
+    assert t.run_s(POINTS[0].label, ARMS[1]) == (pytest.approx(14.0), "point and arm")
+
+
+def test_a_pause_between_runs_is_not_counted_as_a_gap() -> None:
+    records = timed([(make_record(POINTS[0], ARMS[0], rep), 10.0) for rep in range(3)], gap_s=1.0)
+    records[2].started_at = (T0 + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S+0000")
+    t = estimate.timings(records, "dir")
+    assert t.between_samples == 1 and t.between_s == pytest.approx(1.0)
+
+
+def test_unmatched_runs_fall_back_to_arm_then_place_then_scenario() -> None:
+    records = timed(
+        [(make_record(POINTS[0], ARMS[1], 0), 20.0), (make_record(POINTS[0], ARMS[0], 0), 4.0)], 0.0
+    )
+    t = estimate.timings(records, "dir")
+    assert t.run_s(POINTS[1].label, ARMS[1]) == (pytest.approx(20.0), "arm")
+    other_host = Arm(host=PolicySpec("tack"))
+    assert t.run_s(POINTS[1].label, other_host) == (pytest.approx(20.0), "place")
+    assert t.run_s(POINTS[1].label, ARMS[3]) == (pytest.approx(12.0), "scenario")
+    screen = estimate.screening([planned(0, ARMS[1]), planned(1, ARMS[1]), planned(1, ARMS[3])], t)
+    assert screen.runs == 3 and screen.seconds == pytest.approx(52.0)
+    assert screen.matched == {"point and arm": 1, "arm": 1, "scenario": 1}
+
+
+def test_confirmation_counts_the_baseline_and_each_places_slowest_arm() -> None:
+    slow_host = Arm(host=PolicySpec("tack"))
+    records = timed(
+        [
+            (make_record(POINTS[0], ARMS[0], 0), 10.0),
+            (make_record(POINTS[0], ARMS[1], 0), 20.0),
+            (make_record(POINTS[0], slow_host, 0), 50.0),
+            (make_record(POINTS[0], ARMS[2], 0), 5.0),
+        ],
+        0.0,
+    )
+    t = estimate.timings(records, "dir")
+    screen = [planned(0, a) for a in (ARMS[0], ARMS[1], slow_host, ARMS[2])]
+    confirm = estimate.confirmation(screen, t, blocks=10)
+    # Per block: baseline 10 + host at its slowest 50 + switch 5; 10 blocks.
+    assert confirm.runs == 30 and confirm.seconds == pytest.approx(650.0)
+
+
+def test_no_timed_runs_name_the_fix() -> None:
+    with pytest.raises(estimate.EstimateError, match="--quick first"):
+        estimate.timings([], "results/x")

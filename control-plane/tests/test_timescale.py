@@ -1,0 +1,62 @@
+"""Time scaling keeps the BDP in packets; what does not scale is listed."""
+
+import pytest
+
+from ackwise.topologies.catalog import Wlan
+from ackwise.topologies.timescale import (
+    CHOSEN_K,
+    LINUX_TIMERS,
+    TimeScale,
+    bdp_packets,
+    tack_thins,
+    timer_distortions,
+)
+from ackwise.topologies.wireless import PRESETS, bianchi, preset
+
+
+def test_bdp_in_packets_is_invariant() -> None:
+    k = TimeScale(20)
+    real = bdp_packets(600e6, 10)
+    assert bdp_packets(600e6 / k.k, k.delay_ms(10)) == pytest.approx(real)
+    assert k.rate_mbps(100) == 5 and k.rate_mbps(0) == 0 and k.timer_s(0.5) == 10
+
+
+def test_tack_engages_on_a_scaled_80211ac_path_and_did_not_before() -> None:
+    """The issue's case: 802.11ac, a 10 ms RTT, one saturated station, k = 20."""
+    ac = preset("802.11ac")
+    rate = bianchi(ac, 1, 1514).throughput_bps
+    scaled = TimeScale(20)
+    bdp_now = bdp_packets(rate / scaled.k, scaled.delay_ms(10))
+    bdp_air_only = bdp_packets(rate / scaled.k, 10)  # linkem 1: only the air slowed
+    assert tack_thins(bdp_now) and bdp_now > 500
+    assert bdp_air_only == pytest.approx(bdp_now / 20)
+
+
+def test_policy_times_scale_and_the_rest_does_not() -> None:
+    p = TimeScale(4).policy_params({"d": 4, "hold_ms": 200, "idle_ms": 1000, "rtt_min_us": 0, "L": 2})
+    assert p == {"d": 4, "hold_ms": 800, "idle_ms": 4000, "rtt_min_us": 0, "L": 2}
+
+
+def test_bad_scale() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        TimeScale(0)
+
+
+def test_linux_timers_and_their_distortion() -> None:
+    names = {t.name for t in LINUX_TIMERS}
+    assert names == {"initial RTO", "minimum RTO", "delayed ACK"}
+    assert {t.ms for t in LINUX_TIMERS} == {1000, 200, 40}
+    for d in timer_distortions(20, 10):
+        assert d.emulated_rtts == pytest.approx(d.real_rtts / 20)
+
+
+def test_a_k_for_every_preset() -> None:
+    assert set(CHOSEN_K) == set(PRESETS)
+    assert CHOSEN_K["802.11b"] <= CHOSEN_K["802.11g"] <= CHOSEN_K["802.11n"] <= CHOSEN_K["802.11ac"]
+
+
+def test_wlan_scales_its_wired_link() -> None:
+    topo = Wlan(n_stations=1, preset="802.11g", scale=4.0, wired_delay_ms=10.0, wired_rate_mbps=100.0)
+    forward = topo.nodeInfo("e1")["forward"]
+    assert forward.delay_ms == 40 and forward.rate_bps == 25e6
+    assert topo.nodeInfo("air")["preset"].scale == 4.0

@@ -1,0 +1,113 @@
+// medium: the 802.11 shared-medium model, with no sockets and no clock.
+//
+// Both of linkem's drivers call it: the real-time loop (frames from AF_PACKET sockets, time from
+// CLOCK_MONOTONIC) and the virtual-time driver (linkem --virtual: frames from a trace and from
+// traffic rules, time from the model's own events). So the model that the unit tests and the ns-3
+// validation exercise is the emulator's model, not a copy of it.
+//
+// What it models (docs/testbed.md, "The wireless medium"):
+//   - DCF (802.11b/g) and EDCA best effort (802.11n/ac) channel access for every transmitter on
+//     the medium: AIFS/DIFS, a backoff drawn from [0, CW], counted down in idle slots and frozen
+//     while the medium is busy, binary exponential backoff after a failure, retry limits, EIFS
+//     after a frame that could not be decoded;
+//   - collisions: transmissions that overlap at a receiver are lost there. Who hears whom is a
+//     carrier-sense graph (data: medium_set_hears); transmitters whose backoffs end within the
+//     carrier-detect time of each other cannot defer to each other and collide;
+//   - A-MPDU with Block Ack where the preset aggregates (802.11n/ac): per-destination queues, an
+//     aggregate bounded by the Block Ack window, the maximum A-MPDU length and the maximum PPDU
+//     duration, one Block Ack per aggregate, per-MPDU random loss with selective retransmission
+//     of the MPDUs the Block Ack did not acknowledge, and in-order release at the receiver;
+//   - per-frame random loss (the whole PPDU for non-aggregating presets).
+//
+// Times are nanoseconds of model time. Every duration is multiplied by the medium's time scale.
+#ifndef LINKEM_MEDIUM_H
+#define LINKEM_MEDIUM_H
+
+#include <stdint.h>
+
+#define MEDIUM_MAX_STATIONS 32
+// The Block Ack window, and with it the most MPDUs in one A-MPDU (IEEE 802.11-2016 10.24.7.2:
+// the compressed Block Ack bitmap covers 64 MPDUs). Also the receiver's reorder ring.
+#define MEDIUM_BA_WINDOW 64
+
+// Everything the model needs, in unscaled nanoseconds; linkem's configuration lines set each one
+// (topologies/wireless.py writes them from topologies/wifi_params.toml, the one parameter table).
+struct medium_params {
+    // channel access
+    double slot_ns, sifs_ns, aifs_ns;  // aifs = SIFS + AIFSN * slot (DIFS for DCF)
+    double eifs_extra_ns;              // EIFS - DIFS: SIFS + an ACK at the lowest basic rate
+    double ack_timeout_ns;             // from the end of a PPDU until a missing ACK counts as lost
+    double detect_ns;                  // a transmission is sensed this long after it starts
+    uint32_t cw_min, cw_max, retry_limit;
+    // the data PPDU: preamble + ceil((service + 8 * bytes + tail) / bits per symbol) symbols
+    double preamble_ns, symbol_ns, signal_ext_ns;
+    uint32_t bits_per_symbol, service_bits, tail_bits;
+    // responses
+    double ack_ns, block_ack_ns;
+    // framing: bytes an Ethernet frame grows by to become an MPDU (MAC header, LLC/SNAP, FCS,
+    // less the Ethernet header); in an A-MPDU each MPDU also gets a 4-byte delimiter and padding
+    uint32_t mac_bytes;
+    int aggregate;  // A-MPDU with Block Ack
+    uint32_t max_ampdu_bytes, max_mpdus;
+    double max_ppdu_ns;
+    // the emulated channel
+    double loss;         // per MPDU, independent
+    uint32_t limit_pkts; // per transmitter, all its destinations together
+    double scale;        // every duration is multiplied by it
+};
+
+enum medium_drop_reason { MEDIUM_DROP_QUEUE_FULL, MEDIUM_DROP_RETRY_LIMIT };
+
+// What happened to a PPDU, for traces and counters.
+enum medium_outcome { MEDIUM_OK, MEDIUM_PARTIAL, MEDIUM_COLLIDED, MEDIUM_LOST };
+
+struct medium_hooks {
+    void *ctx;
+    // an MPDU released to the receiver, in order, at model time t_ns
+    void (*deliver)(void *ctx, int tx, int rx, void *frame, uint32_t len, uint64_t t_ns);
+    // an MPDU given up (queue full on arrival, or retry limit)
+    void (*drop)(void *ctx, int tx, int rx, void *frame, uint32_t len, enum medium_drop_reason why, uint64_t t_ns);
+    // a PPDU ended (optional): its transmitter, receiver, MPDUs, bytes, start, duration, outcome,
+    // and how many of its MPDUs the receiver got
+    void (*ppdu)(void *ctx, int tx, int rx, uint32_t mpdus, uint32_t bytes, uint64_t start_ns, uint64_t dur_ns,
+                 enum medium_outcome outcome, uint32_t received);
+};
+
+struct medium_station_stats {
+    uint64_t enqueued, queue_drops, retry_drops, delivered, delivered_bytes;
+    uint64_t ppdus, ppdus_ok, ppdus_collided, ppdus_lost, mpdus_sent, mpdus_lost, retransmissions;
+    uint64_t airtime_ns;  // PPDUs and the responses to them
+    uint32_t max_mpdus, max_ampdu_bytes;
+    uint64_t max_ppdu_ns;
+};
+
+struct medium;
+
+// NULL with *err set when the parameters cannot work (the message names the parameter).
+struct medium *medium_new(const struct medium_params *p, uint64_t seed, const char **err);
+void medium_free(struct medium *m);
+// A station's index (added on first use), or -1 when there are MEDIUM_MAX_STATIONS already.
+int medium_station(struct medium *m, const char *name);
+const char *medium_station_name(const struct medium *m, int station);
+int medium_stations(const struct medium *m);
+// Carrier sense, one direction: whether `listener` hears `talker`. Every station hears every
+// other one until told otherwise.
+void medium_set_hears(struct medium *m, int listener, int talker, int hears);
+// A frame of `len` bytes (an Ethernet frame) from tx to rx at model time now_ns (no earlier than
+// the last time the model ran to). 0: queued; -1: dropped, queue full (the drop hook is called).
+int medium_enqueue(struct medium *m, uint64_t now_ns, int tx, int rx, uint32_t len, void *frame,
+                   const struct medium_hooks *h);
+// The model time of the next thing the medium will do, UINT64_MAX when nothing is pending.
+uint64_t medium_next_event(const struct medium *m);
+// Carry out everything due at or before now_ns, calling the hooks.
+void medium_run(struct medium *m, uint64_t now_ns, const struct medium_hooks *h);
+uint32_t medium_queued(const struct medium *m, int station);
+const struct medium_station_stats *medium_stats(const struct medium *m, int station);
+uint64_t medium_busy_ns(const struct medium *m);
+// The scaled duration of a data PPDU carrying `ampdu_bytes` (an MPDU, or a whole A-MPDU).
+uint64_t medium_ppdu_ns(const struct medium *m, uint32_t ampdu_bytes);
+// The bytes an Ethernet frame of `len` occupies in a PPDU: the MPDU, and in an A-MPDU its
+// delimiter and padding.
+uint32_t medium_mpdu_bytes(const struct medium *m, uint32_t len, int in_ampdu);
+
+#endif
