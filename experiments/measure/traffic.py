@@ -618,7 +618,12 @@ class Capture:
                 break
             time.sleep(0.05)
         err = ""
-        if self.proc.poll() is None:
+        died = self.proc.poll() is not None
+        if died:
+            # tcpdump quit on its own (e.g. an nflog socket's "No buffer space available"): the
+            # pcap ends where it quit, and its counts would be short without saying so.
+            _, err = self.proc.communicate()
+        else:
             self.proc.send_signal(signal.SIGINT)
             try:
                 _, err = self.proc.communicate(timeout=5)
@@ -628,6 +633,11 @@ class Capture:
         dropped = re.search(r"(\d+) packets? dropped by kernel", err or "")
         self.kernel_drops = int(dropped.group(1)) if dropped else 0
         try:
+            if died:
+                raise TrafficError(
+                    f"tcpdump on {self.intf} stopped before the capture ended (exit "
+                    f"{self.proc.returncode}): {(err or '').strip() or 'no output'}"
+                )
             if self.kernel_drops:
                 raise TrafficError(
                     f"capture on {self.intf} lost {self.kernel_drops} packets in the kernel: "
