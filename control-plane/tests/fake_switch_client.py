@@ -39,11 +39,11 @@ SLOT_REGISTERS = (*KEY_REGISTERS, REGISTER_ACK_THINNING_SLOT)
 
 def _ternary(field_name: str, text: str) -> MatchValue:
     value, _, mask = text.partition("&&&")
-    return MatchValue(field_name, "ternary", POLICY_KEY_BITS, int(value, 0), mask=int(mask, 0))
+    return MatchValue(field_name, "ternary", POLICY_KEY_BITS[4], int(value, 0), mask=int(mask, 0))
 
 
 def _exact(field_name: str, text: str) -> MatchValue:
-    return MatchValue(field_name, "exact", POLICY_KEY_BITS, int(text, 0))
+    return MatchValue(field_name, "exact", POLICY_KEY_BITS[4], int(text, 0))
 
 
 @dataclass

@@ -57,6 +57,27 @@ def test_first_match_wins_and_unmatched_flows_are_not_managed() -> None:
     assert config.managed(elsewhere) is None
 
 
+def test_rules_match_the_ip_version_of_their_addresses() -> None:
+    """An IPv6 prefix matches IPv6 streams only, an IPv4 prefix IPv4 ones only (::a00:3 is the number
+    of 10.0.0.3), and a rule without addresses matches both."""
+    config = parse_config(
+        {
+            "rules": [
+                {"name": "v6", "match": {"src": "2001:db8:2::/48", "sport": 5001}},
+                {"name": "v4", "match": {"src": "10.0.0.0/24"}},
+                {"name": "ports", "match": {"sport": 5001}},
+            ]
+        },
+        "c.yaml",
+    )
+    v6 = AckStream.parse("2001:db8:2::3", 5001, "2001:db8:1::2", 40000)
+    v6_elsewhere = AckStream.parse("2001:db8:9::3", 5001, "2001:db8:1::2", 40000)
+    v4 = AckStream.parse("10.0.0.3", 5001, "10.0.0.2", 40000)
+    same_number = AckStream.parse("::a00:3", 22, "::a00:2", 40000)
+    assert [config.managed(s).name for s in (v6, v6_elsewhere, v4)] == ["v6", "ports", "v4"]  # type: ignore[union-attr]
+    assert config.managed(same_number) is None
+
+
 def test_defaults_apply_where_the_file_is_silent() -> None:
     config = parse_config(GOOD)
     # The whole per-flow table, and the switch's own reclaim time.
@@ -91,6 +112,15 @@ def test_a_rule_overrides_the_defaults_section_key_by_key() -> None:
         ({"rules": [{"name": "r"}]}, "rules[0] (r): no 'match': write match: {src: PREFIX"),
         ({"rules": [{"name": "r", "match": {"src": "10.0.2.1/24"}}]}, "write its network, 10.0.2.0/24"),
         ({"rules": [{"name": "r", "match": {"dst": "ten"}}]}, "rules[0] (r).match.dst: 'ten': "),
+        (
+            {"rules": [{"name": "r", "match": {"src": "2001:db8:2::1/48"}}]},
+            "write its network, 2001:db8:2::/48",
+        ),
+        (
+            {"rules": [{"name": "r", "match": {"src": "10.0.2.0/24", "dst": "2001:db8::/32"}}]},
+            "rules[0] (r).match: match src=10.0.2.0/24 dst=2001:db8::/32: an IPv4 and an IPv6 prefix; a "
+            "rule's addresses are of one IP version (write one rule per version)",
+        ),
         ({"rules": [{"name": "r", "match": {"dport": 70000}}]}, "match.dport: 70000 is outside 0..65535"),
         ({"rules": [{"name": "r", "match": {"proto": 6}}]}, "match: unknown key 'proto' (known: src, dst,"),
         ({"rules": [{"match": "src=10.0.0.0/8"}]}, "rules[0].match: must be a mapping of src, dst"),

@@ -23,6 +23,7 @@ from ackwise.controller.decision import (
     sample_from,
     tack_d,
 )
+from ackwise.controller.loop import exact_stream
 from ackwise.features.thinning import FlowRecord, HalfFlow
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.policies import MSS_BYTES, Policy
@@ -629,6 +630,22 @@ def test_ack_stream_of_a_flow_key() -> None:
     assert str(stream.match()) == "src=10.0.1.1/32 dst=10.0.2.1/32 sport=40000 dport=5001"
     assert stream.match().priority == 1  # exact: outranks every prefix rule
     assert AckStream.of(key, 1 - direction) == AckStream.parse("10.0.2.1", 5001, "10.0.1.1", 40000)
+
+
+def test_ack_stream_of_an_ipv6_flow_key() -> None:
+    key, direction = FlowKey.of("2001:db8:2::1", "2001:db8:1::1", 5001, 40000)  # data from ...:2::1
+    stream = AckStream.of(key, direction)
+    assert stream == AckStream.parse("2001:db8:1::1", 40000, "2001:db8:2::1", 5001)
+    assert stream.version == 6
+    assert str(stream) == "[2001:db8:2::1]:5001 -> [2001:db8:1::1]:40000"
+    match = stream.match()
+    assert str(match) == "src=2001:db8:1::1/128 dst=2001:db8:2::1/128 sport=40000 dport=5001"
+    assert match.exact and match.priority == 1
+    assert exact_stream(match) == stream
+    # the same numbers in IPv4 are another stream
+    assert AckStream(stream.src_addr, 40000, stream.dst_addr, 5001) != stream
+    with pytest.raises(ValueError, match="one IP version"):
+        AckStream.parse("10.0.0.1", 1, "2001:db8::1", 2)
 
 
 def test_default_thresholds_are_consistent() -> None:

@@ -9,6 +9,7 @@ def test_parse_int_forms() -> None:
     assert parse_int(7, 9, "port") == 7
     assert parse_int("10.0.2.1", 32, "addr") == 0x0A000201
     assert parse_int("00:00:00:00:02:fe", 48, "mac") == 0x2FE
+    assert parse_int("2001:db8::2:1", 128, "addr") == 0x20010DB8_00000000_00000000_00020001
 
 
 @pytest.mark.parametrize(
@@ -18,6 +19,17 @@ def test_parse_int_forms() -> None:
         ("-1", 8, "does not fit"),
         ("ten", 8, "not a number"),
         ("10.0.0.300", 32, "not an IPv4 address"),
+        ("2001:db8::g", 128, "not an IPv6 address"),
+        (
+            "2001:db8::1",
+            32,
+            "an IPv6 address, this field is 32 bits wide .an IPv4 address.: IPv6 goes in the IPv6 tables",
+        ),
+        (
+            "10.0.0.1",
+            128,
+            "an IPv4 address, this field is 128 bits wide .an IPv6 address.: IPv4 goes in the IPv4 tables",
+        ),
     ],
 )
 def test_parse_int_rejects(text: str, width: int, fragment: str) -> None:
@@ -33,6 +45,10 @@ def test_parse_prefix() -> None:
         parse_prefix("10.0.1.1/24", 32, "dst")
     with pytest.raises(BadValue, match=r"outside 0\.\.32"):
         parse_prefix("10.0.1.0/33", 32, "dst")
+    assert parse_prefix("2001:db8:1::/64", 128, "dst") == (0x20010DB8_00010000 << 64, 64)
+    assert parse_prefix("::/0", 128, "dst") == (0, 0)
+    with pytest.raises(BadValue, match="beyond the /64 prefix"):
+        parse_prefix("2001:db8:1::1/64", 128, "dst")
 
 
 def test_bytes_are_big_endian_and_field_wide() -> None:
@@ -44,3 +60,5 @@ def test_format_value_prints_addresses_only_for_address_fields() -> None:
     assert format_value(0x0A000201, 32, "dst_addr") == "10.0.2.1"
     assert format_value(0x0A000201, 32, "seq_no") == str(0x0A000201)
     assert format_value(0x2FE, 48, "src_mac") == "00:00:00:00:02:fe"
+    assert format_value(0x20010DB8 << 96 | 1, 128, "dst_addr") == "2001:db8::1"
+    assert format_value(5, 128, "flow") == "5"

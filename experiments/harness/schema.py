@@ -24,6 +24,15 @@ SCHEMA_VERSION = 1
 # combine places ("host+switch", "host+ap": in this order).
 PLACES = ("host", "switch", "ap")
 BASELINE = "none"
+# A scenario's scale.factor where each point sets its own k (its topology's ``scale``: the WLAN
+# scenarios of issue 37, each 802.11 standard at its timescale.CHOSEN_K); the run records say each
+# run's k in config.topology_params.scale. Reports then give a header line per point.
+PER_POINT = "per point"
+
+
+def is_scale_factor(value: object) -> bool:
+    """A scale factor a scenario and a record may state: a number, or PER_POINT."""
+    return value == PER_POINT or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,24 @@ METRICS: dict[str, MetricInfo] = {
     "cwnd_estimate_bias": MetricInfo(
         "", "", "the receiver's window estimate against the sender's cwnd: median relative error in CA"
     ),
+    # The WLAN scenarios' (issue 37), under names of their own so that no record of linkem 1's model
+    # pools with them; rates in the emulated network's time (the test bed's x its time scale k).
+    "aggregate_goodput_mbps": MetricInfo(
+        "Mbit/s", "higher", "aggregate goodput: all bytes / time from the first start to the last byte, x k"
+    ),
+    "station_jain_index": MetricInfo("", "higher", "Jain's index over the stations' goodput"),
+    "pure_acks_per_segment": MetricInfo(
+        "", "lower", "pure ACKs the stations sent over the air per data segment sent to them"
+    ),
+    "ack_frequency_hz": MetricInfo("Hz", "lower", "pure ACKs per second of the emulated network's time"),
+    "ack_airtime_fraction": MetricInfo(
+        "", "lower", "share of the medium's busy time the stations' ACK exchanges held (linkem)"
+    ),
+    "collided_ppdus_per_s": MetricInfo(
+        "1/s", "lower", "PPDUs that collided, per second of the emulated network's time (linkem)"
+    ),
+    "ap_mpdus_per_ppdu": MetricInfo("", "", "MPDUs per PPDU the AP sent: its mean A-MPDU size (linkem)"),
+    "ap_queue_drops": MetricInfo("", "", "frames the AP's queue in front of the air refused (linkem)"),
 }
 
 
@@ -135,22 +162,11 @@ class Arm:
 @dataclass(frozen=True)
 class Point:
     """One value of a scenario's swept axis (or its only point), with the topology parameters it
-    sets and the traffic settings it changes (merged over the scenario's traffic: Shang and
-    Wills' piggyback size, or how many connections). ``x`` is in the axis's unit (e.g. kbit/s);
-    ``label`` is what tables print."""
+    sets. ``x`` is in the axis's unit (e.g. kbit/s); ``label`` is what tables print."""
 
     x: float | str
     label: str
     params: dict[str, Any] = field(default_factory=dict)
-    traffic: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """As records keep it; without ``traffic`` when the point changes none, so that the runs
-        of scenarios written before points could change traffic keep their ids (resumable)."""
-        d = asdict(self)
-        if not self.traffic:
-            del d["traffic"]
-        return d
 
 
 def canonical(obj: Any) -> str:
@@ -161,7 +177,7 @@ def run_id(scenario: str, point: Point, arm: Arm, repeat: int, seed: int, config
     """Identity of a run: the same inputs give the same id, so a resumed matrix finds it done."""
     key = {
         "scenario": scenario,
-        "point": point.to_dict(),
+        "point": asdict(point),
         "arm": arm.to_dict(),
         "repeat": repeat,
         "seed": seed,

@@ -272,11 +272,12 @@ struct ack_policy_params_t {
     bit<16> hold_ms;        // every_d, dynamic_d, tack, acc: hold back a burst's end this long (0: never)
 }
 
-// What the thinning stage hands to the egress filter for one pure ACK.
+// What the thinning stage hands to egress (and to the agent's copy). ack_switch sets half, tracked
+// and pure_ack only where egress reads them: each is a field write (docs/performance.md).
 struct ack_meta_t {
-    bit<32> half;               // half-flow record: slot * 2 + direction
-    bool tracked;               // the packet's flow owns its record (policy not off, no collision)
-    bool pure_ack;              // a pure ACK the thinning stage evaluated
+    bit<32> half;               // half-flow record: slot * 2 + direction (coalescing, filter, acc)
+    bool tracked;               // an acc flow's packet that owns its record (its ECN and acc signals)
+    bool pure_ack;              // ...and is a pure ACK the thinning stage evaluated
     bool filter_candidate;      // carries no news: the filter may drop it if superseded in the queue
     bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue
     bit<16> coalesce_serial;    // non-zero: queued as its half-flow's waiting ACK (ack_coalesce.p4)
@@ -285,14 +286,6 @@ struct ack_meta_t {
     bit<16> share_kind;         // non-zero: a copy goes to the agent for the queue share (ack_share.p4)
     bit<32> share_wait_us;      // ...with the time until the flow's queue has room for its next ACK
     bool drop;                  // thinned, absorbed, held, handed to the agent, or a released copy superseded
-}
-
-// What an egress queue would do with a packet sent to it now (queue_model.p4).
-struct queue_view_t {
-    bool modelled;              // the port has a rate the program knows
-    bool full;                  // the queue holds its depth: the packet is tail-dropped (at ingress)
-    time_us_t departure_us;     // when the packet would leave
-    bit<32> port_index;         // the port, as the queue registers' index (modelled ports only)
 }
 
 // What the AP proxy decided at ingress, for the egress copies of a packet.
@@ -320,6 +313,10 @@ struct ap_meta_t {
 // action"). Only for a header the action's control has made valid.
 #define COPY_BARRIER(h) h.setValid()
 
+#ifdef ACKWISE_ACK_SWITCH
+#include "ack_switch_work.p4"
+#endif
+
 // Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
 struct local_metadata_t {
     parser_meta_t parser_meta;
@@ -343,6 +340,11 @@ struct local_metadata_t {
     bit<16> agent_kind;
     @field_list(HOLDBACK_FIELD_LIST)
     bit<32> agent_arg;
+#ifdef ACKWISE_ACK_SWITCH
+    // ack_switch's working headers (ack_switch_work.p4). Only there: the other programs, among them
+    // the yardsticks forward_only and thinning_floor, keep the metadata they were measured with.
+    ack_switch_work_t work;
+#endif
 }
 
 #endif

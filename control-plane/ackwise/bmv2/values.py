@@ -1,7 +1,7 @@
 """Text <-> bytes for table keys, action parameters and register values.
 
-Operators write IPv4 addresses, MAC addresses, prefixes and integers; bmv2 wants big-endian byte
-strings exactly as wide as the field.
+Operators write IPv4 and IPv6 addresses, MAC addresses, prefixes and integers; bmv2 wants
+big-endian byte strings exactly as wide as the field.
 """
 
 from __future__ import annotations
@@ -28,8 +28,24 @@ def parse_int(text: str | int, width_bits: int, what: str) -> int:
                 value = int(ipaddress.IPv4Address(raw))
             except ipaddress.AddressValueError as exc:
                 raise BadValue(f"{what}: {raw!r} is not an IPv4 address") from exc
+        elif width_bits == 128 and ":" in raw:
+            try:
+                value = int(ipaddress.IPv6Address(raw))
+            except ipaddress.AddressValueError as exc:
+                raise BadValue(f"{what}: {raw!r} is not an IPv6 address") from exc
         elif width_bits == 48 and _MAC.match(raw):
             value = int(raw.replace(":", ""), 16)
+        elif (":" in raw and width_bits != 48) or (width_bits == 128 and raw.count(".") == 3):
+            # An address of the other IP version: say so, not "not a number".
+            given, wanted = ("IPv6", "IPv4") if ":" in raw else ("IPv4", "IPv6")
+            raise BadValue(
+                f"{what}: {raw!r} is an {given} address, this field is {width_bits} bits wide"
+                + (
+                    f" (an {wanted} address): {given} goes in the {given} tables"
+                    if width_bits in (32, 128)
+                    else ""
+                )
+            )
         else:
             try:
                 value = int(raw, 0)
@@ -37,6 +53,7 @@ def parse_int(text: str | int, width_bits: int, what: str) -> int:
                 raise BadValue(
                     f"{what}: {raw!r} is not a number (decimal, 0x hex"
                     + (", IPv4 address" if width_bits == 32 else "")
+                    + (", IPv6 address" if width_bits == 128 else "")
                     + (", MAC address" if width_bits == 48 else "")
                     + ")"
                 ) from exc
@@ -54,7 +71,8 @@ def from_bytes(data: bytes) -> int:
 
 
 def parse_prefix(text: str, width_bits: int, what: str) -> tuple[int, int]:
-    """``10.0.1.0/24`` -> (value, prefix length). A bare value is a full-length prefix."""
+    """``10.0.1.0/24`` or ``2001:db8:1::/64`` -> (value, prefix length). A bare value is a
+    full-length prefix."""
     if "/" in text:
         value_text, length_text = text.split("/", 1)
         try:
@@ -77,6 +95,8 @@ def format_value(value: int, width_bits: int, name: str = "") -> str:
     lowered = name.lower()
     if width_bits == 32 and "addr" in lowered:
         return str(ipaddress.IPv4Address(value))
+    if width_bits == 128 and "addr" in lowered:
+        return str(ipaddress.IPv6Address(value))
     if width_bits == 48 and ("mac" in lowered or "addr" in lowered):
         raw = f"{value:012x}"
         return ":".join(raw[i : i + 2] for i in range(0, 12, 2))

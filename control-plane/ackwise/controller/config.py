@@ -55,7 +55,6 @@ that does not pace), ``policies`` every_d, tack, acc, coalesce.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -76,7 +75,7 @@ from ackwise.controller.decision import (
 from ackwise.errors import InputError
 from ackwise.features.thinning import PolicyRule
 from ackwise.twins.p4names import ACC_D_CAP_MAX, FLOW_POLICY_TABLE_SIZE, RECLAIM_IDLE_DEFAULT_US
-from ackwise.twins.policies import Policy, PolicyMatch, PolicyParams
+from ackwise.twins.policies import Policy, PolicyError, PolicyMatch, PolicyParams, parse_network
 
 EXAMPLE = Path(__file__).with_name("example.yaml")
 TOP_KEYS = ("interval_ms", "max_rules_per_switch", "forget_after_s", "defaults", "rules")
@@ -169,7 +168,8 @@ def matches(match: PolicyMatch, stream: AckStream) -> bool:
     for every flow and rule each interval."""
     src, dst = match.src, match.dst
     return (
-        (src is None or stream.src_addr & int(src.netmask) == int(src.network_address))
+        (match.version is None or match.version == stream.version)
+        and (src is None or stream.src_addr & int(src.netmask) == int(src.network_address))
         and (dst is None or stream.dst_addr & int(dst.netmask) == int(dst.network_address))
         and (match.sport is None or stream.sport == match.sport)
         and (match.dport is None or stream.dport == match.dport)
@@ -325,19 +325,19 @@ class _Checker:
         for key in ("src", "dst"):
             if key in doc:
                 try:
-                    values[key] = ipaddress.IPv4Network(str(doc[key]))
-                except ValueError as exc:
-                    try:
-                        fix = f"write its network, {ipaddress.IPv4Network(str(doc[key]), strict=False)}"
-                    except ValueError:
-                        fix = "write an IPv4 address or prefix, e.g. 10.0.2.0/24"
-                    self.problem(f"{where}.{key}", f"{doc[key]!r}: {exc}; {fix}")
+                    values[key] = parse_network(str(doc[key]), repr(doc[key]))
+                except PolicyError as exc:
+                    self.problem(f"{where}.{key}", str(exc))
         for key in ("sport", "dport"):
             if key in doc:
                 port = self.number(doc[key], f"{where}.{key}", (True, 0, 65535, "a TCP port number"))
                 if port is not None:
                     values[key] = int(port)
-        return PolicyMatch(**values)
+        try:
+            return PolicyMatch(**values)
+        except PolicyError as exc:
+            self.problem(where, str(exc))
+            return None
 
     def limits(self, value: Any, where: str, base: Limits) -> Limits:
         doc = self.mapping(value, where, LIMIT_KEYS)

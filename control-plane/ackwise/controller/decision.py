@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.flowkey import FlowKey, format_endpoint
 from ackwise.twins.p4names import (
     ACC_D_CAP_MAX,
     ACTION_ACK_THINNING_POLICY_EVERY_D,
@@ -121,49 +121,58 @@ CONTROLLER_POLICIES: tuple[Policy, ...] = tuple(
 class AckStream:
     """The pure ACKs a data receiver (``src``) sends about one sender's (``dst``) data: what a
     controller rule matches, in the direction of ``ackwise policy set``. Addresses are kept as
-    integers: streams are dictionary keys thousands of times per interval."""
+    integers (of IP version ``version``): streams are dictionary keys thousands of times per
+    interval."""
 
     src_addr: int  # the data receiver, sending the ACKs
     sport: int
     dst_addr: int  # the data sender, receiving them
     dport: int
+    version: int = 4  # 4 or 6: the same numbers are another stream in the other version
 
     @classmethod
     def of(cls, key: FlowKey, data_direction: int) -> AckStream:
         """The ACKs about the data that half-flow ``data_direction`` of ``key`` sends."""
         if data_direction == 0:  # the lower endpoint sends the data, the higher the ACKs
-            return cls(key.addr_hi, key.port_hi, key.addr_lo, key.port_lo)
-        return cls(key.addr_lo, key.port_lo, key.addr_hi, key.port_hi)
+            return cls(key.addr_hi, key.port_hi, key.addr_lo, key.port_lo, key.version)
+        return cls(key.addr_lo, key.port_lo, key.addr_hi, key.port_hi, key.version)
 
     @classmethod
     def parse(cls, src: str, sport: int, dst: str, dport: int) -> AckStream:
-        """The ACKs from ``src:sport`` (the data receiver) to ``dst:dport``."""
-        return cls(int(ipaddress.IPv4Address(src)), sport, int(ipaddress.IPv4Address(dst)), dport)
+        """The ACKs from ``src:sport`` (the data receiver) to ``dst:dport``, IPv4 or IPv6."""
+        s, d = ipaddress.ip_address(src), ipaddress.ip_address(dst)
+        if s.version != d.version:
+            raise ValueError(f"{src} and {dst}: one stream's addresses are of one IP version")
+        return cls(int(s), sport, int(d), dport, s.version)
 
     @property
-    def src(self) -> ipaddress.IPv4Address:
-        return ipaddress.IPv4Address(self.src_addr)
+    def src(self) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+        return _address(self.src_addr, self.version)
 
     @property
-    def dst(self) -> ipaddress.IPv4Address:
-        return ipaddress.IPv4Address(self.dst_addr)
+    def dst(self) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+        return _address(self.dst_addr, self.version)
 
     def match(self) -> PolicyMatch:
-        """The exact rule for these ACKs: /32 both ways and both ports."""
+        """The exact rule for these ACKs: full-length prefixes (/32, /128) both ways and both ports."""
         return PolicyMatch(
-            ipaddress.IPv4Network(self.src_addr), ipaddress.IPv4Network(self.dst_addr), self.sport, self.dport
+            ipaddress.ip_network(self.src), ipaddress.ip_network(self.dst), self.sport, self.dport
         )
 
     @property
     def data_sender(self) -> str:
-        return f"{self.dst}:{self.dport}"
+        return format_endpoint(self.dst_addr, self.dport, self.version)
 
     @property
     def data_receiver(self) -> str:
-        return f"{self.src}:{self.sport}"
+        return format_endpoint(self.src_addr, self.sport, self.version)
 
     def __str__(self) -> str:
         return f"{self.data_sender} -> {self.data_receiver}"
+
+
+def _address(value: int, version: int) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    return ipaddress.IPv4Address(value) if version == 4 else ipaddress.IPv6Address(value)
 
 
 @dataclass(frozen=True, slots=True)

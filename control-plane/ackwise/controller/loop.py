@@ -141,11 +141,21 @@ RULES_FULL_CHECK_S = 1.0
 
 def exact_stream(match: PolicyMatch) -> AckStream | None:
     """The ACK stream of an exact per-flow rule; None for any rule with a wildcard."""
-    if match.src is None or match.dst is None or match.sport is None or match.dport is None:
+    if (
+        not match.exact
+        or match.src is None
+        or match.dst is None
+        or match.sport is None
+        or match.dport is None
+    ):
         return None
-    if match.src.prefixlen != 32 or match.dst.prefixlen != 32:
-        return None
-    return AckStream(int(match.src.network_address), match.sport, int(match.dst.network_address), match.dport)
+    return AckStream(
+        int(match.src.network_address),
+        match.sport,
+        int(match.dst.network_address),
+        match.dport,
+        match.src.version,
+    )
 
 
 def _new(decision: Decision) -> dict[str, Any]:

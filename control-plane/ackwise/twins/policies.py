@@ -41,21 +41,34 @@ class Policy(StrEnum):
     COALESCE = "coalesce"
 
 
-# The rules live in two tables (ack_policy.p4): ack_thinning.policy (ternary, the operator's) and,
-# looked up before it, ack_thinning.flow_policy (exact per-flow entries: the controller's). Both
-# tables' key (KEY_FLOW) is one 96-bit field of the ACK direction's source address, destination
-# address, source port and destination port, in that order from the top bit. PolicyMatch packs and
-# unpacks it.
-_KEY_PARTS_BITS = ((96, 32), (64, 32), (32, 16), (16, 16))  # (end bit, width): src, dst, sport, dport
-POLICY_KEY_BITS = sum(width for _, width in _KEY_PARTS_BITS)
+# The rules live in two tables per IP version (ack_policy.p4): ack_thinning.policy (ternary, the
+# operator's) and, looked up before it, ack_thinning.flow_policy (exact per-flow entries: the
+# controller's); IPv6 packets look up ack_thinning.policy6 and ack_thinning.flow_policy6 instead.
+# Each table's key (KEY_FLOW) is one field of the ACK direction's source address, destination
+# address, source port and destination port, in that order from the top bit: 96 bits for IPv4, 288
+# for IPv6. PolicyMatch packs and unpacks it.
+ADDR_BITS = {4: 32, 6: 128}
 
 
-def _pack_key(parts: tuple[int, ...]) -> int:
-    return sum(value << (end - width) for value, (end, width) in zip(parts, _KEY_PARTS_BITS, strict=True))
+def key_parts_bits(version: int) -> tuple[tuple[int, int], ...]:
+    """(end bit, width) of src, dst, sport and dport in the key of ``version``'s tables."""
+    a = ADDR_BITS[version]
+    return ((2 * a + 32, a), (a + 32, a), (32, 16), (16, 16))
 
 
-def _unpack_key(packed: int) -> tuple[int, int, int, int]:
-    src, dst, sport, dport = (packed >> (end - width) & ((1 << width) - 1) for end, width in _KEY_PARTS_BITS)
+POLICY_KEY_BITS = {version: 2 * a + 32 for version, a in ADDR_BITS.items()}
+
+
+def _pack_key(parts: tuple[int, ...], version: int) -> int:
+    return sum(
+        value << (end - width) for value, (end, width) in zip(parts, key_parts_bits(version), strict=True)
+    )
+
+
+def _unpack_key(packed: int, version: int) -> tuple[int, int, int, int]:
+    src, dst, sport, dport = (
+        packed >> (end - width) & ((1 << width) - 1) for end, width in key_parts_bits(version)
+    )
     return src, dst, sport, dport
 
 
@@ -196,14 +209,26 @@ def format_signals(mask: int) -> str:
 # ---- matches ----
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
 @dataclass(frozen=True)
 class PolicyMatch:
-    """Which ACKs a rule applies to. None matches anything."""
+    """Which ACKs a rule applies to. None matches anything. Both addresses, where given, are of one
+    IP version; a match without addresses applies to IPv4 and IPv6 alike (an entry in each
+    version's table)."""
 
-    src: ipaddress.IPv4Network | None = None
-    dst: ipaddress.IPv4Network | None = None
+    src: Network | None = None
+    dst: Network | None = None
     sport: int | None = None
     dport: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.src is not None and self.dst is not None and self.src.version != self.dst.version:
+            raise PolicyError(
+                f"match src={self.src} dst={self.dst}: an IPv{self.src.version} and an IPv{self.dst.version} "
+                "prefix; a rule's addresses are of one IP version (write one rule per version)"
+            )
 
     @classmethod
     def parse(cls, tokens: list[str]) -> PolicyMatch:
@@ -215,10 +240,7 @@ class PolicyMatch:
             if text in ("*", "any"):
                 continue
             if name in ("src", "dst"):
-                try:
-                    values[name] = ipaddress.IPv4Network(text)
-                except ValueError as exc:
-                    raise PolicyError(f"match {token!r}: {exc}") from None
+                values[name] = parse_network(text, f"match {token!r}")
             else:
                 try:
                     port = int(text)
@@ -229,62 +251,97 @@ class PolicyMatch:
                 values[name] = port
         return cls(**values)
 
-    def _value_and_mask(self) -> tuple[int, int]:
-        def addr(net: ipaddress.IPv4Network | None) -> tuple[int, int]:
+    @property
+    def version(self) -> int | None:
+        """The IP version of the match's addresses; None if it gives none (both versions)."""
+        net = self.src or self.dst
+        return None if net is None else net.version
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        """The IP versions whose tables the rule goes into."""
+        return (4, 6) if self.version is None else (self.version,)
+
+    def _value_and_mask(self, version: int) -> tuple[int, int]:
+        def addr(net: Network | None) -> tuple[int, int]:
             return (0, 0) if net is None else (int(net.network_address), int(net.netmask))
 
         def port(p: int | None) -> tuple[int, int]:
             return (0, 0) if p is None else (p, 0xFFFF)
 
         parts = (addr(self.src), addr(self.dst), port(self.sport), port(self.dport))
-        return _pack_key(tuple(v for v, _ in parts)), _pack_key(tuple(m for _, m in parts))
+        return (
+            _pack_key(tuple(v for v, _ in parts), version),
+            _pack_key(tuple(m for _, m in parts), version),
+        )
 
-    def key(self) -> dict[str, str]:
-        """The key of the ternary rules' table (ack_thinning.policy)."""
-        value, mask = self._value_and_mask()
+    def _check_version(self, version: int) -> None:
+        if version not in self.versions:
+            raise PolicyError(f"match {self}: its addresses are IPv{self.version}, not IPv{version}")
+
+    def key(self, version: int = 4) -> dict[str, str]:
+        """The key of ``version``'s ternary rules' table (ack_thinning.policy, or policy6)."""
+        self._check_version(version)
+        value, mask = self._value_and_mask(version)
         return {KEY_FLOW: f"{value:#x}&&&{mask:#x}"}
 
     @property
     def exact(self) -> bool:
-        """One flow's ACKs: both addresses /32 and both ports given."""
+        """One flow's ACKs: both addresses full-length (/32, /128) and both ports given."""
         return (
             self.src is not None
             and self.dst is not None
-            and self.src.prefixlen == 32
-            and self.dst.prefixlen == 32
+            and self.src.prefixlen == self.src.max_prefixlen
+            and self.dst.prefixlen == self.dst.max_prefixlen
             and self.sport is not None
             and self.dport is not None
         )
 
     def exact_key(self) -> dict[str, str]:
-        """The key of the exact per-flow table (ack_thinning.flow_policy)."""
-        if not self.exact:
-            raise PolicyError(f"match {self}: a per-flow rule needs src=IP dst=IP sport=N dport=N")
-        return {KEY_FLOW: f"{self._value_and_mask()[0]:#x}"}
+        """The key of the exact per-flow table of the match's IP version (ack_thinning.flow_policy,
+        or flow_policy6)."""
+        if not self.exact or self.version is None:
+            raise PolicyError(
+                f"match {self}: a per-flow rule needs src=IP dst=IP sport=N dport=N (/32 or /128 addresses)"
+            )
+        return {KEY_FLOW: f"{self._value_and_mask(self.version)[0]:#x}"}
 
     @property
     def priority(self) -> int:
-        """bmv2 prefers the lowest priority value: count wildcard bits, so the most specific wins."""
-        wild = (32 - self.src.prefixlen if self.src else 32) + (32 - self.dst.prefixlen if self.dst else 32)
+        """The rule's priority in the table of its own IP version (IPv4's for a match without
+        addresses): ``priority_in``."""
+        return self.priority_in(self.version or 4)
+
+    def priority_in(self, version: int) -> int:
+        """bmv2 prefers the lowest priority value: count wildcard bits, so the most specific wins.
+        Counted in the widths of ``version``'s table, whose rules it competes with (a match
+        without addresses has all of that version's address bits wild)."""
+        self._check_version(version)
+        width = ADDR_BITS[version]
+        wild = (width - self.src.prefixlen if self.src else width) + (
+            width - self.dst.prefixlen if self.dst else width
+        )
         wild += (16 if self.sport is None else 0) + (16 if self.dport is None else 0)
         return wild + 1
 
     @classmethod
-    def from_key(cls, key: dict[str, tuple[int, int]]) -> PolicyMatch:
-        """From the key's (value, mask) as read back from a table (an exact entry's mask: all ones)."""
+    def from_key(cls, key: dict[str, tuple[int, int]], version: int = 4) -> PolicyMatch:
+        """From the key's (value, mask) as read back from ``version``'s table (an exact entry's mask:
+        all ones)."""
+        network = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
 
-        def net(value: int, mask: int) -> ipaddress.IPv4Network | None:
+        def net(value: int, mask: int) -> Network | None:
             if mask == 0:
                 return None
-            return ipaddress.IPv4Network((value, bin(mask).count("1")))
+            return network((value, bin(mask).count("1")))
 
         def port(value: int, mask: int) -> int | None:
             return None if mask == 0 else value
 
         value, mask = key[KEY_FLOW]
         (src, dst, sport, dport), (src_mask, dst_mask, sport_mask, dport_mask) = (
-            _unpack_key(value),
-            _unpack_key(mask),
+            _unpack_key(value, version),
+            _unpack_key(mask, version),
         )
         return cls(net(src, src_mask), net(dst, dst_mask), port(sport, sport_mask), port(dport, dport_mask))
 
@@ -293,3 +350,19 @@ class PolicyMatch:
             f"{f.name}={getattr(self, f.name)}" for f in fields(self) if getattr(self, f.name) is not None
         ]
         return " ".join(parts) or "any"
+
+
+def parse_network(text: str, what: str) -> Network:
+    """``10.0.2.0/24``, ``2001:db8::/32`` or a bare address (a full-length prefix); PolicyError
+    naming ``what`` and the network to write instead when host bits are set."""
+    # The version's own class where the text says which: its messages say what is wrong
+    # ("not a valid netmask"), ip_network's only that the text is neither.
+    network = ipaddress.IPv6Network if ":" in text else ipaddress.IPv4Network if "." in text else None
+    try:
+        return network(text) if network is not None else ipaddress.ip_network(text)
+    except ValueError as exc:
+        try:
+            fix = f"; write its network, {ipaddress.ip_network(text, strict=False)}"
+        except ValueError:
+            fix = "; write an IPv4 or IPv6 address or prefix, e.g. 10.0.2.0/24 or 2001:db8:2::/64"
+        raise PolicyError(f"{what}: {exc}{fix}") from None
