@@ -23,6 +23,7 @@ from ackwise.topologies.tcp_settings import CONGESTION_CONTROLS, DEFAULT_CONGEST
 from ackwise.topologies.timescale import TimeScale
 from ackwise.topologies.wireless import PRESETS
 from ackwise.topologies.wireless import preset as wireless_preset
+from ackwise.twins.p4names import BMV2_DEFAULT_QUEUE_DEPTH_PKTS
 from ackwise.twins.policies import MSS_BYTES
 
 # build() parameters every topology takes for its hosts' TCP (tcp_settings.TcpSettings).
@@ -285,8 +286,25 @@ class Dumbbell(AckwiseTopo):
         if bottleneck == "link":
             forward = LinkParams(_mbps(fwd_rate_mbps), fwd_delay_ms, loss, fwd_buffer_pkts)
             reverse = LinkParams(_mbps(rev_rate_mbps), rev_delay_ms, loss, rev_buffer_pkts)
-            if rev_shape_pps > 0:
-                self.meta.queues.append(QueueSetting("s2", "e1", rev_shape_pps, queue_depth_pkts))
+            # The link's buffer is the only one in front of it: a switch's egress queue toward it
+            # (bmv2's default 64 packets, served as fast as bmv2 runs) holds at least as much. A
+            # sender answering one ACK of 100-170 segments (smartacking's holds) sends them at
+            # the host's rate, bmv2's ingress ran ahead of its egress and s1 dropped up to 35 of
+            # them (4 of 11 runs), though the link's buffer held the whole transfer; with 2000
+            # packets, 0 of 6 (docs/testbed.md).
+            self.meta.queues.append(
+                QueueSetting("s1", "e1", 0, max(BMV2_DEFAULT_QUEUE_DEPTH_PKTS, fwd_buffer_pkts))
+            )
+            self.meta.queues.append(
+                QueueSetting(
+                    "s2",
+                    "e1",
+                    rev_shape_pps,
+                    queue_depth_pkts
+                    if rev_shape_pps > 0
+                    else max(BMV2_DEFAULT_QUEUE_DEPTH_PKTS, rev_buffer_pkts),
+                )
+            )
         else:
             if fwd_queue_pps <= 0 or rev_queue_pps <= 0:
                 raise ValueError("a switch bottleneck needs fwd_queue_pps and rev_queue_pps")
