@@ -45,6 +45,9 @@ class Agent:
         self.flows: dict[FlowId, ReceiverFlow] = {}
         self.rules: list[list[str]] = []
         self.stop_requested = False
+        # Packet times are monotonic; the record's series are on the wall clock, as the sender's
+        # ss samples are (TcpSampler), so that the two line up.
+        self.wall_offset_s = time.time() - time.monotonic()
 
     # ---- rules ----
 
@@ -119,6 +122,14 @@ class Agent:
                     fds[fd].run(block=False)
         finally:
             self.remove_rules()
+            # Packets already queued when the rules went are the kernel's still: give them their
+            # verdicts (unbinding would drop them: a connection's last ACKs, at the end of a run).
+            self.stop_requested = True
+            for nfq in (nfq_in, nfq_out):
+                try:
+                    nfq.run(block=False)
+                except OSError:
+                    pass
             for flow in self.flows.values():
                 flow.flush()
             nfq_in.unbind()
@@ -126,10 +137,19 @@ class Agent:
 
     def report(self) -> dict[str, Any]:
         flows = {
-            f"{addr}:{rport} > :{lport}": asdict(flow.stats) | {"policy_state": _policy_state(flow)}
+            f"{addr}:{rport} > :{lport}": asdict(flow.stats)
+            | {"policy_state": _policy_state(flow), "estimate": self._estimate_series(flow)}
             for (addr, rport, lport), flow in self.flows.items()
         }
         return {"policy": self.policy, "params": self.params, "ports": self.ports, "flows": flows}
+
+    def _estimate_series(self, flow: ReceiverFlow) -> dict[str, list[float]]:
+        """The window estimate at each change: wall-clock times (s) and segments."""
+        trace = flow.policy.estimate_trace
+        return {
+            "at": [round(t + self.wall_offset_s, 4) for t, _ in trace],
+            "segments": [float(v) for _, v in trace],
+        }
 
 
 def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
@@ -139,6 +159,7 @@ def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
         "srtt_s": p.rtt.srtt_s,
         "rtt_min_s": p.rtt.min_s,
         "cwnd_estimate": p.cwnd.estimate(),
+        **p.cwnd.state(),
     }
     for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s"):
         if hasattr(p, name):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.hosts.kernel import set_quickack
-from ackwise.hosts.policies import KERNEL_BASELINES, make_policy
+from ackwise.hosts.policies import KERNEL_BASELINES, POLICIES, make_policy
 from ackwise.processes import stop_process
 
 
@@ -43,12 +43,13 @@ class HostAgent:
                 "ackwise.hosts.agent",
                 "--policy",
                 self.policy,
-                "--quickack",
                 "--queue-base",
                 str(self.queue_base),
                 "--stats",
                 str(self.stats_path),
             ]
+            if POLICIES[self.policy].quickack:
+                cmd.append("--quickack")  # one kernel ACK per segment: the policy sets the rate
             for port in self.ports:
                 cmd += ["--port", str(port)]
             for key, value in self.params.items():

@@ -13,16 +13,27 @@ Policies and their sources:
     smartacking  smartacking (section 3): delay = LastSegmentTime - alpha * RTT; Figure 1's EstimateCwnd
     tack         TACK: f = min(bw / (L * MSS), beta / RTTmin)
     4w           Landstrom et al., 4W: four ACKs per (estimated) send window
+    piggyback    Shang and Wills: hold a pure ACK until reverse data carries it, up to hold_ms
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ackwise.hosts.estimators import (
+    ESTIMATORS,
+    AckRelease,
+    DataArrival,
+    WindowEstimator,
+    make_estimator,
+)
 from ackwise.twins.policies import MSS_BYTES
-from ackwise.twins.serial import seq_diff, seq_gt
+from ackwise.twins.serial import seq_diff, seq_gt, seq_lt
+
+__all__ = ["AckRelease", "DataArrival"]
 
 MAX_ACK_DELAY_S = 0.2  # TCP's (and the smartacking paper's) bound on how long an ACK may wait
 DEFAULT_RTT_S = 0.1  # until the receiver has a sample
@@ -44,15 +55,6 @@ Decision = Release | Hold
 RELEASE = Release()
 
 
-@dataclass(frozen=True)
-class DataArrival:
-    t: float
-    seq: int
-    length: int
-    ce: bool = False
-    in_order: bool = True  # starts at the receiver's next expected byte
-
-
 # ---- estimates a receiver can make on its own ----
 
 
@@ -62,10 +64,12 @@ class RttEstimator:
 
     srtt_s: float | None = None
     min_s: float | None = None
+    last_s: float | None = None  # the latest sample
 
     def sample(self, rtt_s: float) -> None:
         if rtt_s <= 0:
             return
+        self.last_s = rtt_s
         self.srtt_s = rtt_s if self.srtt_s is None else 0.875 * self.srtt_s + 0.125 * rtt_s
         self.min_s = rtt_s if self.min_s is None else min(self.min_s, rtt_s)
 
@@ -78,116 +82,66 @@ class RttEstimator:
         return self.min_s if self.min_s is not None else DEFAULT_RTT_S
 
 
-@dataclass
-class CwndEstimator:
-    """The sender's congestion window in segments, estimated at the receiver for NewReno: the
-    EstimateCwnd procedure of the smartacking paper's Figure 1, with its per-RTT update."""
-
-    starting_cwnd: int = 1  # > -1 while in the initial slow start
-    past_ssthresh: bool = False
-    cwnd_est: float = 0.0
-    ssthresh_est: int = 2
-    segments_this: int = 0
-    segments_last: int = 0
-    acks_this: int = 0
-    acks_last: int = 0
-    cwnd_if_slow_start: int = 0
-    seen_loss_this_interval: bool = False
-    seen_loss_recently: bool = False
-
-    def estimate(self) -> int:
-        if self.starting_cwnd > -1:
-            return self.starting_cwnd
-        if self.past_ssthresh:
-            return int(self.cwnd_est)
-        total = self.segments_last + self.acks_last + self.acks_this
-        if total > self.ssthresh_est:
-            return max(self.ssthresh_est, self.segments_last) + 2
-        return total
-
-    def non_duplicate_ack_sent(self) -> None:
-        self.acks_this += 1
-        if self.starting_cwnd > -1:
-            self.starting_cwnd += 1
-        if self.cwnd_est > 0:
-            self.cwnd_est += 1.0 / self.cwnd_est
-
-    def third_duplicate_ack_sent(self) -> None:
-        self.starting_cwnd = -1
-        self.seen_loss_this_interval = True
-
-    def sender_window_reduced(self) -> None:
-        """The sender set CWR: it has answered ECE as it answers a loss (RFC 3168), so the
-        estimate takes the same post-congestion path as after the third duplicate ACK. Figure 1
-        knows only loss, because the paper's senders did not use ECN."""
-        self.third_duplicate_ack_sent()
-
-    def in_order_segment(self) -> None:
-        self.segments_this += 1
-
-    def once_per_rtt(self) -> None:
-        if (
-            not self.past_ssthresh
-            and self.cwnd_if_slow_start > self.segments_this + 2
-            and self.acks_last > 2
-            and not self.seen_loss_recently
-        ):
-            self.past_ssthresh = True  # switching to congestion avoidance
-            self.cwnd_est = self.segments_this + 1
-        if self.segments_this == 0 and self.segments_last == 0:
-            self.seen_loss_this_interval = True
-        if self.seen_loss_this_interval and not self.seen_loss_recently:
-            self.ssthresh_est = max(self.estimate() // 2, 2)
-            self.starting_cwnd = -1
-            self.past_ssthresh = False
-        if self.segments_this > 1:
-            self.seen_loss_recently = self.seen_loss_this_interval
-        self.seen_loss_this_interval = False
-        self.cwnd_if_slow_start = self.segments_last + self.acks_last + self.acks_this
-        self.segments_last, self.acks_last = self.segments_this, self.acks_this
-        self.segments_this = self.acks_this = 0
-
-
 # ---- the policies ----
 
 
 @dataclass
 class AckPolicy(ABC):
-    """What every policy knows about its flow: MSS, the ACKs it released, RTT and window estimates."""
+    """What every policy knows about its flow: MSS, the ACKs it released, RTT and window estimates
+    (hosts/estimators.py: ``estimator`` picks the window's; every change of it is kept in
+    ``estimate_trace`` for the run's record, beside the sender's cwnd)."""
 
     name: ClassVar[str]
     mss: int = MSS_BYTES
     max_delay_s: float = MAX_ACK_DELAY_S
+    estimator: str = "counting"
     rtt: RttEstimator = field(default_factory=RttEstimator)
-    cwnd: CwndEstimator = field(default_factory=CwndEstimator)
+    cwnd: WindowEstimator = field(init=False)
     first_ack: int | None = None
     last_released_ack: int | None = None
     last_release_t: float | None = None
     highest_received: int | None = None  # end of the highest data received
+    gap_end: int | None = None  # end of the highest data received beyond a gap, until filled
     next_tick_t: float | None = None
+    estimate_trace: list[tuple[float, int]] = field(default_factory=list)
+
+    TRACE_POINTS: ClassVar[int] = 20_000  # a 1 MB transfer changes it a few hundred times
+    # How the agent runs the policy. ``quickack``: the kernel ACKs every segment (the policy sets
+    # the rate from there); off, the kernel's delayed ACK produces the ACKs the policy may hold.
+    # ``thins``: a newer pure ACK supersedes a held one (dropped, its due time inherited); off,
+    # the held one is released first: only reverse data removes an ACK.
+    quickack: ClassVar[bool] = True
+    thins: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        self.cwnd = make_estimator(self.estimator, self.rtt, self.mss)
 
     def on_data(self, ev: DataArrival) -> None:
         end = (ev.seq + ev.length) % 2**32
         if self.highest_received is None or seq_gt(end, self.highest_received):
             self.highest_received = end
-        if ev.in_order:
-            self.cwnd.in_order_segment()
+        if ev.beyond_gap and (self.gap_end is None or seq_gt(end, self.gap_end)):
+            self.gap_end = end
+        self.cwnd.on_data(ev)
         self._tick(ev.t)
+        self._trace(ev.t)
 
-    def on_release(self, t: float, ack: int) -> None:
+    def on_release(self, t: float, ack: int, ts_val: int | None = None, sack: bool = False) -> None:
         if self.first_ack is None:
             self.first_ack = ack
-        if self.last_released_ack is None or seq_gt(ack, self.last_released_ack):
-            self.cwnd.non_duplicate_ack_sent()
+        new = self.last_released_ack is None or seq_gt(ack, self.last_released_ack)
+        hole = self.gap_end is not None and seq_lt(ack, self.gap_end)
+        if self.gap_end is not None and not hole:
+            self.gap_end = None  # the ACK covers everything that came beyond the gap
+        self.cwnd.on_release(AckRelease(t, ack, ts_val, hole, new, sack))
+        if new:
             self.last_released_ack = ack
         self.last_release_t = t
         self._tick(t)
+        self._trace(t)
 
     def on_third_duplicate_ack(self) -> None:
-        self.cwnd.third_duplicate_ack_sent()
-
-    def on_sender_window_reduced(self) -> None:
-        self.cwnd.sender_window_reduced()
+        self.cwnd.on_third_duplicate_ack()
 
     def _tick(self, t: float) -> None:
         """The window estimator's once-per-RTT update, run for each RTT that passed."""
@@ -195,14 +149,26 @@ class AckPolicy(ABC):
             self.next_tick_t = t + self.rtt.srtt
             return
         while t >= self.next_tick_t:
-            self.cwnd.once_per_rtt()
+            self.cwnd.on_rtt_tick(self.next_tick_t)
             self.next_tick_t += self.rtt.srtt
+
+    def _trace(self, t: float) -> None:
+        value = self.cwnd.estimate()
+        if (not self.estimate_trace or self.estimate_trace[-1][1] != value) and len(
+            self.estimate_trace
+        ) < self.TRACE_POINTS:
+            self.estimate_trace.append((t, value))
 
     def acked_since_release(self, ack: int) -> int:
         return 0 if self.last_released_ack is None else seq_diff(ack, self.last_released_ack)
 
     def hold(self, t: float) -> Hold:
         return Hold(t + self.max_delay_s)
+
+    def may_hold(self, sack: bool, ece: bool) -> bool:
+        """Whether the policy would hold this pure ACK at all (beyond the safety contract, which
+        decides first): one carrying SACK blocks, or ECE."""
+        return True
 
     @abstractmethod
     def decide(self, t: float, ack: int) -> Decision:
@@ -276,13 +242,17 @@ class ReceiverAcc(EveryD):
 
 @dataclass
 class FourW(EveryD):
-    """Four ACKs per send window (the window estimated as for smartacking)."""
+    """Four ACKs per send window: one per window / 4 segments, to the nearest whole segment
+    (Landström's sender marked the segments to ACK at quarter-windows; rounding down instead
+    sent 7 ACKs per window of 7 segments, 5 per window of 15). The window is the receiver's
+    estimate (hosts/estimators.py)."""
 
     name: ClassVar[str] = "4w"
     acks_per_window: int = 4
 
     def current_d(self, t: float, ack: int) -> int:
-        return max(1, self.cwnd.estimate() // self.acks_per_window)
+        # int(x + 0.5): half-up, where round() would round 2.5 to 2
+        return max(1, int(self.cwnd.estimate() / self.acks_per_window + 0.5))
 
 
 @dataclass
@@ -293,6 +263,9 @@ class Smartacking(AckPolicy):
 
     name: ClassVar[str] = "smartacking"
     alpha: float = 1.0
+    rtt_refresh_s: float = 1.0  # the paper's keep-alive period (decision_rtt)
+    refreshed_rtt_s: float | None = None
+    refreshed_t: float = 0.0
     extended: bool = False  # the paper's extended-alpha variant (section 4.1)
     isat_s: float | None = None
     last_arrival_t: float | None = None
@@ -334,9 +307,21 @@ class Smartacking(AckPolicy):
         expected = self.cwnd.estimate() + (seq_diff(self.last_released_ack, self.highest_received) / self.mss)
         return max(0.0, expected) * self.isat_s
 
+    def decision_rtt(self, t: float) -> float:
+        """The RTT the delay rule subtracts: the paper's receiver, sending no data of its own,
+        measures it with a keep-alive once per second (§3.2), so it is one sample, refreshed every
+        ``rtt_refresh_s`` (0: the smoothed RTT of every sample, which follows the queue it
+        measures and so never lets the rule delay on a saturated link, where the window's
+        arrival time equals the RTT)."""
+        if self.rtt_refresh_s <= 0 or self.rtt.last_s is None:
+            return self.rtt.srtt
+        if self.refreshed_rtt_s is None or t - self.refreshed_t >= self.rtt_refresh_s:
+            self.refreshed_rtt_s, self.refreshed_t = self.rtt.last_s, t
+        return self.refreshed_rtt_s
+
     def decide(self, t: float, ack: int) -> Decision:
         lst = self.last_segment_time()
-        budget = self.alpha * self.rtt.srtt
+        budget = self.alpha * self.decision_rtt(t)
         if lst is None or lst < budget:
             return RELEASE
         return Hold(t + min(lst - budget, self.max_delay_s))
@@ -345,9 +330,9 @@ class Smartacking(AckPolicy):
         super().on_third_duplicate_ack()
         self.alpha_frozen = False
 
-    def on_release(self, t: float, ack: int) -> None:
+    def on_release(self, t: float, ack: int, ts_val: int | None = None, sack: bool = False) -> None:
         single = self.last_released_ack is not None and seq_diff(ack, self.last_released_ack) <= self.mss
-        super().on_release(t, ack)
+        super().on_release(t, ack, ts_val, sack)
         if not self.extended:
             return
         estimate = self.cwnd.estimate()
@@ -402,8 +387,31 @@ class Tack(AckPolicy):
         return Hold(min(due, t + self.max_delay_s))
 
 
+@dataclass
+class PiggybackHold(AckPolicy):
+    """Shang and Wills' piggybacking, done by the receiver's host: hold each pure ACK up to
+    ``hold_ms``, so that reverse data the application writes in the meantime carries it (the
+    held ACK is then dropped: the data's ACK is at least as new). Nothing else removes an ACK: a
+    newer pure ACK releases the held one first (no thinning), and the kernel's own delayed ACK
+    produces the ACKs (no quickack). Never held, beyond the safety contract's rules (duplicates,
+    DSACK, SACK news, ECE/CWR changes, FIN ...): any ACK with SACK blocks or ECE."""
+
+    name: ClassVar[str] = "piggyback"
+    quickack: ClassVar[bool] = False
+    thins: ClassVar[bool] = False
+    # The client writes back within a millisecond or two of reading; a hold much longer only
+    # delays the ACKs that no data follows (all of them when the client writes nothing).
+    hold_ms: float = 10.0
+
+    def may_hold(self, sack: bool, ece: bool) -> bool:
+        return not sack and not ece
+
+    def decide(self, t: float, ack: int) -> Decision:
+        return Hold(t + min(self.hold_ms / 1000, self.max_delay_s))
+
+
 POLICIES: dict[str, type[AckPolicy]] = {
-    cls.name: cls for cls in (EveryD, DynamicD, ReceiverAcc, Smartacking, Tack, FourW)
+    cls.name: cls for cls in (EveryD, DynamicD, ReceiverAcc, Smartacking, Tack, FourW, PiggybackHold)
 }
 # The kernel's own behaviour, without the agent.
 KERNEL_BASELINES = ("delayed", "quickack")
@@ -418,10 +426,13 @@ TUNABLE = (
     "l3",
     "d_cap",
     "alpha",
+    "rtt_refresh_s",
     "extended",
     "beta",
     "L",
     "acks_per_window",
+    "estimator",
+    "hold_ms",
 )
 
 
@@ -440,7 +451,11 @@ def make_policy(name: str, params: dict[str, str]) -> AckPolicy:
             raise ValueError(f"{name} has no parameter {key!r} (it takes: {', '.join(sorted(fields_))})")
         default = fields_[key].default
         try:
-            if isinstance(default, bool):
+            if isinstance(default, str):
+                if text not in ESTIMATORS:
+                    raise ValueError(f"{name} {key}={text!r}: give one of {', '.join(ESTIMATORS)}")
+                values[key] = text
+            elif isinstance(default, bool):
                 values[key] = text.lower() in ("1", "true", "yes", "on")
             elif isinstance(default, int):
                 values[key] = int(text)
@@ -448,8 +463,9 @@ def make_policy(name: str, params: dict[str, str]) -> AckPolicy:
                     raise ValueError(f"{name} {key} must be at least 1")
             else:
                 values[key] = float(text)
+                if not math.isfinite(values[key]) or values[key] < 0:  # type: ignore[arg-type]
+                    raise ValueError(f"{name} {key} must be at least 0 (and finite)")
         except ValueError as exc:
-            raise ValueError(
-                str(exc) if "at least" in str(exc) else f"{name} {key}={text!r}: not a number"
-            ) from None
+            own = "at least" in str(exc) or "give one of" in str(exc)
+            raise ValueError(str(exc) if own else f"{name} {key}={text!r}: not a number") from None
     return cls(**values)  # type: ignore[arg-type]

@@ -3,7 +3,10 @@
 Computes the safety contract's facts (ackwise.twins.safety, the same definition as the switch's) for each
 pure ACK, asks the flow's policy about the others, and holds at most one ACK: a newer ACK
 supersedes a held one (which is dropped, its due time inherited), so an ACK is never sent after a
-newer one and never later than its due time. Packets are opaque handles with accept() and drop().
+newer one and never later than its due time. A policy that does not thin (``thins`` false: the
+piggyback hold) has the held ACK released first instead, so that only a segment the host sends
+with data (or a FIN) carrying an ACK at least as new removes one. Packets are opaque handles
+with accept() and drop().
 
 At the receiver every ACK acknowledges all data received so far, so the contract's end-of-burst
 rule (acks_all_data) cannot be the switch's; it is met by the hold timer instead: no held ACK
@@ -33,6 +36,7 @@ class Held:
     pkt: PacketHandle
     seg: TcpSegment
     due: float
+    since: float  # when it was held
 
 
 @dataclass
@@ -42,7 +46,12 @@ class FlowStats:
     released_kept: dict[str, int] = field(default_factory=dict)  # by safety reason
     released_by_policy: int = 0
     released_on_timer: int = 0
-    superseded: int = 0
+    superseded: int = 0  # held ACKs dropped for a newer ACK that left
+    piggybacked: int = 0  # held ACKs dropped because data the host sent carried their ACK
+    released_early: int = 0  # held ACKs sent before their time for a newer one (non-thinning policies)
+    refused_by_policy: int = 0  # pure ACKs the policy would not hold (SACK, ECE for piggyback)
+    held: int = 0  # pure ACKs held at all
+    max_hold_s: float = 0.0  # the longest any ACK was held before it left or was dropped
     other_segments: int = 0
 
 
@@ -83,15 +92,26 @@ class ReceiverFlow:
         if seg.payload_len == 0:
             return
         self.stats.data_segments += 1
-        if seg.flags & CWR:  # the sender has reduced its window in answer to our ECE
-            self.policy.on_sender_window_reduced()
         end = (seg.seq + seg.payload_len) % 2**32
         # In order: the segment brings the next expected byte (a retransmission filling a hole
         # does; a segment beyond a hole does not).
         in_order = self.rcv_nxt is None or (seq_leq(seg.seq, self.rcv_nxt) and seq_gt(end, self.rcv_nxt))
+        beyond_gap = self.rcv_nxt is not None and seq_gt(seg.seq, self.rcv_nxt)
         if in_order:
             self.rcv_nxt = end
-        self.policy.on_data(DataArrival(t, seg.seq, seg.payload_len, ce=seg.ecn == 3, in_order=in_order))
+        self.policy.on_data(
+            DataArrival(
+                t,
+                seg.seq,
+                seg.payload_len,
+                ce=seg.ecn == 3,
+                in_order=in_order,
+                beyond_gap=beyond_gap,
+                ts_ecr=seg.ts_ecr,
+                # the sender has reduced its window in answer to our ECE (RFC 3168)
+                cwr=bool(seg.flags & CWR),
+            )
+        )
 
     # ---- outgoing ----
 
@@ -106,7 +126,7 @@ class ReceiverFlow:
                 self.ws_shift = seg.ws_shift
         if not seg.is_pure_ack:  # data, SYN, FIN, RST: never held
             self.stats.other_segments += 1
-            self._supersede(seg)
+            self._supersede(seg, t)
             pkt.accept()
             self._remember(seg)
             return
@@ -117,14 +137,21 @@ class ReceiverFlow:
                 self.stats.released_kept.get(reason.name.lower(), 0) + 1
             )
             self._release_now(seg, pkt, t)
+        elif not self.policy.may_hold(bool(seg.sack), bool(seg.flags & ECE)):
+            self.stats.refused_by_policy += 1
+            self._release_now(seg, pkt, t)
         else:
             decision = self.policy.decide(t, seg.ack)
             if isinstance(decision, Hold):
                 due = decision.until
                 if self.held is not None:
-                    due = min(due, self.held.due)
-                    self._drop_held()
-                self.held = Held(pkt, seg, due)
+                    if self.policy.thins:
+                        due = min(due, self.held.due)
+                        self._drop_held(t)
+                    else:
+                        self._release_held_early(t)
+                self.held = Held(pkt, seg, due, t)
+                self.stats.held += 1
             else:
                 self.stats.released_by_policy += 1
                 self._release_now(seg, pkt, t)
@@ -201,25 +228,43 @@ class ReceiverFlow:
 
     # ---- holding and releasing ----
 
-    def _supersede(self, seg: TcpSegment) -> None:
-        """A segment carrying an ACK at least as new as the held one makes it redundant."""
+    def _supersede(self, seg: TcpSegment, t: float) -> None:
+        """A segment carrying an ACK at least as new as the held one makes it redundant: data
+        the host sends carries it (piggybacking), as does a FIN or RST."""
         if self.held is not None and seg.flags & ACK and seq_geq(seg.ack, self.held.seg.ack):
-            self._drop_held()
+            self._drop_held(t, piggybacked=seg.payload_len > 0)
 
-    def _drop_held(self) -> None:
+    def _drop_held(self, t: float, piggybacked: bool = False) -> None:
         assert self.held is not None
         self.held.pkt.drop()
+        self.stats.max_hold_s = max(self.stats.max_hold_s, t - self.held.since)
         self.held = None
-        self.stats.superseded += 1
+        if piggybacked:
+            self.stats.piggybacked += 1
+        else:
+            self.stats.superseded += 1
+
+    def _release_held_early(self, t: float) -> None:
+        """Send the held ACK now (a newer one is coming after it, for a policy that does not
+        thin): it leaves before the newer one, as the kernel sent them."""
+        assert self.held is not None
+        held, self.held = self.held, None
+        held.pkt.accept()
+        self.stats.max_hold_s = max(self.stats.max_hold_s, t - held.since)
+        self.stats.released_early += 1
+        self._released(held.seg, t)
 
     def _release_now(self, seg: TcpSegment, pkt: PacketHandle, t: float) -> None:
         if self.held is not None:
-            self._drop_held()  # older than this one: never sent after it
+            if self.policy.thins:
+                self._drop_held(t)  # older than this one: never sent after it
+            else:
+                self._release_held_early(t)  # the older one first, then this one
         pkt.accept()
         self._released(seg, t)
 
     def _released(self, seg: TcpSegment, t: float) -> None:
-        self.policy.on_release(t, seg.ack)
+        self.policy.on_release(t, seg.ack, seg.ts_val, bool(seg.sack))
         if seg.ts_val is not None and seg.ts_val not in self.released_ts:
             self.released_ts[seg.ts_val] = t
             while len(self.released_ts) > 64:
@@ -233,6 +278,7 @@ class ReceiverFlow:
             held, self.held = self.held, None
             held.pkt.accept()
             self.stats.released_on_timer += 1
+            self.stats.max_hold_s = max(self.stats.max_hold_s, t - held.since)
             self._released(held.seg, t)
 
     def flush(self) -> None:

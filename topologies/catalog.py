@@ -17,11 +17,13 @@ from mininet.topo import Topo
 
 from ackwise.errors import InputError
 from ackwise.topologies.bmv2 import BMv2Switch
-from ackwise.topologies.hosts import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, AckwiseHost
+from ackwise.topologies.hosts import AckwiseHost
 from ackwise.topologies.links import LinkEmulator, LinkParams, WirelessMedium
+from ackwise.topologies.tcp_settings import CONGESTION_CONTROLS, DEFAULT_CONGESTION_CONTROL, MAX_INITCWND
 from ackwise.topologies.timescale import TimeScale
 from ackwise.topologies.wireless import PRESETS
 from ackwise.topologies.wireless import preset as wireless_preset
+from ackwise.twins.p4names import BMV2_DEFAULT_QUEUE_DEPTH_PKTS
 from ackwise.twins.policies import MSS_BYTES
 
 # IPv4 and TCP headers and the Timestamps option, which our hosts keep on (tcp_timestamps=1):
@@ -42,6 +44,10 @@ def window_clamp_bytes(max_window_pkts: int, mtu_bytes: int) -> int:
     if max_window_pkts < 0:
         raise ValueError(f"max_window_pkts={max_window_pkts}: give 0 (no clamp) or more")
     return max_window_pkts * mss_for_mtu(mtu_bytes)
+
+
+# build() parameters every topology takes for its hosts' TCP (tcp_settings.TcpSettings).
+TCP_PARAMS = ("cc", "ecn", "sack", "timestamps", "initcwnd")
 
 
 class TopologyParamError(InputError, ValueError):
@@ -104,6 +110,7 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "queue_depth_pkts": Bound(1, 2**31 - 1, "packets"),
     "program": Bound(choices=("ack_switch", "forward_only", "ap_proxy", "parser_probe")),
     "cc": Bound(choices=CONGESTION_CONTROLS),
+    "initcwnd": Bound(0, MAX_INITCWND, "segments, the senders' initial window; 0: Linux's default (10)"),
     "backend": Bound(choices=("auto", "netem", "linkem")),
     "preset": Bound(choices=tuple(PRESETS)),
     "scale": Bound(0.01, 1000, "times real time: the medium and every wired link (timescale.py)"),
@@ -225,8 +232,11 @@ class AckwiseTopo(Topo):
         self.addressing = HostAddressing()
         Topo.__init__(self, **params)
 
-    def host(self, name: str, cc: str, ecn: bool, mtu: int | None = None) -> str:
-        return self.addHost(name, cls=AckwiseHost, cc=cc, ecn=ecn, mtu=mtu, **self.addressing.take())
+    def host(self, name: str, mtu: int | None = None) -> str:
+        """A host with the topology's TCP settings (build()'s cc, ecn, sack, timestamps, initcwnd)
+        and, where given, its interfaces' IP MTU."""
+        tcp = {k: self.meta.params[k] for k in TCP_PARAMS}
+        return self.addHost(name, cls=AckwiseHost, **tcp, mtu=mtu, **self.addressing.take())
 
     @property
     def mss_bytes(self) -> int:
@@ -279,6 +289,9 @@ class Dumbbell(AckwiseTopo):
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         backend: str = "auto",
         log_dir: str | None = None,
         access_delay_ms: str = "",
@@ -309,8 +322,25 @@ class Dumbbell(AckwiseTopo):
         if bottleneck == "link":
             forward = LinkParams(_mbps(fwd_rate_mbps), fwd_delay_ms, loss, fwd_buffer_pkts)
             reverse = LinkParams(_mbps(rev_rate_mbps), rev_delay_ms, loss, rev_buffer_pkts)
-            if rev_shape_pps > 0:
-                self.meta.queues.append(QueueSetting("s2", "e1", rev_shape_pps, queue_depth_pkts))
+            # The link's buffer is the only one in front of it: a switch's egress queue toward it
+            # (bmv2's default 64 packets, served as fast as bmv2 runs) holds at least as much. A
+            # sender answering one ACK of 100-170 segments (smartacking's holds) sends them at
+            # the host's rate, bmv2's ingress ran ahead of its egress and s1 dropped up to 35 of
+            # them (4 of 11 runs), though the link's buffer held the whole transfer; with 2000
+            # packets, 0 of 6 (docs/testbed.md).
+            self.meta.queues.append(
+                QueueSetting("s1", "e1", 0, max(BMV2_DEFAULT_QUEUE_DEPTH_PKTS, fwd_buffer_pkts))
+            )
+            self.meta.queues.append(
+                QueueSetting(
+                    "s2",
+                    "e1",
+                    rev_shape_pps,
+                    queue_depth_pkts
+                    if rev_shape_pps > 0
+                    else max(BMV2_DEFAULT_QUEUE_DEPTH_PKTS, rev_buffer_pkts),
+                )
+            )
         else:
             if fwd_queue_pps <= 0 or rev_queue_pps <= 0:
                 raise ValueError("a switch bottleneck needs fwd_queue_pps and rev_queue_pps")
@@ -328,7 +358,7 @@ class Dumbbell(AckwiseTopo):
         if len(access) > n_pairs or any(d < 0 for d in access):
             raise ValueError(f"access_delay_ms: at most {n_pairs} values, each >= 0")
         for i in range(1, n_pairs + 1):
-            h, r = self.host(f"h{i}", cc, ecn), self.host(f"r{i}", cc, ecn)
+            h, r = self.host(f"h{i}"), self.host(f"r{i}")
             delay = access[i - 1] if i <= len(access) else 0.0
             if delay > 0:
                 self.wire(f"a{i}", h, s1, LinkParams(0, delay), LinkParams(0, delay), backend)
@@ -351,6 +381,9 @@ class ParkingLot(AckwiseTopo):
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         backend: str = "auto",
         log_dir: str | None = None,
     ) -> None:
@@ -362,7 +395,7 @@ class ParkingLot(AckwiseTopo):
         for i in range(3):
             self.wire(f"e{i + 1}", switches[i], switches[i + 1], link, link, backend)
         for flow, (src_sw, dst_sw) in enumerate([(0, 3), (0, 1), (1, 2), (2, 3)]):
-            h, r = self.host(f"h{flow}", cc, ecn), self.host(f"r{flow}", cc, ecn)
+            h, r = self.host(f"h{flow}"), self.host(f"r{flow}")
             self.addLink(h, switches[src_sw])
             self.addLink(r, switches[dst_sw])
             self.meta.flows.append((h, r))
@@ -405,13 +438,16 @@ class Wlan(AckwiseTopo):
         agent: bool = True,
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         backend: str = "auto",
         log_dir: str | None = None,
     ) -> None:
         if n_stations < 1:
             raise ValueError("a WLAN needs at least one station")
         self.meta = TopoMeta("wlan", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
-        srv = self.host("srv", cc, ecn)
+        srv = self.host("srv")
         if proxy:
             program = "ap_proxy"
             stations = tuple(f"sta{k}" for k in range(1, n_stations + 1))
@@ -437,7 +473,7 @@ class Wlan(AckwiseTopo):
             limit_pkts=medium_buffer_pkts,
         )
         for k in range(1, n_stations + 1):
-            sta = self.host(f"sta{k}", cc, ecn)
+            sta = self.host(f"sta{k}")
             self.addLink(ap, "air", port2=2 * k - 1)
             self.addLink("air", sta, port1=2 * k)
             self.meta.flows.append((srv, sta))
@@ -468,15 +504,18 @@ class Chain(AckwiseTopo):
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
         log_dir: str | None = None,
     ) -> None:
         if hops < 2:
             raise ValueError("a chain needs at least two hops (one relay)")
         self.meta = TopoMeta("chain", {k: v for k, v in locals().items() if k not in ("self", "__class__")})
         mtu = mtu_bytes if mtu_bytes != DEFAULT_MTU_BYTES else None  # None: the interface's own
-        nodes = [self.host("src", cc, ecn, mtu)]
+        nodes = [self.host("src", mtu)]
         nodes += [self.bmv2(f"r{i}", program, log_dir) for i in range(1, hops)]
-        nodes.append(self.host("dst", cc, ecn, mtu))
+        nodes.append(self.host("dst", mtu))
         self.addSwitch(
             "air",
             cls=WirelessMedium,

@@ -9,9 +9,17 @@ from typing import Any
 from mininet.node import Host
 
 from ackwise.netdev import offloads_off_command
+from ackwise.topologies.tcp_settings import (
+    CONGESTION_CONTROLS,
+    DEFAULT_CONGESTION_CONTROL,
+    TcpSettings,
+    TcpSettingsError,
+    check_readback,
+    route_initcwnd_commands,
+)
 
-CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
-DEFAULT_CONGESTION_CONTROL = "cubic"
+__all__ = ["CONGESTION_CONTROLS", "DEFAULT_CONGESTION_CONTROL", "AckwiseHost", "TcpSettingsError"]
+
 
 _SYSCTL = Path("/proc/sys/net/ipv4")
 # Only the root namespace may make an algorithm outside this list the default; a host's namespace
@@ -28,10 +36,6 @@ OFFLOAD_FEATURES = (
     "tx-checksumming",
     "rx-checksumming",
 )
-
-
-class CongestionControlError(RuntimeError):
-    pass
 
 
 def allow_congestion_controls(names: set[str]) -> str | None:
@@ -52,12 +56,20 @@ def restore_allowed_congestion_controls(before: str) -> None:
 
 
 class AckwiseHost(Host):
-    """ECN on or off, a congestion control per host, and no segmentation offloads, so that the
-    segments on the wire are MSS-sized and their checksums are complete (bmv2 and the emulators see
-    raw frames, not the kernel's super-packets)."""
+    """A host with the TCP a scenario asks for (tcp_settings.TcpSettings: congestion control,
+    ECN, SACK, timestamps, initial window), read back and refused if the kernel did not take it,
+    and no segmentation offloads, so that the segments on the wire are MSS-sized and their
+    checksums are complete (bmv2 and the emulators see raw frames, not the kernel's super-packets)."""
 
     def config(
-        self, cc: str = DEFAULT_CONGESTION_CONTROL, ecn: bool = True, mtu: int | None = None, **params: Any
+        self,
+        cc: str = DEFAULT_CONGESTION_CONTROL,
+        ecn: bool = True,
+        sack: bool = True,
+        timestamps: bool = True,
+        initcwnd: int = 0,
+        mtu: int | None = None,
+        **params: Any,
     ) -> dict[str, Any]:
         result = Host.config(self, **params)
         available = (_SYSCTL / "tcp_available_congestion_control").read_text().split()
@@ -65,27 +77,26 @@ class AckwiseHost(Host):
             raise ValueError(
                 f"{self.name}: congestion control {cc!r} not available here ({', '.join(available)})"
             )
+        self.tcp = TcpSettings(cc, ecn, sack, timestamps, initcwnd)
         self.cc, self.ecn = cc, ecn
         self.cmd(
-            f"sysctl -qw net.ipv4.tcp_ecn={int(ecn)} net.ipv4.tcp_congestion_control={cc} "
-            "net.ipv4.tcp_no_metrics_save=1 net.ipv6.conf.all.disable_ipv6=1 "
-            "net.ipv6.conf.default.disable_ipv6=1 2>/dev/null"
+            f"{self.tcp.sysctl_command()} net.ipv4.tcp_no_metrics_save=1 "
+            "net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null"
         )
+        if initcwnd:
+            for command in route_initcwnd_commands(self.cmd("ip -4 route show"), initcwnd):
+                self.cmd(command + " 2>/dev/null")
         # Read back what the namespace has: a setting the kernel refused must not pass for one made
         # (every flow's record says which congestion control its sender ran).
-        read = self.cmd("sysctl -n net.ipv4.tcp_congestion_control net.ipv4.tcp_ecn").split()
-        now_cc, now_ecn = [*read, "", ""][:2]
-        if now_ecn != str(int(ecn)):
-            raise CongestionControlError(f"{self.name}: net.ipv4.tcp_ecn is {now_ecn!r}, not {int(ecn)}")
-        if now_cc != cc:
-            allowed = ALLOWED_CONGESTION_CONTROLS.read_text().strip()
-            raise CongestionControlError(
-                f"{self.name}: asked for congestion control {cc}, its namespace has {now_cc or 'none'}: "
-                "only the root namespace may pick an "
-                f"algorithm outside net.ipv4.tcp_allowed_congestion_control ({allowed!r}): add it with "
-                f'`sysctl -w net.ipv4.tcp_allowed_congestion_control="{allowed} {cc}"` (the test bed '
-                "does this itself when it starts)"
-            )
+        problems = check_readback(
+            self.name,
+            self.tcp,
+            self.cmd(self.tcp.readback_command()),
+            self.cmd("ip -4 route show"),
+            ALLOWED_CONGESTION_CONTROLS.read_text().strip(),
+        )
+        if problems:
+            raise TcpSettingsError("; ".join(problems))
         for intf in self.intfList():
             if intf.name != "lo":
                 self.cmd(" ".join(offloads_off_command(intf.name)) + " >/dev/null 2>&1")
@@ -119,4 +130,4 @@ class AckwiseHost(Host):
         return {**settings, **windows, "offloads": offloads, "mtu": mtus}
 
     def describe(self) -> dict[str, Any]:
-        return {"node": self.name, "ip": self.IP(), "mac": self.MAC(), "cc": self.cc, "ecn": self.ecn}
+        return {"node": self.name, "ip": self.IP(), "mac": self.MAC(), **self.tcp.to_dict()}

@@ -7,8 +7,10 @@ import pytest
 from ackwise.experiments.measure.metrics import (
     ack_counts,
     ack_rate_series,
-    avoidable_pure_acks,
+    acks_per_window,
+    estimate_error,
     jain_index,
+    packets_each_way,
     queue_delay_ms,
 )
 from ackwise.twins.packets import ACK, PSH, TcpSegment
@@ -34,25 +36,38 @@ def test_ack_rate_series_bins_the_pure_acks() -> None:
     assert rates == [6.0, 2.0, 0.0, 2.0]
 
 
-def test_avoidable_pure_acks_need_data_soon_after_acknowledging_as_much() -> None:
+def test_packets_each_way_count_every_segment_of_both_directions() -> None:
     segments = [
-        seg(R, H, 0.000, ack=1000),
-        seg(R, H, 0.010, payload=100, ack=1000, flags=ACK | PSH),  # carries it: avoidable
-        seg(R, H, 0.100, ack=2000),
-        seg(R, H, 0.200, payload=100, ack=3000, flags=ACK | PSH),  # too late: 100 ms
-        seg(R, H, 0.300, ack=4000),
-        seg(R, H, 0.310, payload=100, ack=3500, flags=ACK | PSH),  # acknowledges less
+        seg(H, R, 0.0, payload=1448),
+        seg(R, H, 0.001, ack=1000),
+        seg(R, H, 0.002, payload=100, ack=1000, flags=ACK | PSH),  # reverse data counts too
+        seg(H, R, 0.003, payload=1448),
+        seg("10.0.0.9", R, 0.004, payload=1448),  # another host: not these two's
     ]
-    assert avoidable_pure_acks(segments, (R, 1), H) == (1, 3)
+    assert packets_each_way(segments, H, R) == (2, 2)
 
 
-def test_avoidable_pure_acks_only_count_data_on_the_same_connection() -> None:
-    """Regression: ACKs were matched with data by address only, so a separate reverse connection's
-    data, numbered in another sequence space, "carried" about half of them."""
-    other = TcpSegment(R, H, 6101, 40000, 0, 5000, ACK | PSH, 100, 1000, 0, time=0.010)
-    segments = [seg(R, H, 0.000, ack=1000), other, seg(R, H, 0.100, ack=2000)]
-    assert avoidable_pure_acks(segments, (R, 1), H) == (0, 2)
-    assert avoidable_pure_acks(segments, (R, 6101), H) == (0, 0)
+def test_estimate_error_over_congestion_avoidance_only() -> None:
+    estimate = [(0.0, 10.0), (1.0, 20.0), (2.0, 30.0)]
+    cwnd = [
+        (0.5, 40, None),  # slow start: no ssthresh yet, not counted
+        (1.5, 25, 20),  # estimate 20: -20 %
+        (2.5, 30, 20),  # estimate 30: 0
+        (2.6, 10, 20),  # recovery (cwnd below ssthresh): not counted
+        (2.7, 25, 20),  # 30 against 25: +20 %
+    ]
+    error = estimate_error(estimate, cwnd)
+    assert error is not None and error.samples == 3
+    assert error.median_abs == pytest.approx(0.2) and error.median == pytest.approx(0.0)
+    assert estimate_error(estimate, [(0.5, 40, None)]) is None
+    assert estimate_error([(5.0, 1.0)], [(1.0, 10, 5)]) is None  # no estimate yet at the sample
+
+
+def test_acks_per_window_uses_the_mean_cwnd_in_congestion_avoidance() -> None:
+    cwnd = [(0.0, 100, None), (1.0, 20, 20), (2.0, 30, 20), (3.0, 10, 20)]
+    assert acks_per_window(100, 500, cwnd) == pytest.approx(100 / (500 / 25))
+    assert acks_per_window(100, 500, [(0.0, 100, None)]) is None
+    assert acks_per_window(100, 0, cwnd) is None
 
 
 def test_jain_index() -> None:

@@ -177,9 +177,9 @@ def test_the_runs_time_scale_is_the_topologys_as_built() -> None:
 
 def test_a_point_sets_its_own_transfer_size_and_nothing_else(tmp_path: Path) -> None:
     """A point's ``_traffic`` overrides size_bytes and timeout_s of the scenario's traffic (the
-    same bytes are seconds on 802.11b and a few round trips on 802.11ac); any other '_' key, or
-    another traffic key, is refused: the topology would never see it and the run would silently
-    differ from what the YAML says."""
+    same bytes are seconds on 802.11b and a few round trips on 802.11ac), and the piggyback
+    traffic's mode and write_bytes; any other '_' key, or another traffic key, is refused: the
+    topology would never see it and the run would silently differ from what the YAML says."""
     s = load("wlan-comparison")
     n1 = s.point("802.11n, 1 sta, 80 ms")
     assert s.point_traffic(n1)["size_bytes"] == 40_000_000
@@ -195,3 +195,20 @@ def test_a_point_sets_its_own_transfer_size_and_nothing_else(tmp_path: Path) -> 
             ScenarioError, match=r"points\[0\]: a parameter starting with '_' must be _traffic"
         ):
             load(path)
+
+
+def test_shang_wills_points_set_the_piggyback_mode_and_bytes_written_back(tmp_path: Path) -> None:
+    """Shang and Wills' N sweep, 2Con and 1Con are points that change the traffic (params._traffic);
+    a point key the loader does not know (as ``traffic:`` beside params, the form before issue 39's
+    merge with main) is refused, not ignored: the runs would all have been N = 0."""
+    s = load("shang-wills-dsl")
+    assert s.point_traffic(s.point("N=300")) == s.traffic | {"mode": "piggyback", "write_bytes": 300}
+    assert s.point_traffic(s.point("2Con"))["mode"] == "2con"
+    assert len({r.run_id for r in plan(s)}) == len(plan(s))  # each point its own runs
+    text = (SCENARIO_DIR / "shang-wills-dsl.yaml").read_text()
+    good = 'label: "N=0", params: {_traffic: {mode: piggyback, write_bytes: 0}}'
+    assert good in text
+    path = tmp_path / "shang-wills-dsl.yaml"
+    path.write_text(text.replace(good, 'label: "N=0", traffic: {mode: piggyback, write_bytes: 0}', 1))
+    with pytest.raises(ScenarioError, match=r"points\[0\] has traffic: a point has x, label and params"):
+        load(path)

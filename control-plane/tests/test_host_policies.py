@@ -63,7 +63,9 @@ def test_dynamic_d_grows_past_the_thresholds() -> None:
 
 
 def test_receiver_acc_doubles_at_most_once_per_rtt_and_decays() -> None:
-    p = ReceiverAcc(d_cap=64)
+    # Figure 1's estimate: these synthetic segments carry no timestamps, and with an ACK per
+    # segment it grows one per ACK, as a sender does (test_window_estimators.py compares them).
+    p = ReceiverAcc(d_cap=64, estimator="figure1")
     p.rtt.sample(0.05)
     t = 0.0
     for k in range(40):  # grow the window estimate: released ACKs in the initial slow start
@@ -86,7 +88,7 @@ def test_receiver_acc_doubles_at_most_once_per_rtt_and_decays() -> None:
 
 
 def test_receiver_acc_keeps_two_acks_per_window() -> None:
-    p = ReceiverAcc(d_cap=64)
+    p = ReceiverAcc(d_cap=64, estimator="figure1")
     p.rtt.sample(0.01)
     release_if(p, 0.0, 0, feed(p, 0.0, 0))  # window estimate: 2
     for i, k in enumerate(range(1, 6)):
@@ -126,7 +128,10 @@ def test_tack_measures_the_delivery_rate() -> None:
 
 
 def test_smartacking_acks_every_segment_with_idle_gaps_and_thins_when_uniform() -> None:
-    p = Smartacking()
+    """The delay rule, given a window estimate larger than what one RTT of uniform arrivals
+    holds (Figure 1's, counting one per released ACK, here): hold. In closed loop with the
+    measured estimate, test_window_estimators.py shows the reduced mode it reaches."""
+    p = Smartacking(estimator="figure1")
     p.rtt.sample(0.1)
     t, k = 0.0, 0
     decisions_slow_start = []
@@ -162,10 +167,12 @@ def test_smartacking_isat_ignores_outliers_and_window_gaps() -> None:
     assert p.isat_s == pytest.approx(0.001)
 
 
-def test_four_acks_per_window() -> None:
-    p = FourW()
-    p.cwnd.starting_cwnd = 40  # a window of 40 segments
-    assert p.current_d(0.0, seq(1)) == 10
+@pytest.mark.parametrize(("window", "d"), [(40, 10), (15, 4), (7, 2), (9, 2), (10, 3), (2, 1), (1, 1)])
+def test_four_acks_per_window(window: int, d: int) -> None:
+    """One ACK per window / 4 segments, to the nearest segment (half up), at least one."""
+    p = FourW(estimator="figure1")
+    p.cwnd.starting_cwnd = window  # type: ignore[attr-defined]
+    assert p.current_d(0.0, seq(1)) == d
 
 
 def test_make_policy_checks_parameters() -> None:
@@ -177,3 +184,27 @@ def test_make_policy_checks_parameters() -> None:
         make_policy("every_d", {"beta": "4"})
     with pytest.raises(ValueError, match="at least 1"):
         make_policy("every_d", {"d": "0"})
+    assert make_policy("4w", {"estimator": "figure1"}).cwnd.name == "figure1"
+    assert make_policy("4w", {}).cwnd.name == "counting"
+    with pytest.raises(ValueError, match="give one of counting, figure1"):
+        make_policy("4w", {"estimator": "oracle"})
+    assert make_policy("piggyback", {"hold_ms": "20"}).hold_ms == 20.0  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="hold_ms must be at least 0"):
+        make_policy("piggyback", {"hold_ms": "-5"})
+    with pytest.raises(ValueError, match="hold_ms must be at least 0"):
+        make_policy("piggyback", {"hold_ms": "nan"})
+
+
+def test_smartacking_takes_one_rtt_sample_per_second_as_the_papers_keep_alive() -> None:
+    """The paper's receiver, with no data of its own, learns the RTT from a keep-alive once per
+    second: the delay rule uses one sample, refreshed every rtt_refresh_s; 0: the smoothed RTT."""
+    p = Smartacking()
+    p.rtt.sample(0.1)
+    assert p.decision_rtt(0.0) == 0.1
+    p.rtt.sample(0.3)  # the queue grew
+    assert p.decision_rtt(0.5) == 0.1
+    assert p.decision_rtt(1.0) == 0.3
+    q = Smartacking(rtt_refresh_s=0)
+    q.rtt.sample(0.1)
+    q.rtt.sample(0.3)
+    assert q.decision_rtt(0.5) == pytest.approx(q.rtt.srtt)

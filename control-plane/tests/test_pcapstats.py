@@ -1,3 +1,4 @@
+import struct
 from pathlib import Path
 
 from scapy.layers.inet import IP, TCP
@@ -10,6 +11,8 @@ from ackwise.experiments.measure.pcapstats import (
     LinuxAckReasons,
     direction_stats,
     linux_ack_reasons,
+    nflog_payload,
+    read_segments,
 )
 from ackwise.twins.packets import ACK, FIN, PSH, SYN, TcpSegment
 
@@ -123,3 +126,21 @@ def test_linux_ack_reasons_every_segment_acked_is_unexplained_after_the_start() 
     reasons = linux_ack_reasons(segs, "10.0.0.2:5001 > 10.0.0.1:40000")
     assert reasons.quick_start == LINUX_MAX_QUICKACKS
     assert reasons.unexplained == 100 - LINUX_MAX_QUICKACKS
+
+
+def test_nflog_records_read_as_the_packets_they_logged(tmp_path: Path) -> None:
+    """tcpdump -i nflog:N writes link type 239: a header and TLVs, the packet in NFULA_PAYLOAD
+    (type 9), other TLVs (here a 6-byte prefix, padded to 8) before it."""
+    packet = bytes(
+        IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=5001, dport=40000, seq=8, ack=99, flags="A")
+    )
+    prefix = b"nflog\x00"
+    record = b"\x02\x00\x00\x07"  # AF_INET, version 0, group 7
+    record += struct.pack("=HH", 4 + len(prefix), 10) + prefix + b"\x00\x00"
+    record += struct.pack("=HH", 4 + len(packet), 9) + packet
+    pcap = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 239)
+    pcap += struct.pack("<IIII", 10, 500_000, len(record), len(record)) + record
+    (tmp_path / "n.pcap").write_bytes(pcap)
+    (seg_,) = list(read_segments(tmp_path / "n.pcap"))
+    assert (seg_.src, seg_.sport, seg_.ack, seg_.time) == ("10.0.0.2", 5001, 99, 10.5)
+    assert nflog_payload(b"\x02\x00\x00\x07") is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ackwise.hosts.policies import EveryD
+from ackwise.hosts.policies import EveryD, PiggybackHold
 from ackwise.hosts.receiver import ReceiverFlow
 from ackwise.twins.packets import ACK, CWR, ECE, FIN, PSH, TcpSegment
 
@@ -154,7 +154,7 @@ def test_segments_after_a_repaired_hole_count_in_order() -> None:
     the hole's end, so no later segment ever counted as in order and the window estimate (which
     counts in-order arrivals per RTT) collapsed for the rest of the connection."""
     log: list[str] = []
-    policy = EveryD(d=1)
+    policy = EveryD(d=1, estimator="figure1")  # it counts in-order arrivals per RTT
     flow = ReceiverFlow(policy)
     steps = [(0.000, data(0, 0.0)), (0.0001, ack(1)), (0.001, data(1, 0.001)), (0.0011, ack(2))]
     steps += [(0.003, data(3, 0.003)), (0.0031, ack(2)), (0.004, data(4, 0.004)), (0.0041, ack(2))]
@@ -166,9 +166,109 @@ def test_segments_after_a_repaired_hole_count_in_order() -> None:
 
 
 def test_cwr_on_data_ends_the_initial_slow_start_estimate() -> None:
-    policy = EveryD(d=1)
+    policy = EveryD(d=1, estimator="figure1")
     flow = ReceiverFlow(policy)
     run(flow, [(0.0, data(0, 0.0)), (0.0001, ack(1))], [])
     assert policy.cwnd.starting_cwnd > -1
     run(flow, [(0.001, replace(data(1, 0.001), flags=ACK | CWR))], [])
     assert policy.cwnd.starting_cwnd == -1 and policy.cwnd.seen_loss_this_interval
+
+
+# ---- the piggyback hold (Shang and Wills) ----
+
+
+def reverse_data(k: int, ack_k: int) -> TcpSegment:
+    """Data the receiver's host sends back on the connection, carrying ACK number ack_k."""
+    return TcpSegment(
+        "10.0.0.2",
+        "10.0.0.1",
+        5001,
+        40000,
+        1 + k * 100,
+        1000 + ack_k * MSS,
+        ACK | PSH,
+        500,
+        100,
+        0,
+        ts_val=60 + k,
+        ts_ecr=100 + ack_k,
+    )
+
+
+def piggyback_flow(hold_ms: float = 40.0) -> ReceiverFlow:
+    flow = ReceiverFlow(PiggybackHold(hold_ms=hold_ms))
+    flow.on_outgoing(ack(1), Pkt("ack1", []), 0.0)  # the first ACK: the contract sends it
+    return flow
+
+
+def test_piggyback_drops_a_held_ack_when_data_carries_it() -> None:
+    log: list[str] = []
+    flow = piggyback_flow()
+    flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)
+    assert log == [] and flow.held is not None
+    flow.on_outgoing(reverse_data(1, ack_k=2), Pkt("data1", log), 0.015)
+    assert log == ["dropped ack2", "sent data1"]
+    assert flow.stats.piggybacked == 1 and flow.stats.superseded == 0
+    assert abs(flow.stats.max_hold_s - 0.005) < 1e-9
+
+
+def test_piggyback_releases_a_held_ack_after_hold_ms_without_data() -> None:
+    log: list[str] = []
+    flow = piggyback_flow(hold_ms=20)
+    flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)
+    flow.on_timer(0.029)
+    assert log == []
+    flow.on_timer(0.030)
+    assert log == ["sent ack2"] and flow.stats.released_on_timer == 1
+    assert abs(flow.stats.max_hold_s - 0.020) < 1e-9
+
+
+def test_piggyback_never_thins_a_newer_pure_ack_releases_the_held_one_first() -> None:
+    log: list[str] = []
+    flow = piggyback_flow()
+    flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)
+    flow.on_outgoing(ack(4), Pkt("ack4", log), 0.012)
+    assert log == ["sent ack2"] and flow.held is not None and flow.held.seg.ack == 1000 + 4 * MSS
+    assert flow.held.due == 0.012 + 0.040  # its own hold, not the earlier one's
+    flow.on_outgoing(ack(4, flags=ACK | FIN), Pkt("fin", log), 0.013)  # FIN: never held, carries it
+    assert log == ["sent ack2", "dropped ack4", "sent fin"]
+    assert flow.stats.released_early == 1 and flow.stats.superseded == 1 and flow.stats.piggybacked == 0
+
+
+def test_data_with_an_older_ack_does_not_drop_the_held_one() -> None:
+    log: list[str] = []
+    flow = piggyback_flow()
+    flow.on_outgoing(ack(3), Pkt("ack3", log), 0.010)
+    flow.on_outgoing(reverse_data(1, ack_k=2), Pkt("data1", log), 0.011)
+    assert log == ["sent data1"] and flow.held is not None
+
+
+def test_piggyback_never_holds_sack_ece_duplicates_or_fin() -> None:
+    log: list[str] = []
+    flow = piggyback_flow()
+    # SACK blocks the contract would let through as no news (the same block again): refused
+    block = ((1000 + 8 * MSS, 1000 + 9 * MSS),)
+    flow.on_outgoing(ack(2, sack=block), Pkt("sack-a", log), 0.010)
+    flow.on_outgoing(ack(3, sack=block), Pkt("sack-b", log), 0.011)
+    # ECE on every ACK (not only where it changes): refused
+    flow.on_outgoing(ack(4, flags=ACK | ECE), Pkt("ece-a", log), 0.012)
+    flow.on_outgoing(ack(5, flags=ACK | ECE), Pkt("ece-b", log), 0.013)
+    flow.on_outgoing(ack(5, flags=ACK | ECE), Pkt("dup", log), 0.014)  # a duplicate: the contract
+    flow.on_outgoing(ack(6, flags=ACK | FIN), Pkt("fin", log), 0.015)
+    assert log == ["sent sack-a", "sent sack-b", "sent ece-a", "sent ece-b", "sent dup", "sent fin"]
+    assert flow.held is None and flow.stats.held == 0
+    assert flow.stats.refused_by_policy >= 2
+
+
+def test_a_safety_release_sends_the_held_ack_first() -> None:
+    log: list[str] = []
+    flow = piggyback_flow()
+    flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)
+    flow.on_outgoing(ack(3, window=900), Pkt("ack3", log), 0.011)  # held too (a new ACK, not an update)
+    flow.on_outgoing(ack(3, window=1200), Pkt("update", log), 0.012)  # a window update: never held
+    assert log == ["sent ack2", "sent ack3", "sent update"]
+
+
+def test_piggyback_runs_on_the_kernels_delayed_ack() -> None:
+    assert not PiggybackHold.quickack and not PiggybackHold.thins
+    assert EveryD.quickack and EveryD.thins

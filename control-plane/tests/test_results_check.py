@@ -11,6 +11,7 @@ from results_fixtures import build_store
 
 from ackwise.experiments.harness import all as all_
 from ackwise.experiments.harness.report import write_report
+from ackwise.experiments.harness.store import ResultStore
 
 COMMAND = "ackwise experiment run NAME --out results/NAME"
 
@@ -85,3 +86,12 @@ def test_no_table_is_caught(tmp_path: Path) -> None:
     docs.write_text("# Results\n")
     (problem,) = all_.check(docs, tmp_path)
     assert "no headline table" in problem
+
+
+def test_every_published_record_loads() -> None:
+    """The records under docs/results/ stay readable after a metric is retired from the runner
+    (reverse-data's avoidable_pure_acks): --check and the report read them through the schema."""
+    directories = sorted(d for d in all_.PUBLISHED.iterdir() if (d / "runs.jsonl").exists())
+    assert directories, f"no published records under {all_.PUBLISHED}"
+    for directory in directories:
+        assert ResultStore.load(directory).all_records(), directory.name

@@ -59,6 +59,7 @@ def test_ss_line_gives_window_in_flight_and_acknowledged_bytes() -> None:
     )
     assert ss_sample(out) == {
         "cwnd": 7,
+        "ssthresh": None,
         "rtt_ms": 820.5,
         "snd_wnd": 2964,
         "unacked": 3,
@@ -67,6 +68,8 @@ def test_ss_line_gives_window_in_flight_and_acknowledged_bytes() -> None:
     nothing_in_flight = ss_sample("ESTAB\n\t reno cwnd:10 rtt:1/1 snd_wnd:2964")
     assert nothing_in_flight is not None and nothing_in_flight["unacked"] == 0  # ss leaves out unacked:0
     assert ss_sample("State Recv-Q Send-Q\n") is None
+    after_a_loss = ss_sample("ESTAB\n\t reno cwnd:10 ssthresh:7 rtt:1/1 snd_wnd:2964")
+    assert after_a_loss is not None and after_a_loss["ssthresh"] == 7
 
 
 def test_clamp_held_when_no_sample_exceeds_the_window() -> None:

@@ -10,6 +10,10 @@ A scenario lists its figures as dicts ``{"kind": ..., "metric": ..., "title": ..
 - ``bars``: grouped bars, a group per point and a bar per arm, with CI error bars.
 - ``timeline``: cwnd and ACK rate against time in the first ok repeat of each arm at one point
   (the first, or ``"point": label``), one panel per arm.
+- ``estimate_vs_cwnd``: the sender's cwnd (ss) and the receiver's window estimate (the host
+  agent's, series ``cwnd_estimate``) against time, in the first ok repeat of each arm that
+  records an estimate, at one point (as timeline); each panel says the estimate's median
+  relative error over the sender's congestion avoidance.
 
 Optional keys: ``name`` (file name stem), ``point`` (timeline; acks_vs_goodput: only that point),
 ``xscale``/``yscale`` (``"log"``), ``cwnd_unit`` (timeline's cwnd axis, default "segments").
@@ -45,7 +49,7 @@ from ackwise.experiments.harness.stats import (
     paired_effect,
 )
 
-KINDS = ("metric_vs_x", "relative_vs_x", "acks_vs_goodput", "bars", "timeline")
+KINDS = ("metric_vs_x", "relative_vs_x", "acks_vs_goodput", "bars", "timeline", "estimate_vs_cwnd")
 _NEEDS_METRIC = ("metric_vs_x", "relative_vs_x", "bars")
 _OPTIONAL_KEYS = {
     "name",
@@ -569,6 +573,62 @@ def draw_timeline(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
     return fig, caption
 
 
+def draw_estimate_vs_cwnd(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
+    wanted = spec.get("point")
+    point = next((p for p in data.points if p.get("label") == wanted), None) if wanted else None
+    if point is None and data.points:
+        point = data.points[0]
+    runs = []
+    for arm in data.arms:
+        group = data.group(point, arm) if point is not None else None
+        record = next((r for r in group.ok if r.series.get("cwnd_estimate")), None) if group else None
+        if record is not None:
+            runs.append((arm, record))
+    columns = max(1, min(len(runs), 3))
+    bands = max(1, math.ceil(len(runs) / columns))
+    fig = _new_figure(width_in=max(8.0, 1.5 + 3.6 * columns), height_in=0.9 + 3.2 * bands)
+    axes = fig.subplots(bands, columns, squeeze=False, sharex=True)
+    if not runs:
+        _no_data(axes[0][0], "no run recorded a window estimate (policies with one: 4w, smartacking, acc)")
+    for i, ax in enumerate(axes.flat):
+        if i >= len(runs):
+            ax.set_visible(i == 0 and not runs)
+            continue
+        arm, record = runs[i]
+        cwnd = {str(e.get("flow")): e for e in record.series.get("cwnd", [])}
+        for j, entry in enumerate(record.series["cwnd_estimate"]):
+            flow = str(entry.get("flow"))
+            color = _COLORS[j % len(_COLORS)]
+            truth = cwnd.get(flow)
+            if truth is not None:
+                label = f"{flow}: sender's cwnd"
+                ax.plot(truth["t_s"], truth["cwnd"], color=color, linewidth=1.2, label=label)
+            ax.step(
+                entry["t_s"],
+                entry["estimate"],
+                where="post",
+                color=color,
+                linestyle="--",
+                linewidth=1,
+                label=f"{flow}: receiver's estimate ({entry.get('estimator')})",
+            )
+        error = record.metrics.get("cwnd_estimate_error")
+        said = f"median |error| in CA {error:.0%}" if isinstance(error, int | float) else "no CA samples"
+        ax.set_title(f"{arm['label']} (repeat {record.repeat}): {said}", fontsize=8)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("window (segments)")
+        ax.legend(fontsize=7)
+    where = f"{data.axis_name} {point.get('label')}" if point is not None else "no point"
+    caption = (
+        f"The sender's congestion window (solid, ss every 0.1 s) and the receiver's estimate of it "
+        f"(dashed, at each change) against time, in the first ok repeat of each arm that keeps an "
+        f"estimate, at {where}. The error is the median of |estimate - cwnd| / cwnd over the ss "
+        "samples taken in congestion avoidance (ssthresh set, cwnd at or above it). A single run "
+        "each: dynamics, not averages."
+    )
+    return fig, caption
+
+
 def _values(group: Group | None, metric: str) -> list[float]:
     return [float(v) for v in group.values(metric) if v is not None] if group is not None else []
 
@@ -599,6 +659,7 @@ _DRAW = {
     "acks_vs_goodput": draw_acks_vs_goodput,
     "bars": draw_bars,
     "timeline": draw_timeline,
+    "estimate_vs_cwnd": draw_estimate_vs_cwnd,
 }
 
 
@@ -611,6 +672,7 @@ def default_title(spec: dict[str, Any], data: FigureData) -> str:
         "acks_vs_goodput": "ACKs per data segment vs goodput",
         "bars": f"{label} per {data.axis_name} and arm",
         "timeline": "cwnd and ACK rate over time",
+        "estimate_vs_cwnd": "the receiver's window estimate beside the sender's cwnd",
     }.get(str(kind), str(kind))
 
 

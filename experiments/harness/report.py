@@ -668,6 +668,7 @@ def build_report(
                 "source": str(x.get("source", "")),
                 "claim": str(x.get("claim", "")),
                 "check": str(x.get("check", "")),
+                "differs": str(x.get("differs", "")),
             }
             for x in scenario.get("reproduces") or []
             if isinstance(x, dict)

@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ackwise.bmv2.toolchain import REPO_ROOT
 from ackwise.controller.config import parse_config
 from ackwise.controller.loop import Controller, SwitchEndpoint
@@ -34,11 +36,14 @@ from ackwise.experiments.harness.schema import Arm, FlowResult, Point, PolicySpe
 from ackwise.experiments.measure import resources
 from ackwise.experiments.measure import traffic as tr
 from ackwise.experiments.measure.metrics import (
+    CwndSample,
     TransferSpan,
     ack_counts,
     ack_rate_series,
-    avoidable_pure_acks,
+    acks_per_window,
+    estimate_error,
     jain_index,
+    packets_each_way,
     percentile,
     transmitters,
     window_clamp_check,
@@ -52,6 +57,7 @@ from ackwise.features.thinning import set_default_policy
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.hosts.policies import MAX_ACK_DELAY_S
 from ackwise.hosts.policies import POLICIES as HOST_POLICIES
+from ackwise.topologies.tcp_settings import TcpSettings, check_connection_options
 from ackwise.topologies.timescale import POLICY_TIME_PARAMS, TimeScale
 from ackwise.twins.policies import MSS_BYTES, POLICY_PARAMS, Policy, PolicyError, PolicyParams
 
@@ -228,6 +234,11 @@ def _receivers_ports(flows: list[tuple[str, str, int]], traffic: dict[str, Any])
     return ports
 
 
+def requested_tcp(params: dict[str, Any]) -> TcpSettings:
+    """The hosts' TCP a run's topology parameters ask for (the defaults where they are silent)."""
+    return TcpSettings(**{k: params[k] for k in TcpSettings.__dataclass_fields__ if k in params})
+
+
 def _topology_params(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config["topology_params"].items() if not k.startswith("_")}
 
@@ -283,7 +294,7 @@ def execute(
     record = RunRecord(
         run_id=run.run_id,
         scenario=run.scenario,
-        point=asdict(run.point),
+        point=run.point.to_dict(),
         arm=run.arm.to_dict(),
         repeat=run.repeat,
         seed=run.seed,
@@ -377,12 +388,17 @@ def _run_in_testbed(
         record.resources = {**used, "linkem_lateness": resources.linkem_lateness(link_stats)}
         ips = {h.name: h.IP() for h in testbed.hosts}
         k = testbed.time_scale
+    wanted = requested_tcp(params)
+    mismatched = [p for s, t in tcp.items() for p in check_connection_options(s, wanted, set(t["options"]))]
+    if mismatched:
+        raise ExperimentError("the senders did not run the TCP asked for: " + "; ".join(mismatched))
     died = [r for r in agent_reports if r.get("agent_died")]
     if died:
         raise ExperimentError(f"the host agent died during the run ({len(died)} of {len(agent_reports)})")
     if health:
         raise ExperimentError("the test bed broke during the run: " + "; ".join(health))
     _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, k, mss)
+    _fill_estimates(record, flows, tcp, agent_reports, ips)
     max_window_pkts = int(params.get("max_window_pkts", 0))
     if max_window_pkts > 0:
         _check_window_clamp(record, tcp, max_window_pkts, mss)
@@ -555,6 +571,8 @@ def _drive_traffic(
                 reverse_write_bytes=int(traffic.get("reverse_data", {}).get("write_bytes", 1000)),
                 window_clamp_bytes=window_clamp_bytes,
             )
+        elif traffic["kind"] == "piggyback":
+            results = [_piggyback(testbed, traffic, flows, seed, on_progress, extra)]
         else:
             results = _short_flows(testbed, traffic, flows, seed, on_progress, window_clamp_bytes)
         for proc in background:
@@ -563,6 +581,47 @@ def _drive_traffic(
     finally:
         for proc in background:
             proc.stop()
+
+
+def _piggyback(
+    testbed: Testbed,
+    traffic: dict[str, Any],
+    flows: list[tuple[str, str, int]],
+    seed: int,
+    on_progress: Callable[[str], None] | None,
+    extra: dict[str, Any],
+) -> tr.TransferResult:
+    """Shang and Wills' experiment on the first flow's pair: the download (the flow the receiver's
+    ACK policy acts on) as the run's transfer; both directions' throughput in ``extra``."""
+    sender, receiver, port = flows[0]
+    size = int(traffic["size_bytes"])
+    if on_progress is not None:
+        on_progress(
+            f"{traffic.get('mode', 'piggyback')}, {int(traffic.get('write_bytes', 0))} bytes back per read"
+        )
+    result = tr.run_piggyback(
+        testbed.host(sender),
+        testbed.host(receiver),
+        str(traffic.get("mode", "piggyback")),
+        size,
+        int(traffic.get("write_bytes", 0)),
+        seed=seed,
+        port=port,
+        timeout_s=float(traffic.get("timeout_s", RUN_TIMEOUT_S)),
+    )
+    extra["piggyback"] = result
+    return tr.TransferResult(
+        sender=sender,
+        receiver=receiver,
+        size_bytes=size,
+        completion_s=result.down_s,
+        goodput_bps=result.down_bytes_per_s * 8,
+        byte_exact=result.byte_exact,
+        sender_sha256="",
+        receiver_sha256=None,
+        started_at=0.0,
+        reverse_bytes=result.up_total_bytes,
+    )
 
 
 def _short_flows(
@@ -607,6 +666,62 @@ def _plain(value: Any) -> float | int | None:
     return number
 
 
+def _cwnd_sample(x: dict[str, Any]) -> CwndSample:
+    return (float(x["t"]), int(x["cwnd"]), x.get("ssthresh"))
+
+
+def _fill_estimates(
+    record: RunRecord,
+    flows: list[tuple[str, str, int]],
+    tcp: dict[str, dict[str, Any]],
+    agent_reports: list[dict[str, Any]],
+    ips: dict[str, str],
+) -> None:
+    """Each flow's window estimate at its receiver (the host agent's, when its policy keeps one)
+    beside its sender's cwnd: the series ``cwnd_estimate`` on the cwnd series' clock, and the
+    estimate's error over the sender's congestion avoidance (metrics.estimate_error)."""
+    agent_flows: dict[str, dict[str, Any]] = {}
+    for report in agent_reports:
+        agent_flows.update(report.get("agent", {}).get("flows", {}))
+    series, errors, biases = [], [], []
+    for s, r, port in flows:
+        entry = agent_flows.get(f"{ips[s]}:{_remote_port(agent_flows, ips[s], port)} > :{port}")
+        samples = tcp.get(s, {}).get("cwnd_samples", [])
+        if entry is None or not samples or first_receiver_of(flows, s) != r:
+            continue
+        started = samples[0]["at"] - samples[0]["t"]  # the sampler's clock: series.cwnd's t_s
+        at, values = entry["estimate"]["at"], entry["estimate"]["segments"]
+        estimate = [(a - started, v) for a, v in zip(at, values, strict=True)]
+        state = entry.get("policy_state", {})
+        series.append(
+            {
+                "flow": f"{s}->{r}",
+                "t_s": [round(t, 3) for t, _ in estimate],
+                "estimate": values,
+                "estimator": state.get("estimator"),
+            }
+        )
+        error = estimate_error(estimate, [_cwnd_sample(x) for x in samples])
+        if error is not None:
+            errors.append(error.median_abs)
+            biases.append(error.median)
+    if series:
+        record.series["cwnd_estimate"] = series
+    if errors:
+        record.metrics["cwnd_estimate_error"] = _plain(float(np.median(errors)))
+        record.metrics["cwnd_estimate_bias"] = _plain(float(np.median(biases)))
+
+
+def _remote_port(agent_flows: dict[str, dict[str, Any]], sender_ip: str, port: int) -> str:
+    """The sender's ephemeral port of the flow to ``port``, as the agent keyed it."""
+    for key in agent_flows:
+        remote, _, local = key.partition(" > :")
+        address, _, remote_port = remote.rpartition(":")
+        if address == sender_ip and local == str(port):
+            return remote_port
+    return "?"
+
+
 def first_receiver_of(flows: list[tuple[str, str, int]], sender: str) -> str:
     return next(r for s, r, _ in flows if s == sender)
 
@@ -649,7 +764,7 @@ def _fill_metrics(
         "completion_s": sum(completions) / len(completions) if completions else None,
         "completion_p95_s": percentile(completions, 95),
         "completion_max_s": max(completions) if completions else None,
-        "goodput_mbps": sum(goodputs) / 1e6 if scenario.traffic["kind"] == "transfers" else None,
+        "goodput_mbps": sum(goodputs) / 1e6 if record.config["traffic"]["kind"] == "transfers" else None,
         "acks_per_data_segment": counts.acks_per_data_segment,
         "pure_acks": counts.pure_acks,
         "data_segments": counts.data_segments,
@@ -678,13 +793,24 @@ def _fill_metrics(
             "ap",
             k,
         )
-    if scenario.traffic.get("reverse_data"):
-        # Per connection: the receiver's pure ACKs that its own data, sent soon after on the same
-        # connection, could have carried.
-        m["avoidable_pure_acks"] = sum(
-            avoidable_pure_acks(segments, (ips[r], port), ips[s])[0] for s, r, port in flows
+    if len(flows) == 1:
+        samples = tcp.get(flows[0][0], {}).get("cwnd_samples", [])
+        m["acks_per_window"] = acks_per_window(
+            counts.pure_acks, counts.data_segments, [_cwnd_sample(x) for x in samples]
         )
+    if record.config["traffic"].get("reverse_data"):
         m["reverse_bytes"] = sum(t.reverse_bytes for t in results)
+    piggyback = extra.get("piggyback")
+    if piggyback is not None:
+        # Shang and Wills' quantities: throughput each way (kB/s, 1 kB = 1000 bytes, as their
+        # Table I's KBps) and the packets each way on the capture (both connections in 2Con).
+        sender, receiver, _ = flows[0]
+        down, up = packets_each_way(segments, ips[sender], ips[receiver])
+        m["down_throughput_kBps"] = piggyback.down_bytes_per_s / 1000
+        m["up_throughput_kBps"] = piggyback.up_bytes_per_s / 1000
+        m["down_packets"], m["up_packets"] = down, up
+        m["reverse_bytes"] = piggyback.up_total_bytes
+        extra["piggyback"] = asdict(piggyback)
     record.metrics = {k: _plain(v) for k, v in m.items() if k in scenario.metrics or v is not None}
     record.series = {
         "cwnd": [
@@ -694,6 +820,7 @@ def _fill_metrics(
                 "cwnd": [x["cwnd"] for x in t["cwnd_samples"]],
                 "snd_wnd": [x.get("snd_wnd") for x in t["cwnd_samples"]],
                 "unacked": [x.get("unacked", 0) for x in t["cwnd_samples"]],
+                "ssthresh": [x.get("ssthresh") for x in t["cwnd_samples"]],
                 "congestion_controls": t["congestion_controls"],  # as the kernel named them
             }
             for s, t in tcp.items()

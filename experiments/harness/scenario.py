@@ -21,11 +21,12 @@ from ackwise.experiments.harness.figures import validate_figure_spec
 from ackwise.experiments.harness.schema import METRICS, PER_POINT, Arm, Point, PolicySpec, is_scale_factor
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # experiments/scenarios: data
-TRAFFIC_KINDS = ("transfers", "short-flows")
+TRAFFIC_KINDS = ("transfers", "short-flows", "piggyback")
 # A point parameter that is not a topology's (the runner passes no "_" key to the topology): the
-# traffic keys this point sets over the scenario's, and the keys it may set.
+# traffic keys this point sets over the scenario's, and the keys it may set (the piggyback
+# traffic's mode and bytes written back per read: Shang and Wills' N sweep, 2Con, 1Con).
 POINT_TRAFFIC = "_traffic"
-POINT_TRAFFIC_KEYS = ("size_bytes", "timeout_s")
+POINT_TRAFFIC_KEYS = ("size_bytes", "timeout_s", "mode", "write_bytes")
 
 
 class ScenarioError(InputError, ValueError):
@@ -37,6 +38,7 @@ class Claim:
     source: str  # "smartacking §4.2", "TACK Fig. 12"
     claim: str  # what the source reports
     check: str = ""  # how this scenario's numbers test it
+    differs: str = ""  # what still differs from the source's set-up (sender, sizes, topology)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def load(name_or_path: str | Path) -> Scenario:
     if name != path.stem:
         raise ScenarioError(f"{where}: name {name!r} must match the file name")
     claims = tuple(
-        Claim(str(c["source"]), str(c["claim"]), str(c.get("check", "")))
+        Claim(str(c["source"]), str(c["claim"]), str(c.get("check", "")), str(c.get("differs", "")))
         for c in _need(doc, "reproduces", list, where)
     )
     axis = dict(doc.get("axis") or {"name": "", "unit": ""})
@@ -161,6 +163,12 @@ def load(name_or_path: str | Path) -> Scenario:
     for i, p in enumerate(points_doc):
         if not isinstance(p, dict) or "label" not in p:
             raise ScenarioError(f"{where}: points[{i}] needs a label (and x, params)")
+        if set(p) - {"x", "label", "params"}:
+            # a key the loader would ignore (a point's traffic goes in params._traffic)
+            raise ScenarioError(
+                f"{where}: points[{i}] has {', '.join(sorted(set(p) - {'x', 'label', 'params'}))}: "
+                f"a point has x, label and params (its traffic settings in params.{POINT_TRAFFIC})"
+            )
         points.append(Point(p.get("x", p["label"]), str(p["label"]), dict(p.get("params") or {})))
         unknown = {k for k in points[-1].params if k.startswith("_")} - {POINT_TRAFFIC}
         overrides = points[-1].params.get(POINT_TRAFFIC) or {}

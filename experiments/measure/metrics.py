@@ -53,30 +53,70 @@ def ack_rate_series(
     return [round(i * bin_s, 3) for i in range(n_bins)], [float(c / bin_s) for c in counts]
 
 
-def avoidable_pure_acks(
-    segments: Sequence[TcpSegment], receiver: tuple[str, int], sender: str, within_s: float = 0.04
-) -> tuple[int, int]:
-    """Shang and Wills: pure ACKs the data receiver (address, port: one connection) sent to
-    ``sender`` that its own data on that connection could have carried. A pure ACK counts when the
-    receiver sent a data segment on the same connection within ``within_s`` after it (TCP's usual
-    delayed-ACK budget) acknowledging at least as much: holding the ACK that long would have let
-    the data carry it. Returns (avoidable, all pure ACKs on the connection)."""
-    host, port = receiver
-    ordered = sorted(
-        (s for s in segments if s.src == host and s.sport == port and s.dst == sender), key=lambda s: s.time
-    )
-    avoidable = total = 0
-    for i, seg in enumerate(ordered):
-        if not seg.is_pure_ack:
+def packets_each_way(segments: Iterable[TcpSegment], a: str, b: str) -> tuple[int, int]:
+    """TCP segments from address ``a`` to ``b`` and from ``b`` to ``a``: every packet of their
+    connections (data, pure ACKs, SYN, FIN), Shang and Wills' count of packets per direction."""
+    forward = backward = 0
+    for seg in segments:
+        if seg.src == a and seg.dst == b:
+            forward += 1
+        elif seg.src == b and seg.dst == a:
+            backward += 1
+    return forward, backward
+
+
+CwndSample = tuple[float, int, int | None]  # time, cwnd, ssthresh (None: not set yet) from ss
+
+
+def in_congestion_avoidance(sample: CwndSample) -> bool:
+    """The sender's own phase as ss shows it: an ssthresh set and cwnd at or above it (slow
+    start has no ssthresh until HyStart or a loss sets one; fast recovery has cwnd below it)."""
+    _, cwnd, ssthresh = sample
+    return ssthresh is not None and cwnd >= ssthresh
+
+
+@dataclass(frozen=True)
+class EstimateError:
+    """How a receiver's window estimate compares with the sender's cwnd, over the sender's
+    congestion avoidance: per ss sample, (estimate - cwnd) / cwnd, the estimate being the
+    receiver's latest at the sample's time."""
+
+    median_abs: float  # median |relative error|
+    median: float  # median relative error: its sign says whether the estimate runs high or low
+    samples: int
+
+
+def estimate_error(
+    estimate: Sequence[tuple[float, float]], cwnd: Sequence[CwndSample], lag_s: float = 0.0
+) -> EstimateError | None:
+    """``estimate``: (time, segments) at each change, in time order; ``cwnd``: the sender's ss
+    samples on the same clock. ``lag_s``: compare each sample with the estimate this much later
+    (the receiver learns of the sender's window one forward delay after it changed). None when
+    the sender never was in congestion avoidance or no estimate precedes its samples."""
+    times = [t for t, _ in estimate]
+    errors = []
+    for sample in cwnd:
+        if not in_congestion_avoidance(sample):
             continue
-        total += 1
-        for later in ordered[i + 1 :]:
-            if later.time - seg.time > within_s:
-                break
-            if later.payload_len > 0 and (later.ack - seg.ack) % 2**32 < 2**31:
-                avoidable += 1
-                break
-    return avoidable, total
+        t, window, _ = sample
+        i = int(np.searchsorted(times, t + lag_s, side="right")) - 1
+        if i < 0 or window <= 0:
+            continue
+        errors.append((estimate[i][1] - window) / window)
+    if not errors:
+        return None
+    return EstimateError(float(np.median(np.abs(errors))), float(np.median(errors)), len(errors))
+
+
+def acks_per_window(pure_acks: int, data_segments: int, cwnd: Sequence[CwndSample]) -> float | None:
+    """Landström's measure of an ACK strategy: pure ACKs per send window of data, the window being
+    the sender's mean cwnd over its congestion avoidance (ss): pure ACKs / (data segments / mean
+    cwnd). None without congestion avoidance or data."""
+    windows = [c for c in cwnd if in_congestion_avoidance(c)]
+    if not windows or not data_segments:
+        return None
+    mean_cwnd = float(np.mean([w for _, w, _ in windows]))
+    return pure_acks / (data_segments / mean_cwnd)
 
 
 def jain_index(values: Sequence[float]) -> float | None:

@@ -23,6 +23,12 @@ PCAP_MAGIC = {
 }
 LINKTYPE_ETHERNET = 1
 LINKTYPE_LINUX_SLL = 113
+# Netfilter's NFLOG (tcpdump -i nflog:GROUP): what an iptables rule logged, before any later rule
+# (a host agent's NFQUEUE) held or dropped it. Records are a 4-byte header and TLVs; the packet is
+# the TLV of type NFULA_PAYLOAD. TLV lengths and types are in the capturing host's byte order.
+LINKTYPE_NFLOG = 239
+NFULA_PAYLOAD = 9
+_ETHERNET_IPV4 = b"\x00" * 12 + b"\x08\x00"  # a header for the frames read_frames makes of NFLOG records
 
 
 @dataclass
@@ -73,6 +79,8 @@ def read_frames(path: str | Path) -> Iterator[tuple[float, bytes, int]]:
         l2_len = 14
     elif linktype == LINKTYPE_LINUX_SLL:
         l2_len = 16
+    elif linktype == LINKTYPE_NFLOG:
+        l2_len = 14  # each record becomes an Ethernet-framed IPv4 packet
     else:
         raise ValueError(f"{path}: link type {linktype} not supported")
     record = struct.Struct(endian + "IIII")
@@ -80,8 +88,27 @@ def read_frames(path: str | Path) -> Iterator[tuple[float, bytes, int]]:
     while offset + 16 <= len(data):
         ts_sec, ts_frac, incl_len, _ = record.unpack_from(data, offset)
         offset += 16
-        yield ts_sec + ts_frac / (1e9 if nano else 1e6), data[offset : offset + incl_len], l2_len
+        frame = data[offset : offset + incl_len]
         offset += incl_len
+        if linktype == LINKTYPE_NFLOG:
+            packet = nflog_payload(frame)
+            if packet is None:
+                continue
+            frame = _ETHERNET_IPV4 + packet
+        yield ts_sec + ts_frac / (1e9 if nano else 1e6), frame, l2_len
+
+
+def nflog_payload(record: bytes) -> bytes | None:
+    """The packet an NFLOG record carries (its NFULA_PAYLOAD TLV), None without one."""
+    offset = 4  # family, version, resource id
+    while offset + 4 <= len(record):
+        length, kind = struct.unpack_from("=HH", record, offset)
+        if length < 4:
+            return None
+        if kind == NFULA_PAYLOAD:
+            return record[offset + 4 : offset + length]
+        offset += (length + 3) & ~3  # TLVs are padded to 4 bytes
+    return None
 
 
 def read_segments(path: str | Path) -> Iterator[TcpSegment]:

@@ -3,6 +3,7 @@
 - ``Transfer``: a fixed-size transfer (experiments/measure/transfer.py) between two hosts, byte-exact.
 - ``iperf3_bulk``: a timed bulk TCP flow with iperf3.
 - ``OnOffUdp``: on-off UDP cross traffic (experiments/measure/onoff.py).
+- ``run_piggyback``: Shang and Wills' piggyback, 1Con and 2Con runs (experiments/measure/piggyback.py).
 - ``Capture``: tcpdump on an interface, summarised per flow direction by pcapstats.
 - ``TcpSampler``: cwnd/RTT samples (``ss -ti``) and retransmission/RTO counters (``nstat``) of a
   sending host.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.experiments.measure.pcapstats import DirectionStats, direction_stats
+from ackwise.experiments.measure.piggyback import PiggybackResult, summarize
 
 PYTHON = sys.executable
 
@@ -344,6 +346,58 @@ def run_transfer_streams(
             t.kill()
 
 
+# ---- Shang and Wills' piggyback experiment ----
+
+
+def run_piggyback(
+    server: Any,
+    client: Any,
+    mode: str,
+    size_bytes: int,
+    write_bytes: int = 0,
+    seed: int = 1,
+    port: int = 5001,
+    timeout_s: float = 300,
+) -> PiggybackResult:
+    """One run of experiments/measure/piggyback.py: the client (the data receiver, listening on
+    ``port``) on ``client``, the server (the data sender) on ``server``. Raises TrafficError when
+    a byte did not arrive as sent."""
+    module = "ackwise.experiments.measure.piggyback"
+    common = ["--mode", mode, "--size", str(size_bytes), "--seed", str(seed), "--timeout", str(timeout_s)]
+    receiving = client.popen(
+        [PYTHON, "-m", module, "client", "--port", str(port), "--write-bytes", str(write_bytes), *common],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sending = server.popen(
+        [PYTHON, "-m", module, "server", "--host", client.IP(), "--port", str(port), *common],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        server_out, server_err = sending.communicate(timeout=timeout_s + 10)
+        client_out, client_err = receiving.communicate(timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        raise TrafficError(
+            f"piggyback {mode} {server.name} -> {client.name} timed out after {timeout_s:g} s"
+        ) from exc
+    finally:
+        for proc in (sending, receiving):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    result = summarize(
+        _json_line(server_out + server_err, f"piggyback server on {server.name}"),
+        _json_line(client_out + client_err, f"piggyback client on {client.name}"),
+        size_bytes,
+    )
+    if not result.byte_exact:
+        raise TrafficError(f"piggyback {mode} {server.name} <-> {client.name}: " + "; ".join(result.problems))
+    return result
+
+
 # ---- iperf3 ----
 
 
@@ -530,6 +584,29 @@ class PacedStream:
 # ---- captures ----
 
 
+def tcpdump_command(intf: str, path: Path, bpf: str) -> list[str]:
+    """tcpdump writing ``intf``'s packets to ``path``: 128 bytes of each (headers), and no
+    buffering. An NFLOG group (``nflog:N``) is read whole: there the snap length cuts the netlink
+    datagram, in which the packet comes after the record's attributes, and libpcap sizes its read
+    buffer by it, so that a datagram of several records (the kernel batches them unless the rule
+    says --nflog-threshold 1) is truncated to its first: measured, 15 of 143 packets kept at 128
+    bytes. The rule's --nflog-size bounds what the kernel copies instead."""
+    snap = "0" if intf.startswith("nflog") else "128"
+    return [
+        "tcpdump",
+        "-i",
+        intf,
+        "-w",
+        str(path),
+        "-s",
+        snap,
+        "-n",
+        "-U",
+        "--immediate-mode",
+        *([bpf] if bpf else []),
+    ]
+
+
 class Capture:
     """tcpdump of packet headers (TCP only, unless ``bpf`` says otherwise; "" for everything) on one
     interface, in the root namespace (node=None) or a host's. Without ``directory`` the pcap goes to
@@ -540,19 +617,7 @@ class Capture:
         self._own_directory = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="ackwise-capture-"))
         self.path = self.directory / f"{intf}.pcap"
-        cmd = [
-            "tcpdump",
-            "-i",
-            intf,
-            "-w",
-            str(self.path),
-            "-s",
-            "128",
-            "-n",
-            "-U",
-            "--immediate-mode",
-            *([bpf] if bpf else []),
-        ]
+        cmd = tcpdump_command(intf, self.path, bpf)
         popen = node.popen if node is not None else subprocess.Popen
         self.proc = popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # tcpdump says "listening on" once its socket is bound: only then is nothing missed.
@@ -580,7 +645,12 @@ class Capture:
                 break
             time.sleep(0.05)
         err = ""
-        if self.proc.poll() is None:
+        died = self.proc.poll() is not None
+        if died:
+            # tcpdump quit on its own (e.g. an nflog socket's "No buffer space available"): the
+            # pcap ends where it quit, and its counts would be short without saying so.
+            _, err = self.proc.communicate()
+        else:
             self.proc.send_signal(signal.SIGINT)
             try:
                 _, err = self.proc.communicate(timeout=5)
@@ -590,6 +660,11 @@ class Capture:
         dropped = re.search(r"(\d+) packets? dropped by kernel", err or "")
         self.kernel_drops = int(dropped.group(1)) if dropped else 0
         try:
+            if died:
+                raise TrafficError(
+                    f"tcpdump on {self.intf} stopped before the capture ended (exit "
+                    f"{self.proc.returncode}): {(err or '').strip() or 'no output'}"
+                )
             if self.kernel_drops:
                 raise TrafficError(
                     f"capture on {self.intf} lost {self.kernel_drops} packets in the kernel: "
@@ -614,10 +689,15 @@ class Capture:
 # ---- sender-side TCP state ----
 
 _CWND = re.compile(r"\bcwnd:(\d+)")
+_SSTHRESH = re.compile(r"\bssthresh:(\d+)")
 _RTT = re.compile(r"\brtt:([\d.]+)/")
 _SND_WND = re.compile(r"\bsnd_wnd:(\d+)")
 _UNACKED = re.compile(r"\bunacked:(\d+)")  # ss leaves it out at 0
 _BYTES_ACKED = re.compile(r"\bbytes_acked:(\d+)")
+# The options ss -i shows a connection negotiated (bare words of its info line): what the run's
+# senders actually had, checked against what the scenario asked for (tcp_settings). iproute2 6.1
+# prints them only with -o (measured: `ss -tin` leaves out "ts sack" that `ss -tino` shows).
+CONNECTION_OPTIONS = ("ts", "sack", "ecn", "ecnseen")
 # ss -i names a connection's congestion control among the bare words of its info line
 # ("\t ts sack cubic wscale:7,7 rto:204 ..."): any word the kernel has an algorithm of.
 _AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -630,15 +710,17 @@ def congestion_controls_in(ss_info: str) -> set[str]:
 
 
 def ss_sample(out: str) -> dict[str, Any] | None:
-    """The first connection in ``ss -tin`` output: cwnd, RTT, the window the receiver last
-    announced (snd_wnd), segments in flight (unacked) and bytes acknowledged; None without one."""
+    """The first connection in ``ss -tin`` output: cwnd, ssthresh (None before the sender has
+    one), RTT, the window the receiver last announced (snd_wnd), segments in flight (unacked) and
+    bytes acknowledged; None without one."""
     cwnd = _CWND.search(out)
     if cwnd is None:
         return None
-    rtt, snd_wnd = _RTT.search(out), _SND_WND.search(out)
+    rtt, snd_wnd, ssthresh = _RTT.search(out), _SND_WND.search(out), _SSTHRESH.search(out)
     unacked, acked = _UNACKED.search(out), _BYTES_ACKED.search(out)
     return {
         "cwnd": int(cwnd.group(1)),
+        "ssthresh": int(ssthresh.group(1)) if ssthresh else None,
         "rtt_ms": float(rtt.group(1)) if rtt else float("nan"),
         # how a run checks a maximum window (metrics.window_clamp_check)
         "snd_wnd": int(snd_wnd.group(1)) if snd_wnd else None,
@@ -649,10 +731,11 @@ def ss_sample(out: str) -> dict[str, Any] | None:
 
 @dataclass
 class TcpSampler:
-    """cwnd, RTT, the peer's window (snd_wnd) and segments in flight (unacked) of a host's
-    connection to ``dst_ip`` every ``interval_s``, and its
-    retransmission and RTO counters over the same time, and the congestion controls the kernel ran
-    for them (as ss names them: what a record says ran, not what was asked for)."""
+    """cwnd, ssthresh (once the sender has one), RTT, the peer's window (snd_wnd) and segments in
+    flight (unacked) of a host's connection to ``dst_ip`` every ``interval_s``, and its
+    retransmission and RTO counters over the same time, the congestion controls the kernel ran for
+    them and the options they negotiated (as ss names them: what a record says ran, not what was
+    asked for)."""
 
     host: Any
     dst_ip: str
@@ -662,6 +745,7 @@ class TcpSampler:
     _thread: threading.Thread | None = None
     _start_counters: dict[str, int] = field(default_factory=dict)
     congestion_controls: set[str] = field(default_factory=set)
+    options: set[str] = field(default_factory=set)
 
     def counters(self) -> dict[str, int]:
         out = self.host.cmd("nstat -asz TcpRetransSegs TcpExtTCPTimeouts TcpOutSegs 2>/dev/null")
@@ -678,12 +762,14 @@ class TcpSampler:
 
         def loop() -> None:
             while not self._stop.is_set():
-                proc = self.host.popen(["ss", "-tin", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
+                proc = self.host.popen(["ss", "-tino", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
                 out, _ = proc.communicate()
                 self.congestion_controls |= congestion_controls_in(out)
+                self.options |= set(out.split()) & set(CONNECTION_OPTIONS)
                 sample = ss_sample(out)
                 if sample is not None:
-                    self.samples.append({"t": time.time() - started, **sample})
+                    # "at": the wall clock, to line samples up with other processes' (the host agent's)
+                    self.samples.append({"t": time.time() - started, "at": time.time(), **sample})
                 self._stop.wait(self.interval_s)
 
         self._thread = threading.Thread(target=loop, daemon=True)
@@ -706,4 +792,5 @@ class TcpSampler:
             "segments_sent": delta.get("TcpOutSegs", 0),
             "cwnd_samples": self.samples,
             "congestion_controls": sorted(self.congestion_controls),
+            "options": sorted(self.options),
         }

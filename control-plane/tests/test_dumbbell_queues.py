@@ -1,0 +1,22 @@
+"""The dumbbell's switch queues: with the link as bottleneck, the link's buffer is the only one."""
+
+from __future__ import annotations
+
+from ackwise.topologies.catalog import TOPOLOGIES, QueueSetting
+from ackwise.twins.p4names import BMV2_DEFAULT_QUEUE_DEPTH_PKTS
+
+
+def test_a_link_bottleneck_has_no_smaller_switch_queue_in_front_of_it() -> None:
+    """s1's egress queue toward the link once kept bmv2's default 64 packets: a sender's burst
+    answering one ACK of 100-170 segments (smartacking) lost up to 35 of them inside s1 while
+    the link's buffer, deeper than the transfer, took everything (test_host_policies[smartacking]
+    failed 'loss-free: nothing retransmitted'). Each switch's queue toward the link now holds at
+    least the link's buffer; unlimited rate, so it delays nothing."""
+    topo = TOPOLOGIES["dumbbell"](fwd_buffer_pkts=1482, rev_buffer_pkts=20)
+    assert QueueSetting("s1", "e1", 0, 1482) in topo.meta.queues
+    assert QueueSetting("s2", "e1", 0, BMV2_DEFAULT_QUEUE_DEPTH_PKTS) in topo.meta.queues
+    shaped = TOPOLOGIES["dumbbell"](rev_shape_pps=800, queue_depth_pkts=30)
+    assert QueueSetting("s2", "e1", 800, 30) in shaped.meta.queues  # the shaped queue as asked
+    assert len(shaped.meta.queues) == 2
+    switch = TOPOLOGIES["dumbbell"](bottleneck="switch", fwd_queue_pps=826, rev_queue_pps=57)
+    assert {q.rate_pps for q in switch.meta.queues} == {826, 57}
