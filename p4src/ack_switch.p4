@@ -51,7 +51,7 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
         if (heartbeat) {
             drop_forwarding = true;     // the agent's heartbeat ends here
         } else {
-            forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+            forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         }
         queue_view_t queue;

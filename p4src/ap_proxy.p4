@@ -42,7 +42,7 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
             meta.ap.sender_mac = hdr.ethernet.src_addr;
             meta.ap.receiver_mac = hdr.ethernet.dst_addr;
             bool drop_forwarding;
-            forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+            forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
             if (role == AP_ROLE_CPU) {
                 repairs.count(0);   // a packet-out: the agent's repair, straight to the station

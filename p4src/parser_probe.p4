@@ -95,7 +95,7 @@ control ProbeIngress(inout headers_t hdr, inout local_metadata_t meta,
             }
         }
         bool drop_forwarding;
-        forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+        forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                          standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         if (drop_malformed || drop_forwarding) {
             mark_to_drop(standard_metadata);

@@ -111,7 +111,7 @@ control FloorIngress(inout headers_t hdr, inout local_metadata_t meta,
         parser_verdict.apply(standard_metadata.parser_error, meta.parser_meta.malformed_reason,
                              malformed, drop_malformed);
         bool drop_forwarding;
-        forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+        forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                          standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
             policy.apply();

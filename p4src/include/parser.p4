@@ -16,6 +16,7 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
     }
@@ -69,6 +70,73 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
             (0, _, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
+    }
+
+    // ---- IPv6: the fixed header, then the extension headers it chains, one per pass ----
+    // An IPv4 packet pays nothing for these states (the EtherType's select has one case more).
+
+    state parse_ipv6 {
+        // As parse_ipv4: a header cut short, or of another version, keeps this reason.
+        meta.parser_meta.malformed_reason = MALFORMED_IPV6_HEADER;
+        packet.extract(hdr.ipv6);
+        meta.l4_len = hdr.ipv6.payload_len;
+        transition select(hdr.ipv6.version) {
+            6: ipv6_header_read;
+            default: accept;  // MALFORMED_IPV6_HEADER
+        }
+    }
+
+    // What follows a header whose Next Header is `next`: an extension header followed, one not
+    // followed (counted), or the upper layer.
+#define IPV6_NEXT_HEADER(next) select(next) { \
+            IP_PROTO_UDP: parse_udp; \
+            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext; \
+            IPV6_EXT_ROUTING: parse_ipv6_ext; \
+            IPV6_EXT_DEST_OPTIONS: parse_ipv6_ext; \
+            IPV6_EXT_FRAGMENT: ipv6_ext_skipped; \
+            IPV6_EXT_ESP: ipv6_ext_skipped; \
+            IPV6_EXT_AH: ipv6_ext_skipped; \
+            IPV6_EXT_MOBILITY: ipv6_ext_skipped; \
+            IPV6_EXT_HIP: ipv6_ext_skipped; \
+            IPV6_EXT_SHIM6: ipv6_ext_skipped; \
+            IPV6_EXT_EXPERIMENTAL_1: ipv6_ext_skipped; \
+            IPV6_EXT_EXPERIMENTAL_2: ipv6_ext_skipped; \
+            default: accept; \
+        }
+
+    state ipv6_header_read {
+        meta.parser_meta.malformed_reason = MALFORMED_NONE;
+        transition IPV6_NEXT_HEADER(hdr.ipv6.next_hdr)
+    }
+
+    state parse_ipv6_ext {
+        // Until it is read and found to fit the payload length, the packet has a bad IPv6 header.
+        meta.parser_meta.malformed_reason = MALFORMED_IPV6_HEADER;
+        transition select(hdr.ipv6_ext[IPV6_EXT_HEADERS_MAX - 1].isValid(),
+                          packet.lookahead<ipv6_ext_len_h>().hdr_ext_len) {
+            (false, 0 .. IPV6_EXT_LEN_MAX): extract_ipv6_ext;
+            default: ipv6_ext_skipped;   // one more than the stack holds, or too long
+        }
+    }
+
+    state extract_ipv6_ext {
+        packet.extract(hdr.ipv6_ext.next,
+                       ((bit<32>)packet.lookahead<ipv6_ext_len_h>().hdr_ext_len << 6) + 48);
+        transition select(((bit<16>)hdr.ipv6_ext.last.hdr_ext_len + 1) << 3 > meta.l4_len) {
+            true: accept;   // MALFORMED_IPV6_HEADER: the payload length ends inside it
+            false: ipv6_ext_read;
+        }
+    }
+
+    state ipv6_ext_read {
+        meta.l4_len = meta.l4_len - (((bit<16>)hdr.ipv6_ext.last.hdr_ext_len + 1) << 3);
+        meta.parser_meta.malformed_reason = MALFORMED_NONE;
+        transition IPV6_NEXT_HEADER(hdr.ipv6_ext.last.next_hdr)
+    }
+
+    state ipv6_ext_skipped {
+        meta.parser_meta.malformed_reason = MALFORMED_IPV6_EXT_SKIPPED;
+        transition accept;
     }
 
     state parse_udp {
@@ -380,6 +448,8 @@ control AckwiseDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
+        packet.emit(hdr.ipv6);
+        packet.emit(hdr.ipv6_ext);
         packet.emit(hdr.tcp);
         packet.emit(hdr.tcp_nnts);
         packet.emit(hdr.tcp_nnsack1);
