@@ -43,3 +43,13 @@ def test_unreadable_ipv6_is_malformed_and_dropped() -> None:
         m = model_ipv6(frame)
         assert (m.malformed, m.must_drop) == ("ipv6_header", True)
     assert model_ipv6(good).malformed == ""
+
+
+def test_payload_length_is_checked_at_the_chains_end_as_the_parser_does() -> None:
+    # Ends inside the first of five: the check at the end comes before the fifth is skipped.
+    five = ext(60, 0) * 4 + ext(6, 0)
+    assert model_ipv6(ipv6(60, five, payload_len=4)).malformed == "ipv6_header"
+    # A header too long is skipped where it is met, before the end's check.
+    assert model_ipv6(ipv6(60, ext(60, 0) + ext(6, IPV6_EXT_LEN_MAX + 1), payload_len=4)).malformed == (
+        "ipv6_ext_skipped"
+    )

@@ -159,28 +159,33 @@ IPV6_EXT_NOT_FOLLOWED = {
 
 def model_ipv6(ip: bytes) -> Model:
     """What the parser makes of what follows the IPv6 EtherType (no IPv6 routes here: a readable
-    packet is switched on its MAC, untouched)."""
+    packet is switched on its MAC, untouched). In the parser's order: each extension header's
+    first 4 bytes looked at, one too long skipped, the header extracted; the payload length checked
+    against them all at the chain's end."""
     m = Model()
+    cut_short = "ipv6_header", "bad ipv6 header", True
     if len(ip) < 40 or ip[0] >> 4 != 6:
-        m.malformed, m.may_drop, m.must_drop = "ipv6_header", "bad ipv6 header", True
+        m.malformed, m.may_drop, m.must_drop = cut_short
         return m
-    left, next_header, at = int.from_bytes(ip[4:6], "big"), ip[6], 40
-    for count in range(IPV6_EXT_HEADERS_MAX + 1):
+    payload_len, next_header, at = int.from_bytes(ip[4:6], "big"), ip[6], 40
+    for _ in range(IPV6_EXT_HEADERS_MAX):
         if next_header not in IPV6_EXT_FOLLOWED:
             break
-        if len(ip) < at + 2:  # the parser looks at the length before anything else
-            m.malformed, m.may_drop, m.must_drop = "ipv6_header", "ipv6 extension header cut short", True
+        if len(ip) < at + 4:
+            m.malformed, m.may_drop, m.must_drop = cut_short
             return m
-        size = (ip[at + 1] + 1) * 8
-        if count == IPV6_EXT_HEADERS_MAX or ip[at + 1] > IPV6_EXT_LEN_MAX:
+        if ip[at + 1] > IPV6_EXT_LEN_MAX:
             m.malformed = "ipv6_ext_skipped"
             return m
-        if len(ip) < at + size or size > left:
-            m.malformed, m.may_drop, m.must_drop = "ipv6_header", "ipv6 extension header cut short", True
+        size = (ip[at + 1] + 1) * 8
+        if len(ip) < at + size:
+            m.malformed, m.may_drop, m.must_drop = cut_short
             return m
-        next_header, at, left = ip[at], at + size, left - size
-    if next_header in IPV6_EXT_NOT_FOLLOWED:
-        m.malformed = "ipv6_ext_skipped"
+        next_header, at = ip[at], at + size
+    if at - 40 > payload_len:
+        m.malformed, m.may_drop, m.must_drop = cut_short
+    elif next_header in IPV6_EXT_NOT_FOLLOWED or (next_header in IPV6_EXT_FOLLOWED and at > 40):
+        m.malformed = "ipv6_ext_skipped"  # not followed, or one more than the parser follows
     elif next_header == IP_PROTO_UDP and len(ip) < at + 8:
         m.malformed = "truncated"
     return m

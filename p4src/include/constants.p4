@@ -19,6 +19,11 @@
 // The longest extension header followed, in its own Hdr Ext Len units (8 bytes beyond the first
 // 8): 31, 256 bytes, e.g. a segment routing header with 15 segments.
 #define IPV6_EXT_LEN_MAX 31
+// Hdr Ext Len's bits above IPV6_EXT_LEN_MAX in an extension header's first 4 bytes (any set: longer).
+#define IPV6_EXT_LEN_ABOVE_MAX_MASK 0x00E00000
+#if IPV6_EXT_LEN_MAX != 31
+#error "IPV6_EXT_LEN_ABOVE_MAX_MASK is for IPV6_EXT_LEN_MAX 31: update it with it"
+#endif
 #define L2_EXACT_TABLE_SIZE 1024
 // Flow records: one per slot, two half-flow records (one per direction) per slot.
 #define FLOW_SLOTS 4096

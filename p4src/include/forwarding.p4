@@ -71,14 +71,21 @@ control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4, inout ipv6_h ip
                 ipv4.ttl = ipv4.ttl - 1;
                 ipv4_rewritten = true;
             }
-        } else if (ipv6.isValid() && ipv6_lpm.apply().hit) {
-            if (ipv6.hop_limit <= 1) {
-                reason = DROP_TTL_EXPIRED;
-            } else {
-                ipv6.hop_limit = ipv6.hop_limit - 1;
+        } else {
+            // A test of `routed`, not of the table's hit: that would be a temporary, a metadata
+            // field every packet pays for.
+            if (ipv6.isValid()) {
+                ipv6_lpm.apply();
             }
-        } else if (!l2_exact.apply().hit) {
-            reason = DROP_NO_ENTRY;
+            if (routed) {
+                if (ipv6.hop_limit <= 1) {
+                    reason = DROP_TTL_EXPIRED;
+                } else {
+                    ipv6.hop_limit = ipv6.hop_limit - 1;
+                }
+            } else if (!l2_exact.apply().hit) {
+                reason = DROP_NO_ENTRY;
+            }
         }
         drop = reason != DROP_NONE;
         if (drop) {

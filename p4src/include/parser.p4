@@ -12,6 +12,9 @@
 
 parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
+    // An IPv6 extension header's first 4 bytes, then its length in bits, then 1 if the payload
+    // length ends inside the extension headers so far.
+    bit<32> ext_word;
     state start {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
@@ -73,7 +76,11 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
     }
 
     // ---- IPv6: the fixed header, then the extension headers it chains, one per pass ----
-    // An IPv4 packet pays nothing for these states (the EtherType's select has one case more).
+    // An IPv4 packet pays nothing for these states (the EtherType's select has one case more), and
+    // they add as few fields as they can: each temporary p4c makes is a metadata field that every
+    // packet, IPv4 too, pays for (docs/performance.md). Hence one word for the extension header's
+    // first bytes and then its length (ext_word), the depth in the state (one set of states per
+    // extension header), and selects on fields.
 
     state parse_ipv6 {
         // As parse_ipv4: a header cut short, or of another version, keeps this reason.
@@ -86,13 +93,13 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
         }
     }
 
-    // What follows a header whose Next Header is `next`: an extension header followed, one not
-    // followed (counted), or the upper layer.
-#define IPV6_NEXT_HEADER(next) select(next) { \
+    // What follows a header whose Next Header is `next`: an extension header followed (in the
+    // states of the next depth, `ext`), one not followed (counted), or the upper layer.
+#define IPV6_NEXT_HEADER(next, ext) select(next) { \
             IP_PROTO_UDP: parse_udp; \
-            IPV6_EXT_HOP_BY_HOP: parse_ipv6_ext; \
-            IPV6_EXT_ROUTING: parse_ipv6_ext; \
-            IPV6_EXT_DEST_OPTIONS: parse_ipv6_ext; \
+            IPV6_EXT_HOP_BY_HOP: ext; \
+            IPV6_EXT_ROUTING: ext; \
+            IPV6_EXT_DEST_OPTIONS: ext; \
             IPV6_EXT_FRAGMENT: ipv6_ext_skipped; \
             IPV6_EXT_ESP: ipv6_ext_skipped; \
             IPV6_EXT_AH: ipv6_ext_skipped; \
@@ -106,32 +113,59 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
 
     state ipv6_header_read {
         meta.parser_meta.malformed_reason = MALFORMED_NONE;
-        transition IPV6_NEXT_HEADER(hdr.ipv6.next_hdr)
+        transition IPV6_NEXT_HEADER(hdr.ipv6.next_hdr, parse_ipv6_ext_1)
     }
 
-    state parse_ipv6_ext {
-        // Until it is read and found to fit the payload length, the packet has a bad IPv6 header.
-        meta.parser_meta.malformed_reason = MALFORMED_IPV6_HEADER;
-        transition select(hdr.ipv6_ext[IPV6_EXT_HEADERS_MAX - 1].isValid(),
-                          packet.lookahead<ipv6_ext_len_h>().hdr_ext_len) {
-            (false, 0 .. IPV6_EXT_LEN_MAX): extract_ipv6_ext;
-            default: ipv6_ext_skipped;   // one more than the stack holds, or too long
-        }
+    // The k-th extension header: its first word (next header, length, two data bytes) looked at,
+    // one longer than IPV6_EXT_LEN_MAX skipped, else extracted ((hdr_ext_len + 1) * 8 bytes) and
+    // taken off l4_len (ext_word: whether that took it past the payload length); then the next
+    // one, or the end of the chain.
+#define IPV6_EXT_DEPTH(k, next_ext) \
+    state parse_ipv6_ext_##k { \
+        meta.parser_meta.malformed_reason = MALFORMED_IPV6_HEADER; \
+        ext_word = packet.lookahead<bit<32>>(); \
+        transition select(ext_word) { \
+            0 &&& IPV6_EXT_LEN_ABOVE_MAX_MASK: extract_ipv6_ext_##k; \
+            default: ipv6_ext_skipped; \
+        } \
+    } \
+    state extract_ipv6_ext_##k { \
+        ext_word = ((bit<32>)ext_word[23:16] << 6) + 48; \
+        packet.extract(hdr.ipv6_ext.next, ext_word); \
+        meta.l4_len = meta.l4_len - (((bit<16>)hdr.ipv6_ext.last.hdr_ext_len + 1) << 3); \
+        ext_word = (bit<32>)(bit<1>)(meta.l4_len > hdr.ipv6.payload_len); \
+        transition select(hdr.ipv6_ext.last.next_hdr) { \
+            IPV6_EXT_HOP_BY_HOP: next_ext; \
+            IPV6_EXT_ROUTING: next_ext; \
+            IPV6_EXT_DEST_OPTIONS: next_ext; \
+            default: ipv6_ext_end; \
+        } \
     }
 
-    state extract_ipv6_ext {
-        packet.extract(hdr.ipv6_ext.next,
-                       ((bit<32>)packet.lookahead<ipv6_ext_len_h>().hdr_ext_len << 6) + 48);
-        transition select(((bit<16>)hdr.ipv6_ext.last.hdr_ext_len + 1) << 3 > meta.l4_len) {
-            true: accept;   // MALFORMED_IPV6_HEADER: the payload length ends inside it
-            false: ipv6_ext_read;
+    IPV6_EXT_DEPTH(1, parse_ipv6_ext_2)
+    IPV6_EXT_DEPTH(2, parse_ipv6_ext_3)
+    IPV6_EXT_DEPTH(3, parse_ipv6_ext_4)
+    IPV6_EXT_DEPTH(4, ipv6_ext_end)
+#if IPV6_EXT_HEADERS_MAX != 4
+#error "IPV6_EXT_DEPTH is applied 4 times: update it with IPV6_EXT_HEADERS_MAX"
+#endif
+
+    // The chain's end, checked once: a payload length that ends inside the extension headers made
+    // l4_len wrap round, larger than the payload length (the headers followed are at most 4 * 256
+    // bytes, so it cannot exceed it otherwise): MALFORMED_IPV6_HEADER. Then what follows the last
+    // one; an extension header here is a fifth.
+    // (The test is in ext_word, computed in the state before: a select on the comparison, or on
+    // ext_word computed in this state, would be a temporary.)
+    state ipv6_ext_end {
+        transition select(ext_word) {
+            0: ipv6_ext_read;
+            default: accept;   // MALFORMED_IPV6_HEADER
         }
     }
 
     state ipv6_ext_read {
-        meta.l4_len = meta.l4_len - (((bit<16>)hdr.ipv6_ext.last.hdr_ext_len + 1) << 3);
         meta.parser_meta.malformed_reason = MALFORMED_NONE;
-        transition IPV6_NEXT_HEADER(hdr.ipv6_ext.last.next_hdr)
+        transition IPV6_NEXT_HEADER(hdr.ipv6_ext.last.next_hdr, ipv6_ext_skipped)
     }
 
     state ipv6_ext_skipped {

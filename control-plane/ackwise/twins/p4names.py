@@ -100,6 +100,9 @@ IPV6_EXT_HEADERS_MAX = 4
 # The longest extension header followed, in its own Hdr Ext Len units (8 bytes beyond the first
 # 8): 31, 256 bytes, e.g. a segment routing header with 15 segments.
 IPV6_EXT_LEN_MAX = 31
+
+# Hdr Ext Len's bits above IPV6_EXT_LEN_MAX in an extension header's first 4 bytes (any set: longer).
+IPV6_EXT_LEN_ABOVE_MAX_MASK = 0x00E00000
 L2_EXACT_TABLE_SIZE = 1024
 
 # Flow records: one per slot, two half-flow records (one per direction) per slot.
