@@ -56,7 +56,9 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
         }
         queue_view_t queue;
         queue_peek.apply(standard_metadata.egress_spec, standard_metadata.ingress_global_timestamp, queue);
-        if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
+        // IPv4 only until the flow key and the policy tables cover IPv6 (issue 40): TCP over IPv6
+        // is parsed, and passes every policy untouched.
+        if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()) {
             ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
                                standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
                                queue, from_agent,

@@ -46,7 +46,7 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
             if (role == AP_ROLE_CPU) {
                 repairs.count(0);   // a packet-out: the agent's repair, straight to the station
-            } else if (!malformed && !drop_forwarding && hdr.tcp.isValid()
+            } else if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()  // IPv4 only
                        && (role == AP_ROLE_UPLINK || role == AP_ROLE_WIRELESS)) {
                 ap_role_t out_role;
                 egress_role.apply(standard_metadata.egress_spec, out_role);

@@ -90,7 +90,7 @@ control ProbeIngress(inout headers_t hdr, inout local_metadata_t meta,
                              malformed, drop_malformed);
         if (hdr.tcp.isValid()) {
             probe.apply(meta.tcp_opts, meta.parser_meta, meta.tcp_payload_len);
-            if (!malformed) {
+            if (!malformed && hdr.ipv4.isValid()) {   // the checksums cover IPv4's pseudo-header only
                 window_rewrite.apply(hdr.tcp, meta.tcp_rewritten);
             }
         }

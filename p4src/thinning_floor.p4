@@ -113,7 +113,7 @@ control FloorIngress(inout headers_t hdr, inout local_metadata_t meta,
         bool drop_forwarding;
         forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                          standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
-        if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
+        if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()) {  // IPv4 only
             policy.apply();
             if (d != 0) {
                 if (meta.tcp_payload_len != 0) {

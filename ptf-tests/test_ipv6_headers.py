@@ -1,8 +1,9 @@
-"""IPv6's headers: the extension headers the parser follows (Hop-by-Hop, Routing, Destination
-Options, up to IPV6_EXT_HEADERS_MAX of them, each up to IPV6_EXT_LEN_MAX), those it does not (a
-Fragment header, AH, ESP, too many, too long: forwarded untouched and counted), and malformed IPv6
-(dropped and counted, as an unreadable IPv4 header is). Every routed packet is compared byte for
-byte with what went in, its MACs and hop limit aside."""
+"""IPv6's headers: TCP over IPv6 parsed but left alone by the policies (for now), the extension
+headers the parser follows (Hop-by-Hop, Routing, Destination Options, up to IPV6_EXT_HEADERS_MAX of
+them, each up to IPV6_EXT_LEN_MAX), those it does not (a Fragment header, AH, ESP, too many, too
+long: forwarded untouched and counted), and malformed IPv6 (dropped and counted, as an unreadable
+IPv4 header is). Every routed packet is compared byte for byte with what went in, its MACs and hop
+limit aside."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
+from ackwise.features.thinning import set_default_policy
 from ackwise.twins.p4names import (
+    COUNTER_ACK_THINNING_STATS,
     COUNTER_PARSER_MALFORMED,
     IPV6_EXT_AH,
     IPV6_EXT_ESP,
@@ -28,8 +31,10 @@ from ackwise.twins.p4names import (
     IPV6_NO_NEXT_HEADER,
     MALFORMED_REASONS,
     MalformedReason,
+    ThinningStat,
 )
-from base_test import AckwiseTest, host_ip, host_mac, routed, switch_mac
+from ackwise.twins.policies import PolicyParams
+from base_test import AckwiseTest, host_ip, host_mac, pure_ack, routed, switch_mac, tcp_segment
 
 
 def ipv6_frame(*layers: Packet, payload: bytes = b"", **ipv6_fields: object) -> bytes:
@@ -154,3 +159,36 @@ class MalformedIpv6Test(Ipv6HeaderTest):
         self.assertEqual(self.malformed(), {MalformedReason.IPV6_HEADER.name: len(cases)})
         self.send(1, good)
         self.expect(routed(good, 2), 2)
+
+
+class Ipv6TcpUntouchedByPoliciesTest(Ipv6HeaderTest):
+    """Until the flow key covers IPv6, TCP over IPv6 is parsed but left alone by the policies: under
+    every_d d=2 every IPv6 data segment and pure ACK leaves byte for byte, none is thinned, and the
+    thinning stage counts none of them (its ACKs-seen counter stays 0), while IPv4's ACKs of the
+    same shape are seen (the policy is on)."""
+
+    def install_entries(self) -> None:
+        self.install_routes()
+        assert self.client is not None
+        set_default_policy(self.client, PolicyParams.parse("every_d", ["d=2"]))
+
+    def runTest(self) -> None:
+        for k in range(1, 9):
+            data = bytes(
+                tcp_segment(1, 2, seq=1000 + 100 * (k - 1), ack=5000, payload=b"d" * 100, ip_version=6)
+            )
+            self.send(1, data)
+            self.expect_next(routed(data, 2), 2)
+            ack = bytes(pure_ack(ack=1000 + 100 * k, ts=(100 + k, 200 + k), ip_version=6))
+            self.send(2, ack)
+            self.expect_next(routed(ack, 1), 1)
+        self.expect_nothing_else()
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SEEN), 0)
+        self.assertEqual(self.malformed(), {})
+        # The policy is on: IPv4's ACKs of the same shape are seen by the thinning stage.
+        for k in range(1, 5):
+            self.send(1, tcp_segment(1, 2, seq=1000 + 100 * (k - 1), ack=5000, payload=b"d" * 100))
+            self.send(2, pure_ack(ack=1000 + 100 * k, ts=(100 + k, 200 + k)))
+        self.collect(1)
+        self.collect(2)
+        self.assertGreater(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SEEN), 0)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from ackwise.experiments.stress.fuzz import model_ipv6
 from ackwise.twins.p4names import IPV6_EXT_FRAGMENT, IPV6_EXT_LEN_MAX
 
+TCP_HEADER = bytes(12) + bytes([5 << 4]) + bytes(7)  # data offset 5, no options
+
 
 def ipv6(next_header: int, exts: bytes = b"", payload_len: int | None = None, version: int = 6) -> bytes:
-    body = exts + bytes(20)  # a TCP header's worth after the extension headers
+    body = exts + TCP_HEADER  # after the extension headers
     plen = len(body) if payload_len is None else payload_len
     return (
         bytes([version << 4, 0, 0, 0]) + plen.to_bytes(2, "big") + bytes([next_header, 64]) + bytes(32) + body
@@ -53,3 +55,12 @@ def test_payload_length_is_checked_at_the_chains_end_as_the_parser_does() -> Non
     assert model_ipv6(ipv6(60, ext(60, 0) + ext(6, IPV6_EXT_LEN_MAX + 1), payload_len=4)).malformed == (
         "ipv6_ext_skipped"
     )
+
+
+def test_tcp_over_ipv6_is_modelled_as_the_parser_reads_it_behind_the_extension_headers() -> None:
+    m = model_ipv6(ipv6(60, ext(6, 0)))
+    assert (m.malformed, m.tcp, m.thinnable, m.must_drop) == ("", False, False, False)  # parsed, left alone
+    assert model_ipv6(ipv6(60, ext(6, 0))[:-1]).malformed == "truncated"
+    offset_4 = bytearray(ipv6(60, ext(6, 0)))
+    offset_4[40 + 8 + 12] = 4 << 4
+    assert model_ipv6(bytes(offset_4)).malformed == "tcp_data_offset"

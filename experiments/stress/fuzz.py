@@ -82,6 +82,7 @@ from ackwise.twins.p4names import (
     COUNTER_PARSER_MALFORMED,
     ETHERTYPE_AGENT_HEARTBEAT,
     ETHERTYPE_IPV6,
+    IP_PROTO_TCP,
     IP_PROTO_UDP,
     IPV6_EXT_AH,
     IPV6_EXT_DEST_OPTIONS,
@@ -188,7 +189,49 @@ def model_ipv6(ip: bytes) -> Model:
         m.malformed = "ipv6_ext_skipped"  # not followed, or one more than the parser follows
     elif next_header == IP_PROTO_UDP and len(ip) < at + 8:
         m.malformed = "truncated"
+    elif next_header == IP_PROTO_TCP:
+        # Parsed, but left alone by the policies and the AP proxy until the flow key covers IPv6:
+        # never thinnable, never spoofed for (m.tcp stays False).
+        m.malformed, _ = tcp_verdict(ip[at:])
     return m
+
+
+def tcp_verdict(tcp: bytes) -> tuple[str, bool]:
+    """What the parser makes of a TCP header and its options, over IPv4 or IPv6: its malformed
+    reason ("" if none), and whether it carries an option the pipeline does not interpret."""
+    if len(tcp) < 20:
+        return "truncated", False
+    doff = (tcp[12] >> 4) * 4
+    if doff < 20:
+        return "tcp_data_offset", False
+    unknown = False
+    i, count = 20, 0
+    while i < doff:
+        if i >= len(tcp):
+            return "truncated", unknown
+        kind = tcp[i]
+        if kind == 0:
+            break  # the rest is padding
+        if kind == 1:
+            i, count = i + 1, count + 1
+            continue
+        if i + 1 >= doff:
+            return "tcp_option_overrun", unknown
+        if i + 1 >= len(tcp):
+            return "truncated", unknown
+        length = tcp[i + 1]
+        if length < 2:
+            return "tcp_option_length", unknown
+        if i + length > doff:
+            return "tcp_option_overrun", unknown
+        if i + length > len(tcp):
+            return "truncated", unknown
+        if kind not in KNOWN_OPTIONS or length not in OPTION_LENGTHS.get(kind, ()):
+            unknown = True
+        i, count = i + length, count + 1
+    if len(tcp) < doff:
+        return "truncated", unknown  # the parser reads up to the data offset, padding after an EOL too
+    return "", unknown or count > TCP_OPTIONS_MAX
 
 
 def model(f: bytes, policy: str) -> Model:
@@ -229,45 +272,9 @@ def model(f: bytes, policy: str) -> Model:
         seg = bytes(tcp[: total_len - ihl])
         pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(seg))
         m.tcp_ok = checksum(bytes(pseudo) + seg) == 0
-    if doff < 20:
-        m.malformed = "tcp_data_offset"
+    m.malformed, unknown = tcp_verdict(tcp)
+    if m.malformed:
         return m
-    unknown = False
-    i, count = 20, 0
-    while i < doff:
-        if i >= len(tcp):
-            m.malformed = "truncated"
-            return m
-        kind = tcp[i]
-        if kind == 0:
-            break  # the rest is padding
-        if kind == 1:
-            i, count = i + 1, count + 1
-            continue
-        if i + 1 >= doff:
-            m.malformed = "tcp_option_overrun"
-            return m
-        if i + 1 >= len(tcp):
-            m.malformed = "truncated"
-            return m
-        length = tcp[i + 1]
-        if length < 2:
-            m.malformed = "tcp_option_length"
-            return m
-        if i + length > doff:
-            m.malformed = "tcp_option_overrun"
-            return m
-        if i + length > len(tcp):
-            m.malformed = "truncated"
-            return m
-        if kind not in KNOWN_OPTIONS or length not in OPTION_LENGTHS.get(kind, ()):
-            unknown = True
-        i, count = i + length, count + 1
-    if len(tcp) < doff:
-        m.malformed = "truncated"  # the parser reads up to the data offset, padding after an EOL too
-        return m
-    if count > TCP_OPTIONS_MAX:
-        unknown = True
     m.pure_ack = bool(flags & 0x10) and payload_len == 0 and not flags & 0x07
     # What the safety contract would keep whatever the policy says: flags, unknown options, a
     # fragment of a bigger segment (its payload is in the other fragments).

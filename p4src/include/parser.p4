@@ -96,6 +96,7 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
     // What follows a header whose Next Header is `next`: an extension header followed (in the
     // states of the next depth, `ext`), one not followed (counted), or the upper layer.
 #define IPV6_NEXT_HEADER(next, ext) select(next) { \
+            IP_PROTO_TCP: parse_tcp; \
             IP_PROTO_UDP: parse_udp; \
             IPV6_EXT_HOP_BY_HOP: ext; \
             IPV6_EXT_ROUTING: ext; \
