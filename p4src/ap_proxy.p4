@@ -4,6 +4,8 @@
 #include <core.p4>
 #include <v1model.p4>
 
+// IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
+#define ACKWISE_IPV6
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"

@@ -111,9 +111,9 @@ control FloorIngress(inout headers_t hdr, inout local_metadata_t meta,
         parser_verdict.apply(standard_metadata.parser_error, meta.parser_meta.malformed_reason,
                              malformed, drop_malformed);
         bool drop_forwarding;
-        forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
+        forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
                          standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
-        if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()) {  // IPv4 only
+        if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
             policy.apply();
             if (d != 0) {
                 if (meta.tcp_payload_len != 0) {

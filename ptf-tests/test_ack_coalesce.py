@@ -330,6 +330,30 @@ class CoalesceKeepsFoldedStateTest(CoalesceTest):
         self.assertEqual((side.acks_absorbed, side.acks_rewritten), (4, 2))
 
 
+class CoalesceClosedByNewsTest(CoalesceTest):
+    """ack(2) waits and takes ack(3) in; then an ACK the contract keeps that may neither be folded
+    nor become a waiting ACK itself (a FIN; a duplicate ACK without SACK blocks) is queued as it is,
+    behind it, and closes it: ack(2) still leaves with the state it took in (ack(3)'s), the ACK
+    behind it unchanged. Queuing that ACK writes the closed waiting ACK's state back, so the switch
+    must have read it, though it skips the rest of what it reads a waiting ACK's slot for when
+    nothing can be folded into it (issue 35)."""
+
+    def runTest(self) -> None:
+        cases: dict[str, Callable[[TcpFlow], bytes]] = {
+            "FIN": lambda f: f.ack(3, flags="FA", ts=(f.ts(504), f.ts(3))),
+            "duplicate ACK": lambda f: f.ack(3, ts=(f.ts(504), f.ts(3))),
+        }
+        for i, (name, make) in enumerate(cases.items()):
+            with self.subTest(name):
+                flow = TcpFlow(sport=43000 + i, isn=1000 + i * 100_000)
+                self.send_data(flow, range(8))
+                self.first_ack_out(flow)
+                waiting, folded, news = flow.ack(2), flow.ack(3), make(flow)
+                for pkt in (waiting, folded, news):
+                    self.send(flow.ack_port, pkt)
+                self.check_out(flow, [rewritten(waiting, folded), news])
+
+
 class CoalesceRecoveryTest(CoalesceTest):
     """A recovery in which every other segment was lost: each ACK reports one new block and drops
     its oldest, so no ACK says all the one before it said. An ACK is folded into the waiting ACK

@@ -16,6 +16,9 @@ not a guess:
   not integer expressions (bit slices such as ``223:128``, lists of expressions) are not constants
   and are left out. Code under ``#if``/``#ifdef`` (other than an include guard) is refused: which
   branch p4c takes is not known here (an ``#if`` that holds only an ``#error`` is a check, and fine).
+  The exception is ``#ifdef`` of a program's own flag (PROGRAM_FLAGS, without ``#else``): what it
+  adds for that program (ack_switch's working headers in the shared metadata, IPv6 in every program
+  but thinning_floor) is read as taken, that program being one the control plane talks to.
 - ``typedef bit<N> name_t;`` and ``const TYPE NAME = <integer expression>;`` at the top level.
   Expressions may use integer literals (``0x10``, ``8w3``), other constants, ``( )`` and
   ``~ * + - << >> & ^ |`` with P4's (C's) precedence. A value must fit its ``bit<N>``.
@@ -341,6 +344,12 @@ def _comment_start(line: str, where: str) -> int | None:
     return None
 
 
+# Macros a program defines before its includes, so that a shared file adds what only that program
+# uses (headers.p4: ack_switch's working headers; IPv6, in every program but the yardstick
+# thinning_floor); code under `#ifdef` of one is read as taken.
+PROGRAM_FLAGS = ("ACKWISE_ACK_SWITCH", "ACKWISE_IPV6")
+
+
 def parse_preprocessor(source: Source, facts: P4Facts) -> str:
     """Read the #defines; return the code with every preprocessor line (and its continuations)
     blanked."""
@@ -372,11 +381,15 @@ def parse_preprocessor(source: Source, facts: P4Facts) -> str:
             following = lines[n].strip() if n < len(lines) else ""
             is_guard = re.fullmatch(rf"#\s*define\s+{re.escape(guard)}", following) is not None
             conditionals.append("guard" if is_guard else "if")
+        elif keyword == "ifdef" and len(text.split()) == 2 and text.split()[1] in PROGRAM_FLAGS:
+            conditionals.append("program")
         elif keyword in ("if", "ifdef"):
             conditionals.append("if")
         elif keyword in ("elif", "else"):
             if not conditionals:
                 raise P4ParseError(f"{where}: #{keyword} without #if")
+            if conditionals[-1] == "program":
+                raise P4ParseError(f"{where}: #{keyword} under a program's #ifdef: write it without")
         elif keyword == "endif":
             if not conditionals:
                 raise P4ParseError(f"{where}: #endif without #if")

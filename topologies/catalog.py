@@ -77,6 +77,7 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "medium_buffer_pkts": Bound(1, 100_000, "packets"),
     "loss": Bound(0, 1, "a probability"),
     "medium_loss": Bound(0, 1, "a probability"),
+    "geometry": Bound(choices=("one-domain", "line")),
     "bottleneck": Bound(choices=("link", "switch")),
     "fwd_queue_pps": Bound(0, 1_000_000, "packets/s; 0: no limit"),
     "rev_queue_pps": Bound(0, 1_000_000, "packets/s; 0: no limit"),
@@ -410,7 +411,10 @@ class Wlan(AckwiseTopo):
 
 class Chain(AckwiseTopo):
     """A multihop line src -- r1 -- ... -- dst, every hop over the same shared medium; the relays
-    are bmv2 switches. ``scale``: the time scale of the medium (it has no wired link)."""
+    are bmv2 switches. ``scale``: the time scale of the medium (it has no wired link).
+    ``geometry``: one-domain (every node hears every other) or line (the nodes 200 m apart with
+    the chain's ranges, wireless.CHAIN_RANGES: Altman and Jiménez's chain, hidden terminals and
+    spatial reuse)."""
 
     def build(
         self,
@@ -419,6 +423,7 @@ class Chain(AckwiseTopo):
         scale: float = 1.0,
         medium_loss: float = 0.0,
         medium_buffer_pkts: int = 50,
+        geometry: str = "one-domain",
         program: str = "ack_switch",
         cc: str = DEFAULT_CONGESTION_CONTROL,
         ecn: bool = True,
@@ -437,6 +442,7 @@ class Chain(AckwiseTopo):
             hops=[(2 * k - 1, 2 * k) for k in range(1, hops + 1)],
             loss=medium_loss,
             limit_pkts=medium_buffer_pkts,
+            line=nodes if geometry == "line" else None,
         )
         for k in range(1, hops + 1):
             self.addLink(nodes[k - 1], "air", port2=2 * k - 1)

@@ -29,7 +29,7 @@ from mininet.node import Switch
 from ackwise.bmv2.toolchain import BUILD_DIR
 from ackwise.netdev import add_netns, delete_netns, disable_ipv6, set_offloads_off
 from ackwise.processes import stop_process
-from ackwise.topologies.wireless import WirelessPreset
+from ackwise.topologies.wireless import CHAIN_RANGES, WirelessPreset, placement_lines
 
 LINKEM_ENV = "ACKWISE_LINKEM"
 BACKENDS = ("auto", "netem", "linkem")
@@ -332,6 +332,8 @@ class WirelessMedium(RootNode):
     leaves on the other. Each frame is queued at the transmitter it came from (the node on the
     other end of the link it arrived on) for the receiver at the far end of the pair; linkem's
     medium model (medium.c) decides when it is sent, whether it collides, and when it arrives.
+    ``line``: the nodes, in order, placed on a line with the chain's ranges (wireless.CHAIN_RANGES:
+    hidden terminals and spatial reuse); without it every node hears every other.
     """
 
     def __init__(
@@ -341,12 +343,14 @@ class WirelessMedium(RootNode):
         hops: list[tuple[int, int]],
         loss: float = 0.0,
         limit_pkts: int = 100,
+        line: list[str] | None = None,
         **params: Any,
     ) -> None:
         RootNode.__init__(self, name, **params)
         if not 0 <= loss <= 1:
             raise ValueError("medium loss is a probability, 0..1")
         self.preset, self.hops, self.loss, self.limit_pkts = preset, hops, loss, limit_pkts
+        self.line = line
         self.linkem: LinkemProcess | None = None
         self.final_stats: dict[str, Any] = {}
 
@@ -371,6 +375,8 @@ class WirelessMedium(RootNode):
                 prepare_root_intf(intf)
             lines.append(f"air {intf_a} {intf_b} {self.name} {node_a} {node_b}")
             lines.append(f"air {intf_b} {intf_a} {self.name} {node_b} {node_a}")
+        if self.line:
+            lines += placement_lines(self.name, self.line)
         self.linkem = LinkemProcess(self.name, lines)
 
     def stats(self) -> dict[str, Any]:
@@ -389,4 +395,6 @@ class WirelessMedium(RootNode):
             "preset": asdict(self.preset),
             "loss": self.loss,
             "limit_pkts": self.limit_pkts,
+            "line": self.line,
+            "ranges": asdict(CHAIN_RANGES) if self.line else None,
         }

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.bmv2.toolchain import BUILD_DIR
-from ackwise.topologies.wireless import WirelessPreset
+from ackwise.topologies.wireless import CHAIN_RANGES, ChainGeometry, WirelessPreset, placement_lines
 
 LINKEM_SOURCES = [Path(__file__).with_name("linkem") / name for name in ("linkem.c", "medium.c", "medium.h")]
 
@@ -102,6 +102,31 @@ class VirtualMedium:
         self.lines.append(f"hears air {listener} {talker} {int(hears)}")
         return self
 
+    def ranges(self, tx_m: float, cs_m: float, interference_m: float) -> VirtualMedium:
+        """Decode, carrier-sense and interference ranges, for the stations placed with ``place``."""
+        self.lines.append(f"ranges air tx_m={tx_m:g} cs_m={cs_m:g} interference_m={interference_m:g}")
+        return self
+
+    def place(self, station: str, x_m: float, y_m: float = 0.0) -> VirtualMedium:
+        self.lines.append(f"position air {station} x_m={x_m:g} y_m={y_m:g}")
+        return self
+
+    def relay(self, station: str, came_from: str, to: str) -> VirtualMedium:
+        """``station`` sends on to ``to`` every frame it receives from ``came_from`` (a static route)."""
+        self.lines.append(f"relay air {station} {came_from} {to}")
+        return self
+
+    def chain(self, nodes: int, geometry: ChainGeometry = CHAIN_RANGES) -> list[str]:
+        """Nodes n0 .. n{nodes-1} on a line with the geometry's ranges, each relaying what it
+        receives from its left neighbour to its right one and back (static routes both ways).
+        Returns the names, source first."""
+        names = [f"n{i}" for i in range(nodes)]
+        self.stations(*names)
+        self.lines += placement_lines("air", names, geometry)
+        for i in range(1, nodes - 1):
+            self.relay(names[i], names[i - 1], names[i + 1]).relay(names[i], names[i + 1], names[i - 1])
+        return names
+
     def saturate(self, tx: str, rx: str, frame_bytes: int) -> VirtualMedium:
         self.lines.append(f"saturate air {tx} {rx} len={frame_bytes}")
         return self
@@ -144,7 +169,8 @@ class VirtualMedium:
     def run(
         self, seconds: float, warmup: float = 0.0, events: bool = False, deliveries: bool = False
     ) -> VirtualResult:
-        with tempfile.TemporaryDirectory(prefix="ackwise-virtual-") as tmp:
+        # Not /tmp/ackwise*: that name space is the test bed's (integration-tests/leftovers.py).
+        with tempfile.TemporaryDirectory(prefix="akw-linkem-virtual-") as tmp:
             conf = Path(tmp) / "medium.conf"
             events_path = Path(tmp) / "events" if events else None
             deliveries_path = Path(tmp) / "deliveries" if deliveries else None

@@ -75,6 +75,12 @@ class Testbed:
     def flows(self) -> list[tuple[str, str]]:
         return self.topo.meta.flows
 
+    @property
+    def time_scale(self) -> float:
+        """k as the topology was built (its default where the scenario names none; 1 for a
+        topology without a time scale): what our own timers and the emulated-time rates use."""
+        return float(self.topo.meta.params.get("scale", 1.0))
+
     # ---- lifecycle ----
 
     def start(self) -> Testbed:

@@ -28,17 +28,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ackwise.topologies.wireless import bianchi, preset
+from ackwise.twins.policies import MSS_BYTES
+
 # The smallest k per preset at which (1) saturated UDP through the bmv2 AP (fast build) stays within
 # 5 % of the model's prediction on this machine (2 shared cores), and (2) a TCP download's packets
 # through the AP (data plus one ACK per two segments: 1.5 times the medium's frame rate) stay below
 # the highest rate that passed (1), 14 500 packets/s (802.11ac at k = 5). Measured by
 # validation/testbed_k.py; docs/testbed.md, "Time scale", has every run.
 CHOSEN_K: dict[str, float] = {"802.11b": 1.0, "802.11g": 1.0, "802.11n": 3.0, "802.11ac": 7.0}
+# The multihop chain's preset (802.11b-1mbps) carries under a tenth of 802.11b's frames: real time.
+CHOSEN_K["802.11b-1mbps"] = 1.0
 # What (2) allows: packets per second through the AP that saturated UDP showed it forwards.
 AP_PPS_MEASURED = 14_500
 
-# Policy parameters that are times (control-plane/ackwise/policies.py): scaled with the scenario.
-POLICY_TIME_PARAMS = ("idle_ms", "hold_ms", "rtt_min_us")
+# Policy parameters that are times, scaled with the scenario: the switch policies' (twins/policies.py)
+# and the host agent's maximum ACK delay (hosts/policies.py, every policy the agent runs).
+POLICY_TIME_PARAMS = ("idle_ms", "hold_ms", "rtt_min_us", "max_delay_s")
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,28 @@ LINUX_TIMERS = (
 )
 
 
+# BBR's own constants (net/ipv4/tcp_bbr.c), real time too: they matter where a scenario's senders run
+# bbr (the TACK paper's baseline sender).
+BBR_TIMERS = (
+    LinuxTimer(
+        "BBR min-RTT window",
+        10_000,
+        "bbr_min_rtt_win_sec (tcp_bbr.c)",
+        "BBR enters ProbeRTT when its minimum RTT has not been renewed for 10 s: 10/k s of the "
+        "emulated network's time, so ProbeRTT comes k times more often than in reality (a run "
+        "longer than 10 s on the test bed meets one, where the real network would meet none in "
+        "10 k s).",
+    ),
+    LinuxTimer(
+        "BBR ProbeRTT",
+        200,
+        "bbr_probe_rtt_mode_ms (tcp_bbr.c)",
+        "ProbeRTT keeps the window at 4 segments for 200 ms and a round: 200/k ms of the emulated "
+        "network's time, so each ProbeRTT costs k times fewer RTTs than in reality.",
+    ),
+)
+
+
 @dataclass(frozen=True)
 class TimeScale:
     """k: the emulation runs k times slower than the network it stands for."""
@@ -106,13 +134,25 @@ class TimeScale:
         return real_s * self.k
 
     def policy_params(self, params: dict[str, Any]) -> dict[str, Any]:
-        """An ACK policy's parameters with its times scaled (0, 'off', stays 0)."""
+        """An ACK policy's parameters with its times scaled (0, 'off', stays 0). A value keeps its
+        type: a number stays a number, a string (as an arm's parameters are written) a string;
+        milliseconds and microseconds stay whole, seconds need not."""
         return {
-            name: round(value * self.k)
-            if name in POLICY_TIME_PARAMS and isinstance(value, int | float)
-            else value
+            name: self._time(name, value) if name in POLICY_TIME_PARAMS else value
             for name, value in params.items()
         }
+
+    def _time(self, name: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            return value  # not a number ('off'): the policy's own parser says what it accepts
+        scaled = number * self.k if name.endswith("_s") else round(number * self.k)
+        if isinstance(value, str):
+            return f"{scaled:g}" if isinstance(scaled, float) else str(scaled)
+        return scaled
 
 
 def bdp_packets(rate_bps: float, rtt_ms: float, frame_bytes: int = 1514) -> float:
@@ -145,3 +185,62 @@ class Distortion:
 
 def timer_distortions(k: float, rtt_ms: float) -> list[Distortion]:
     return [Distortion(t, k, rtt_ms) for t in LINUX_TIMERS]
+
+
+# ---- what a WLAN scenario's report says of each point (the issue's header) ----
+
+PAPER_MSS_BYTES = 1500  # TACK §VII-A: "data packets are full-sized with MSS = 1500 bytes"
+# The rates the TACK paper states for its links (§VII-A: PHY 11/54/300/866.7 Mbit/s, the table's
+# phy_rate_mbps) and the one UDP baseline it gives (§VII-C, Fig. 13(b): 802.11n, 210 Mbit/s).
+PAPER_UDP_BASELINE_MBPS = {"802.11n": 210.0}
+
+
+@dataclass(frozen=True)
+class PointScale:
+    """One WLAN point in the real network's terms: its path, its BDP beside the paper's, its time
+    scale and what that scale leaves distorted."""
+
+    preset: str
+    k: float
+    rtt_ms: float  # RTTmin: the wired round trip and one data frame's and one ACK's exchange
+    capacity_mbps: float  # TCP payload the medium carries from a saturated AP (Bianchi, 1 sender)
+    bdp_segments: float  # capacity x RTTmin, in segments of the hosts' MSS
+    paper_bdp_segments: float  # the paper's PHY rate x RTTmin, in its 1500-byte segments
+    paper_udp_bdp_segments: float | None  # the same at the paper's UDP baseline, where it gives one
+    timers: tuple[Distortion, ...]
+
+    def timers_text(self) -> str:
+        """'minimum RTO 2.5 -> 0.83 RTTs, ...': each timer in RTTs, in reality -> on the test bed."""
+        return ", ".join(
+            f"{d.timer.name} {_rtts(d.real_rtts)} -> {_rtts(d.emulated_rtts)}" for d in self.timers
+        )
+
+
+def _rtts(x: float) -> str:
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}" if x >= 1 else f"{x:.2f}"
+
+
+def point_scale(params: dict[str, Any]) -> PointScale | None:
+    """A WLAN point's scale and BDP from its topology parameters (``preset``, ``scale``,
+    ``wired_delay_ms``, ``cc``: BBR's timers too where it is bbr); None when they name no 802.11
+    preset, scale or wired delay (the topology's defaults are the topology's to say, not this
+    header's)."""
+    if not {"preset", "scale", "wired_delay_ms"} <= set(params):
+        return None
+    p = preset(str(params["preset"]))
+    k = float(params["scale"])
+    air_ms = (p.airtime_us(1514) + p.airtime_us(66)) / 1000
+    rtt_ms = 2 * float(params["wired_delay_ms"]) + air_ms
+    capacity = bianchi(p, 1, 1514, payload_bytes=MSS_BYTES).throughput_bps
+    timers = LINUX_TIMERS + (BBR_TIMERS if params.get("cc") == "bbr" else ())
+    udp = PAPER_UDP_BASELINE_MBPS.get(p.name)
+    return PointScale(
+        preset=p.name,
+        k=k,
+        rtt_ms=rtt_ms,
+        capacity_mbps=capacity / 1e6,
+        bdp_segments=capacity * rtt_ms / 1000 / (8 * MSS_BYTES),
+        paper_bdp_segments=p.phy_rate_bps * rtt_ms / 1000 / (8 * PAPER_MSS_BYTES),
+        paper_udp_bdp_segments=udp * 1e6 * rtt_ms / 1000 / (8 * PAPER_MSS_BYTES) if udp else None,
+        timers=tuple(Distortion(t, k, rtt_ms) for t in timers),
+    )

@@ -30,7 +30,8 @@ from typing import Any
 # any change to the parameter table or to what a frame costs on the medium. linkem's own
 # LINKEM_MODEL_VERSION names the C model's version; run records keep both.
 AIRTIME_MODEL_VERSION = (
-    "2 (wifi_params.toml: DCF/EDCA with collisions, EIFS, retry limit; A-MPDU and Block Ack for n/ac)"
+    "3 (wifi_params.toml: DCF/EDCA with collisions, EIFS, retry limits; A-MPDU and Block Ack for n/ac; "
+    "RTS/CTS and the 1 Mbit/s DSSS preset of the multihop chain)"
 )
 
 PARAMS_PATH = Path(__file__).with_name("wifi_params.toml")
@@ -62,6 +63,7 @@ class WirelessPreset:
     cw_min: int
     cw_max: int
     retry_limit: int
+    long_retry_limit: int
     preamble_us: float
     symbol_us: float
     bits_per_symbol: int
@@ -70,6 +72,9 @@ class WirelessPreset:
     signal_ext_us: float
     ack_us: float
     block_ack_us: float
+    rts_cts: bool
+    rts_us: float
+    cts_us: float
     eifs_ack_us: float
     rx_phy_start_delay_us: float
     cca_us: float
@@ -141,9 +146,12 @@ class WirelessPreset:
         return count
 
     def exchange_us(self, frame_bytes: int, count: int = 1) -> float:
-        """Busy air of one successful exchange (PPDU, SIFS, ACK or Block Ack), scaled."""
+        """Busy air of one successful exchange (RTS, SIFS, CTS, SIFS where the preset uses
+        RTS/CTS; the PPDU, SIFS, ACK or Block Ack), scaled."""
         response = self.block_ack_us if count > 1 else self.ack_us
-        return (self.ppdu_us(self.ampdu_bytes(frame_bytes, count)) + self.sifs_us + response) * self.scale
+        handshake = self.rts_us + self.cts_us + 2 * self.sifs_us if self.rts_cts else 0.0
+        ppdu = self.ppdu_us(self.ampdu_bytes(frame_bytes, count))
+        return (handshake + ppdu + self.sifs_us + response) * self.scale
 
     def airtime_us(self, frame_bytes: int) -> float:
         """What one lone frame costs the medium with no contender, scaled: AIFS, the mean
@@ -170,11 +178,15 @@ class WirelessPreset:
             "ack_ns": self.ack_us,
             "block_ack_ns": self.block_ack_us,
             "max_ppdu_ns": self.max_ppdu_us,
+            "rts_ns": self.rts_us,
+            "cts_ns": self.cts_us,
         }
         counts = {
             "cw_min": self.cw_min,
             "cw_max": self.cw_max,
             "retry_limit": self.retry_limit,
+            "long_retry_limit": self.long_retry_limit,
+            "rts_cts": int(self.rts_cts),
             "bits_per_symbol": self.bits_per_symbol,
             "service_bits": self.service_bits,
             "tail_bits": self.tail_bits,
@@ -235,8 +247,10 @@ def bianchi(p: WirelessPreset, n: int, frame_bytes: int, payload_bytes: int | No
     point of eq. (7) and eq. (9) by bisection on p, then eq. (13) with the basic-access times of
     eq. (15), written for this model: a success keeps the medium for the PPDU, SIFS, the response
     and AIFS; a collision for the PPDU, EIFS - DIFS and AIFS (what a station that heard it
-    waits). Unscaled. Bianchi's chain has no retry limit: the model drops a frame after
-    ``retry_limit`` attempts, with probability p^retry_limit (below 1e-3 for 10 contenders)."""
+    waits); with RTS/CTS (eq. 16) a success also holds it for RTS, CTS and two SIFS, and a
+    collision holds it for the RTS, EIFS - DIFS and AIFS. Unscaled. Bianchi's chain has no retry
+    limit: the model drops a frame after ``retry_limit`` attempts, with probability
+    p^retry_limit (below 1e-3 for 10 contenders)."""
     if n < 1:
         raise ValueError("Bianchi's model needs at least one station")
     w = p.cw_min + 1  # W: the window size of the first stage
@@ -263,7 +277,48 @@ def bianchi(p: WirelessPreset, n: int, frame_bytes: int, payload_bytes: int | No
     response = p.block_ack_us if count > 1 else p.ack_us
     t_s = ppdu + p.sifs_us + response + p.aifs_us  # eq. (15), propagation delay 0
     t_c = ppdu + p.eifs_extra_us + p.aifs_us
+    if p.rts_cts:  # eq. (16), RTS/CTS access: only RTS collide, and they are short
+        t_s += p.rts_us + p.sifs_us + p.cts_us + p.sifs_us
+        t_c = p.rts_us + p.eifs_extra_us + p.aifs_us
     payload_bits = 8 * (frame_bytes if payload_bytes is None else payload_bytes) * count
     slot_time = (1 - p_tr) * p.slot_us + p_tr * p_s * t_s + p_tr * (1 - p_s) * t_c
     throughput = p_s * p_tr * payload_bits / (slot_time * 1e-6)  # eq. (13)
     return Bianchi(n, tau, coll, throughput / p.scale)
+
+
+# The multihop chain of Altman and Jiménez (section 3, after Fu et al., INFOCOM 2003): nodes on a
+# line, ns-2's default 802.11 (the 802.11b-1mbps preset: DSSS 1 Mbit/s, RTS/CTS before every
+# frame). The same ranges drive the model (linkem's ranges/position lines) and the ns-3 reference
+# (validation/ns3/chain_validation.cc, which hard-codes them: keep the two equal).
+CHAIN_PRESET = "802.11b-1mbps"
+
+
+@dataclass(frozen=True)
+class ChainGeometry:
+    spacing_m: float = 200.0  # between neighbours on the line
+    tx_m: float = 250.0  # a frame is decoded within this distance of its transmitter
+    cs_m: float = 550.0  # ... and sensed (carrier sense, EIFS when not decoded) within this one
+    interference_m: float = 550.0  # a transmitter this close to a receiver corrupts its frame
+
+    def distance_m(self, a: int, b: int) -> float:
+        return abs(a - b) * self.spacing_m
+
+    def relations(self, nodes: int) -> dict[str, dict[int, set[int]]]:
+        """Per relation (decodes, senses, interfered_by) and node: the other nodes it holds with."""
+        limits = {"decodes": self.tx_m, "senses": self.cs_m, "interfered_by": self.interference_m}
+        return {
+            rel: {a: {b for b in range(nodes) if b != a and self.distance_m(a, b) <= r} for a in range(nodes)}
+            for rel, r in limits.items()
+        }
+
+
+CHAIN_RANGES = ChainGeometry()
+
+
+def placement_lines(medium: str, names: list[str], geometry: ChainGeometry = CHAIN_RANGES) -> list[str]:
+    """linkem's lines that put ``names`` on a line, in order, ``geometry.spacing_m`` apart, with
+    the geometry's ranges (the emulator's chain and the virtual-time model alike)."""
+    g = geometry
+    lines = [f"ranges {medium} tx_m={g.tx_m:g} cs_m={g.cs_m:g} interference_m={g.interference_m:g}"]
+    lines += [f"position {medium} {name} x_m={k * g.spacing_m:g} y_m=0" for k, name in enumerate(names)]
+    return lines

@@ -7,7 +7,6 @@ import pytest
 from ackwise.experiments.measure.metrics import (
     ack_counts,
     ack_rate_series,
-    airtime_share,
     avoidable_pure_acks,
     jain_index,
     queue_delay_ms,
@@ -65,8 +64,3 @@ def test_jain_index() -> None:
 def test_queue_delay_is_the_mean_above_the_minimum() -> None:
     assert queue_delay_ms([20.0, 30.0, 40.0, float("nan")]) == pytest.approx(10.0)
     assert queue_delay_ms([20.0]) is None
-
-
-def test_airtime_share() -> None:
-    assert airtime_share(100, 50.0, 10_000_000) == pytest.approx(0.5)
-    assert airtime_share(1, 1.0, 0) is None

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from ackwise.experiments.harness.runner import ExperimentError, plan, select_arms
+from ackwise.experiments.harness.runner import (
+    ExperimentError,
+    host_policy_params,
+    plan,
+    select_arms,
+    switch_policy_params,
+)
 from ackwise.experiments.harness.scenario import SCENARIO_DIR, ScenarioError, all_scenarios, load
-from ackwise.experiments.harness.schema import METRICS, Arm
+from ackwise.experiments.harness.schema import METRICS, Arm, PolicySpec
+from ackwise.topologies.timescale import TimeScale
 
 REQUIRED = {
     "asymmetric",
@@ -104,6 +111,9 @@ def test_a_bad_scenario_names_the_file_and_the_fix(tmp_path: Path) -> None:
     )
     with pytest.raises(ScenarioError, match=r"asymmetric\.yaml: unknown metric 'completion_seconds'"):
         load(bad)
+    bad.write_text(text.replace("  factor: 1\n", "  factor: fast\n", 1))
+    with pytest.raises(ScenarioError, match=r"scale\.factor must be a number or 'per point', not 'fast'"):
+        load(bad)
     bad.write_text(text.replace("  - {}\n", "", 1))
     with pytest.raises(ScenarioError, match="baseline arm"):
         load(bad)
@@ -133,3 +143,55 @@ def test_bulk_transfers_agents_manage_their_own_ports() -> None:
 
     flows = [("h1", "r1", 5001), ("h2", "r2", 5002), ("h3", "r1", 5003)]
     assert _receivers_ports(flows, {"kind": "transfers"}) == {"r1": [5001, 5003], "r2": [5002]}
+
+
+def test_our_policy_timers_scale_with_the_test_bed_defaults_included() -> None:
+    """At k = 3 a receiver's or switch's timers must last 3 times as long on the test bed, also
+    those the arm leaves at their default: the host agent's maximum ACK delay (0.2 s) and the
+    switch's idle_ms (1000) and hold_ms (200), which the data plane would otherwise run in real
+    time. rtt_min_us = 0 means 'measured' and stays 0; kernel baselines take no parameters."""
+    k3, k1 = TimeScale(3.0), TimeScale(1.0)
+    assert host_policy_params(PolicySpec("tack"), k3) == {"max_delay_s": "0.6"}
+    assert host_policy_params(PolicySpec("every_d", {"d": "4"}), k3) == {"d": "4", "max_delay_s": "0.6"}
+    assert host_policy_params(PolicySpec("tack"), k1) == {}
+    assert host_policy_params(PolicySpec("delayed"), k3) == {}
+    assert switch_policy_params(PolicySpec("tack"), k3) == {"idle_ms": "3000", "hold_ms": "600"}
+    assert switch_policy_params(PolicySpec("tack", {"rtt_min_us": "0", "hold_ms": "10"}), k3) == {
+        "rtt_min_us": "0",
+        "hold_ms": "30",
+        "idle_ms": "3000",
+    }
+    assert switch_policy_params(PolicySpec("filter"), k3) == {"idle_ms": "3000"}
+    assert switch_policy_params(PolicySpec("tack", {"L": "4"}), k1) == {"L": "4"}
+
+
+def test_the_runs_time_scale_is_the_topologys_as_built() -> None:
+    """A WLAN point that names no scale runs at the topology's default: our timers must follow the
+    topology, not a default of their own (building the Mininet topology starts nothing)."""
+    from ackwise.topologies.testbed import Testbed  # lazy: loads Mininet
+
+    assert Testbed.create("wlan", preset="802.11n").time_scale == 4.0  # Wlan's default scale
+    assert Testbed.create("wlan", preset="802.11n", scale=3.0).time_scale == 3.0
+    assert Testbed.create("dumbbell").time_scale == 1.0
+
+
+def test_a_point_sets_its_own_transfer_size_and_nothing_else(tmp_path: Path) -> None:
+    """A point's ``_traffic`` overrides size_bytes and timeout_s of the scenario's traffic (the
+    same bytes are seconds on 802.11b and a few round trips on 802.11ac); any other '_' key, or
+    another traffic key, is refused: the topology would never see it and the run would silently
+    differ from what the YAML says."""
+    s = load("wlan-comparison")
+    n1 = s.point("802.11n, 1 sta, 80 ms")
+    assert s.point_traffic(n1)["size_bytes"] == 40_000_000
+    assert s.point_traffic(n1)["kind"] == s.traffic["kind"]
+    assert s.traffic["size_bytes"] == 10_000_000  # the scenario's own is left as it was
+    assert plan(s)[0].config["traffic"] == s.point_traffic(plan(s)[0].point)
+    text = (SCENARIO_DIR / "wlan-comparison.yaml").read_text()
+    good = "_traffic: {size_bytes: 40000000}"
+    for bad in ("_traffic: {kind: short-flows}", "_trafic: {size_bytes: 40000000}", "_traffic: 40000000"):
+        path = tmp_path / "wlan-comparison.yaml"
+        path.write_text(text.replace(good, bad, 1))
+        with pytest.raises(
+            ScenarioError, match=r"points\[0\]: a parameter starting with '_' must be _traffic"
+        ):
+            load(path)

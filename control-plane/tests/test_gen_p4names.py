@@ -173,6 +173,16 @@ def test_one_name_defined_two_ways_is_an_error() -> None:
     assert module_of(generate(p4src__a="#define SIZE 1", p4src__b="#define SIZE 1")).SIZE == 1
 
 
+def test_a_programs_own_ifdef_is_read_as_taken() -> None:
+    """headers.p4 adds ack_switch's working headers to the shared metadata under its flag: what the
+    block declares is read, and an #else (code for the other programs) is refused."""
+    block = "#ifdef ACKWISE_ACK_SWITCH\nconst bit<8> A = 1;\n#define B 2\n{}#endif"
+    module = module_of(generate(p4src__x=block.format("")))
+    assert (module.A, module.B) == (1, 2)
+    with pytest.raises(gen_p4names.P4ParseError, match="under a program's #ifdef"):
+        generate(p4src__x=block.format("#else\nconst bit<8> C = 2;\n"))
+
+
 def test_an_if_with_only_an_error_is_a_compile_time_check() -> None:
     m = module_of(generate(p4src__x='#define PKTS 2\n#if PKTS != 2\n#error "update X"\n#endif'))
     assert m.PKTS == 2

@@ -5,6 +5,7 @@ but not `make build`, and always test the sources as they are."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import shutil
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ackwise.topologies.medium_model import LINKEM_SOURCES, VirtualMedium, VirtualModelError
-from ackwise.topologies.wireless import PRESETS, bianchi, preset
+from ackwise.topologies.medium_model import LINKEM_SOURCES, VirtualMedium, VirtualModelError, VirtualResult
+from ackwise.topologies.wireless import CHAIN_PRESET, CHAIN_RANGES, PRESETS, bianchi, preset
 
 DATA = 1514  # Ethernet frame of a 1500-byte IP packet
 PAYLOAD = 1472
@@ -286,3 +287,138 @@ def test_a_shallow_queue_starves_802_11ac_aggregates_at_a_paced_load() -> None:
     ap = paced.station("ap")
     assert ap["mpdus_sent"] / ap["ppdus"] < 60
     assert paced.delivered_frames("ap", "sta") / paced.window_s < 0.99 * fps
+
+
+# --- Positions and ranges: the multihop chain (issue 38) ---
+
+CHAIN_FRAME = 1054  # Ethernet frame of a 1040-byte IP packet, the paper's
+PAIR_SECONDS, PAIR_WARMUP = 20.0, 1.0
+
+
+def one_pair_pps(name: str) -> float:
+    vm = VirtualMedium(preset(name), limit_pkts=50).stations("a", "b").saturate("a", "b", CHAIN_FRAME)
+    r = vm.run(PAIR_SECONDS, PAIR_WARMUP)
+    return r.delivered_frames("a", "b") / r.window_s
+
+
+def two_pairs(name: str, c_m: float) -> VirtualResult:
+    """a -> b and c -> d, saturated, on a line with the chain's ranges: a at 0 m, b at 200 m, c at
+    c_m, d 200 m beyond c."""
+    g = CHAIN_RANGES
+    vm = VirtualMedium(preset(name), limit_pkts=50).stations("a", "b", "c", "d")
+    vm.ranges(g.tx_m, g.cs_m, g.interference_m)
+    for station, x_m in zip("abcd", (0.0, g.spacing_m, c_m, c_m + g.spacing_m), strict=True):
+        vm.place(station, x_m)
+    vm.saturate("a", "b", CHAIN_FRAME).saturate("c", "d", CHAIN_FRAME)
+    return vm.run(PAIR_SECONDS, PAIR_WARMUP)
+
+
+def pps(r: VirtualResult, tx: str, rx: str) -> float:
+    return r.delivered_frames(tx, rx) / r.window_s
+
+
+def test_relations_from_positions_match_the_python_geometry() -> None:
+    """linkem's decode / carrier-sense / interference relations from ranges and positions are
+    the ones wireless.ChainGeometry computes (the ns-3 reference uses the same ranges)."""
+    nodes = 7
+    vm = VirtualMedium(preset(CHAIN_PRESET))
+    names = vm.chain(nodes)
+    r = vm.run(0.001)
+    want = CHAIN_RANGES.relations(nodes)
+    for rel, per_node in want.items():
+        for i, name in enumerate(names):
+            assert set(r.station(name)[rel]) == {names[j] for j in per_node[i]}, (rel, name)
+    # 200 m apart: decode the neighbours only, sense and be interfered with two hops either way
+    assert want["decodes"][3] == {2, 4} and want["senses"][3] == {1, 2, 4, 5}
+
+
+def test_a_later_hears_line_overrides_a_pair() -> None:
+    vm = VirtualMedium(preset(CHAIN_PRESET))
+    vm.chain(3)
+    vm.hears("n0", "n2", True)  # 400 m: sensed, not decoded, until this line
+    r = vm.run(0.001)
+    assert "n2" in r.station("n0")["decodes"] and "n0" not in r.station("n2")["decodes"]
+
+
+@pytest.mark.parametrize("name", ["802.11g", CHAIN_PRESET])
+def test_carrier_sense_beyond_decode_range_shares_the_air(name: str) -> None:
+    """c is 400 m from a: beyond the decode range, within carrier sense. The two pairs defer to
+    each other: together they carry about what one pair alone does (nearer 1x than 2x)."""
+    alone = one_pair_pps(name)
+    r = two_pairs(name, 400.0)
+    total = pps(r, "a", "b") + pps(r, "c", "d")
+    print(f"{name}: one pair {alone:.1f} pkt/s, two pairs sensing each other {total:.1f}")
+    assert total < 1.5 * alone
+    assert min(pps(r, "a", "b"), pps(r, "c", "d")) > 0.25 * alone  # both get a share
+
+
+@pytest.mark.parametrize("name", ["802.11g", CHAIN_PRESET])
+def test_hidden_terminal_collides_at_its_victims_receiver(name: str) -> None:
+    """c is 650 m from a (a cannot sense it) and 450 m from b (it interferes there): a's frames
+    collide at b, c's arrive. RTS/CTS does not help: c cannot decode b's CTS from 450 m."""
+    r = two_pairs(name, 650.0)
+    a, c = r.station("a"), r.station("c")
+    print(
+        f"{name}: a {pps(r, 'a', 'b'):.1f} pkt/s ({a['ppdus_collided']}/{a['ppdus']} collided, "
+        f"{a['rts_failed']} RTS failed), c {pps(r, 'c', 'd'):.1f} pkt/s"
+    )
+    assert c["ppdus_collided"] == 0 and c["rts_failed"] == 0
+    assert a["ppdus_collided"] + a["rts_failed"] > (a["ppdus"] + a["rts_sent"]) / 2
+    assert pps(r, "a", "b") < 0.1 * pps(r, "c", "d")
+
+
+@pytest.mark.parametrize("name", ["802.11g", CHAIN_PRESET])
+def test_spatial_reuse_two_pairs_out_of_range_each_get_the_whole_medium(name: str) -> None:
+    """c is 1000 m from a and 800 m from b: neither pair senses or disturbs the other, and each
+    carries what one pair alone does."""
+    alone = one_pair_pps(name)
+    r = two_pairs(name, 1000.0)
+    for tx, rx in (("a", "b"), ("c", "d")):
+        assert pps(r, tx, rx) == pytest.approx(alone, rel=0.02)
+        assert r.station(tx)["ppdus_collided"] == 0
+
+
+def chain_run(nodes: int, seconds: float = 60.0) -> tuple[float, VirtualResult]:
+    vm = VirtualMedium(preset(CHAIN_PRESET), limit_pkts=50)
+    names = vm.chain(nodes)
+    vm.saturate(names[0], names[1], CHAIN_FRAME)
+    r = vm.run(seconds, 5.0)
+    return r.delivered_frames(names[-2], names[-1]) / r.window_s, r
+
+
+def test_a_three_node_chain_has_no_hidden_terminal() -> None:
+    """Three nodes 200 m apart all sense each other: the relay halves one hop's throughput, with
+    RTS/CTS nothing collides (the paper's n = 3 case) and nothing is lost."""
+    alone = one_pair_pps(CHAIN_PRESET)
+    got, r = chain_run(3)
+    assert got == pytest.approx(alone / 2, rel=0.03)
+    for s in r.medium["stations"]:
+        assert s["ppdus_collided"] == 0 and s["retry_drops"] == 0 and s["queue_drops"] == 0
+
+
+def test_a_nine_node_chain_has_hidden_terminals() -> None:
+    """Nodes three hops apart cannot sense each other but interfere at each other's receivers:
+    data collide and frames are given up at the retry limit, which a 3-node chain never does."""
+    _, r = chain_run(9)
+    stations = r.medium["stations"]
+    assert sum(s["ppdus_collided"] for s in stations) > 0
+    assert sum(s["retry_drops"] for s in stations) > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "digest"),
+    [
+        ("802.11g", "0ee593b6b5d02a27917336caf801134c0614d73404222a2244cb095b54a63940"),
+        ("802.11n", "8869201c3d118ee54aca6fcfc8efa399993cfa06700e11c6f64f60d286952788"),
+    ],
+)
+def test_one_collision_domain_decides_as_linkem_2_did(name: str, digest: str, tmp_path: Path) -> None:
+    """Responses as transmissions, positions and RTS/CTS leave one collision domain without
+    RTS/CTS as it was: the PPDU trace (start, stations, MPDUs, bytes, duration, outcome) of
+    this workload is byte for byte linkem 2's (the digest of its trace, built from 4615e35)."""
+    vm = VirtualMedium(preset(name), limit_pkts=100, loss=0.05, seed=3).stations("ap", "a", "b", "c")
+    vm.saturate("ap", "a", DATA).reply("a", "ap", 2, 66).saturate("b", "ap", DATA).saturate("c", "ap", DATA)
+    events, conf = tmp_path / "events", tmp_path / "medium.conf"
+    conf.write_text(vm.config(2, 0, events))
+    subprocess.run([os.environ["ACKWISE_LINKEM"], "--virtual", str(conf)], check=True, capture_output=True)
+    assert hashlib.sha256(events.read_bytes()).hexdigest() == digest

@@ -21,7 +21,7 @@ from results_fixtures import (
     manifest,
 )
 
-from ackwise.experiments.harness.schema import RunRecord
+from ackwise.experiments.harness.schema import PER_POINT, RunRecord
 from ackwise.experiments.harness.store import (
     CorruptStore,
     InvalidRecord,
@@ -158,6 +158,7 @@ def bad(record: RunRecord, **changes: object) -> dict:
         ({"schema": 99}, "'schema'"),
         ({"repeat": "0"}, "'repeat'"),
         ({"scale": {"factor": 0.1}}, "'scale'"),
+        ({"scale": {"factor": "fast", "what": "x"}}, "'scale'"),
         ({"started_at": "yesterday"}, "ISO 8601"),
         ({"arm": {**HOST_ARM.to_dict(), "where": "switch"}}, "'arm.where'"),
     ],
@@ -167,6 +168,13 @@ def test_validate_record_names_each_problem(changes: dict, problem: str) -> None
     assert validate_record(json.loads(record.to_json())) == []
     problems = validate_record(bad(record, **changes))
     assert any(problem in p for p in problems), problems
+
+
+def test_a_scenario_with_k_per_point_makes_valid_records() -> None:
+    """Regression: the WLAN scenarios state scale.factor 'per point' (each 802.11 standard at its
+    own k); the loader took it and the store then refused every run's record."""
+    record = make_record(POINTS[0], HOST_ARM, 0)
+    assert validate_record(bad(record, scale={"factor": PER_POINT, "what": "k per standard"})) == []
 
 
 def test_validate_record_lists_missing_keys() -> None:

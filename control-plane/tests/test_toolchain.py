@@ -274,3 +274,22 @@ def test_no_fast_build_says_how_to_get_one(machine: Path, monkeypatch: pytest.Mo
     _user_install(machine, monkeypatch, CONFIG_H_LOGGING)
     with pytest.raises(ToolchainError, match="make deps ACKWISE_TOOLCHAIN=pinned"):
         simple_switch_of_kind("fast")
+
+
+def test_a_program_compiled_before_its_sources_changed_is_refused(tmp_path: Path) -> None:
+    """Regression: a bench run by hand after a merge measured build/ack_switch.json as compiled
+    before the merge (issue 35's P4), under a record naming the merged commit."""
+    from ackwise.bmv2.toolchain import newer_source
+
+    sources = tmp_path / "p4src"
+    (sources / "include").mkdir(parents=True)
+    header = sources / "include" / "headers.p4"
+    header.write_text("// v1\n")
+    built = tmp_path / "ack_switch.json"
+    built.write_text("{}")
+    os.utime(header, (1000, 1000))
+    os.utime(built, (2000, 2000))
+    assert newer_source(built, sources) is None
+    os.utime(header, (3000, 3000))
+    assert newer_source(built, sources) == header
+    assert newer_source(built, tmp_path / "no-sources") is None

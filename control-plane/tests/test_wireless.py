@@ -5,12 +5,16 @@ import tomllib
 
 import pytest
 
+from ackwise.topologies.catalog import Chain, TopologyParamError, check_params
 from ackwise.topologies.wireless import (
+    CHAIN_PRESET,
+    CHAIN_RANGES,
     PARAMS_PATH,
     PRESETS,
     WirelessPreset,
     bianchi,
     parameter_table,
+    placement_lines,
     preset,
 )
 
@@ -114,3 +118,34 @@ def test_a_table_entry_without_source_is_refused(tmp_path, monkeypatch) -> None:
     finally:
         parameter_table.cache_clear()
     assert isinstance(PRESETS["802.11g"], WirelessPreset)
+
+
+def test_chain_preset_is_ns2s_default_mac() -> None:
+    """1 Mbit/s DSSS for every frame, long preamble, RTS/CTS: a 1076-byte MPDU (1040-byte IP
+    packet) takes 192 + 1076 x 8 us, an exchange adds RTS 352, CTS 304, ACK 304 and three SIFS."""
+    p = preset(CHAIN_PRESET)
+    assert p.rts_cts and not p.aggregate
+    assert p.mpdu_bytes(1054) == 1076
+    assert p.ppdu_us(1076) == pytest.approx(192 + 1076 * 8)
+    assert p.exchange_us(1054) == pytest.approx(352 + 304 + 192 + 1076 * 8 + 304 + 3 * 10)
+
+
+def test_placement_lines_put_the_nodes_on_a_line() -> None:
+    assert placement_lines("air", ["src", "r1", "dst"]) == [
+        "ranges air tx_m=250 cs_m=550 interference_m=550",
+        "position air src x_m=0 y_m=0",
+        "position air r1 x_m=200 y_m=0",
+        "position air dst x_m=400 y_m=0",
+    ]
+    # two hops apart: sensed and interfering, not decoded; three hops: none of the three
+    rel = CHAIN_RANGES.relations(4)
+    assert 2 not in rel["decodes"][0] and 2 in rel["senses"][0] and 2 in rel["interfered_by"][0]
+    assert all(3 not in rel[r][0] for r in rel)
+
+
+def test_the_chain_topology_places_its_nodes_only_when_asked() -> None:
+    assert Chain(hops=3, geometry="line").nodeInfo("air")["line"] == ["src", "r1", "r2", "dst"]
+    assert Chain(hops=3).nodeInfo("air")["line"] is None
+    check_params("chain", {"geometry": "line", "preset": CHAIN_PRESET})
+    with pytest.raises(TopologyParamError, match="geometry=ring"):
+        check_params("chain", {"geometry": "ring"})

@@ -152,7 +152,9 @@ def check(docs: Path = DOCS, published: Path = PUBLISHED) -> list[str]:
         problems += list(
             difflib.unified_diff(block.splitlines(), expected.splitlines(), "docs", "records", lineterm="")
         )
-    with tempfile.TemporaryDirectory(prefix="ackwise-check-") as tmp:
+    # Not /tmp/ackwise*: the integration tests count new /tmp/ackwise* entries as the test bed's
+    # leftovers, so a check run beside them failed them (and lost its copies to their clean-up).
+    with tempfile.TemporaryDirectory(prefix="akw-check-results-") as tmp:
         for name in linked:
             copy = Path(tmp) / name
             shutil.copytree(published / name, copy)

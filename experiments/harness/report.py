@@ -49,7 +49,7 @@ from ackwise.experiments.harness.comparison import (
     verdict_text,
 )
 from ackwise.experiments.harness.figures import FigureData, RenderedFigure, render_figures
-from ackwise.experiments.harness.schema import BASELINE, METRICS, RunRecord
+from ackwise.experiments.harness.schema import BASELINE, METRICS, PER_POINT, RunRecord
 from ackwise.experiments.harness.stats import (
     DEFAULT_CONFIDENCE,
     Group,
@@ -59,6 +59,7 @@ from ackwise.experiments.harness.stats import (
     split_groups,
 )
 from ackwise.experiments.harness.store import ResultStore
+from ackwise.topologies.timescale import point_scale
 
 HTML_FILE = "report.html"
 MARKDOWN_FILE = "report.md"
@@ -118,6 +119,30 @@ def scale_note(scale: dict[str, Any] | None) -> str:
         return "Not scaled (scale factor 1)" + (f": {what}." if what else ".")
     factor_text = f"{factor:g}" if isinstance(factor, int | float) else str(factor)
     return f"Scaled to fit bmv2, scale factor {factor_text}" + (f": {what}." if what else ".")
+
+
+def point_scale_notes(scenario: dict[str, Any]) -> list[str]:
+    """Per 802.11 point (issue 37's header): its time scale, RTTmin and BDP in segments beside the
+    TACK paper's, and the kernel timers that do not scale, in RTTs, in reality and on the test bed.
+    Only where the scenario's scale.factor is PER_POINT: scenarios that state one number, and the
+    records published under them, keep their header."""
+    if (scenario.get("scale") or {}).get("factor") != PER_POINT:
+        return []
+    common = scenario.get("params") or {}
+    notes = []
+    for p in scenario.get("points") or []:
+        s = point_scale(dict(common) | dict(p.get("params") or {})) if isinstance(p, dict) else None
+        if s is None:
+            continue
+        paper = f"the paper's {s.paper_bdp_segments:.0f} at its PHY rate"
+        if s.paper_udp_bdp_segments is not None:
+            paper += f", {s.paper_udp_bdp_segments:.0f} at its UDP baseline"
+        notes.append(
+            f"{p.get('label')}: k = {s.k:g}; RTTmin {s.rtt_ms:.1f} ms; BDP {s.bdp_segments:.0f} "
+            f"segments ({paper}); timers that do not scale, in RTTs, reality -> test bed: "
+            f"{s.timers_text()}"
+        )
+    return notes
 
 
 def describe(value: Any) -> str:
@@ -228,6 +253,7 @@ class Report:
     description: str
     reproduces: list[dict[str, str]]
     scale_note: str
+    point_notes: list[str]  # point_scale_notes: empty but for 802.11 points
     setup: list[tuple[str, str]]
     points: list[tuple[str, str, str]]
     arms: list[tuple[str, str, str]]
@@ -647,6 +673,7 @@ def build_report(
             if isinstance(x, dict)
         ],
         scale_note=note,
+        point_notes=point_scale_notes(scenario),
         setup=_setup(scenario, matrix, records),
         points=_points_table(scenario, matrix),
         arms=_arms_table(scenario, matrix),
@@ -917,7 +944,7 @@ def write_report(
 
 
 def _text(report: Report) -> str:
-    lines = [f"{report.title}", report.scale_note]
+    lines = [f"{report.title}", report.scale_note, *report.point_notes]
     lines.append(f"runs: {report.runs_ok} ok, {report.runs_failed} failed")
     for w in report.warnings:
         lines.append(f"warning: {w}")

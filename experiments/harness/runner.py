@@ -30,16 +30,18 @@ from ackwise.bmv2.toolchain import REPO_ROOT
 from ackwise.controller.config import parse_config
 from ackwise.controller.loop import Controller, SwitchEndpoint
 from ackwise.experiments.harness.scenario import Scenario
-from ackwise.experiments.harness.schema import Arm, FlowResult, Point, RunRecord, run_id
+from ackwise.experiments.harness.schema import Arm, FlowResult, Point, PolicySpec, RunRecord, run_id
 from ackwise.experiments.measure import resources
 from ackwise.experiments.measure import traffic as tr
 from ackwise.experiments.measure.metrics import (
+    TransferSpan,
     ack_counts,
     ack_rate_series,
-    airtime_share,
     avoidable_pure_acks,
     jain_index,
     percentile,
+    transmitters,
+    wlan_metrics,
 )
 from ackwise.experiments.measure.metrics import queue_delay_ms as queue_delay
 from ackwise.experiments.measure.pcapstats import read_segments
@@ -47,14 +49,17 @@ from ackwise.experiments.measure.versions import tool_versions
 from ackwise.features import ecn
 from ackwise.features.thinning import set_default_policy
 from ackwise.hosts.mininet_agent import HostAgent
-from ackwise.topologies.wireless import preset
-from ackwise.twins.policies import PolicyError, PolicyParams
+from ackwise.hosts.policies import MAX_ACK_DELAY_S
+from ackwise.hosts.policies import POLICIES as HOST_POLICIES
+from ackwise.topologies.timescale import POLICY_TIME_PARAMS, TimeScale
+from ackwise.twins.policies import POLICY_PARAMS, Policy, PolicyError, PolicyParams
 
 if TYPE_CHECKING:  # the type only: importing it loads Mininet
     from ackwise.topologies.testbed import Testbed
 
 RUN_TIMEOUT_S = 600
 SHORT_FLOWS_BASE_PORT = 5001  # short flows take ports from here up, one each (run_transfer_streams)
+SWITCH_POLICY_NAMES = frozenset(p.value for p in Policy)  # not auto: the controller's thresholds
 
 
 class ExperimentError(RuntimeError):
@@ -194,7 +199,7 @@ def run_config(scenario: Scenario, point: Point, arm: Arm, seed: int) -> dict[st
     return {
         "topology": scenario.topology,
         "topology_params": params,
-        "traffic": scenario.traffic,
+        "traffic": scenario.point_traffic(point),
         "capture": scenario.capture,
         "switch_ecn": list(scenario.switch_ecn),
         "seed": seed,
@@ -224,6 +229,32 @@ def _receivers_ports(flows: list[tuple[str, str, int]], traffic: dict[str, Any])
 
 def _topology_params(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config["topology_params"].items() if not k.startswith("_")}
+
+
+def host_policy_params(spec: PolicySpec, k: TimeScale) -> dict[str, str]:
+    """A host policy's parameters as the agent gets them: its times x k, the maximum ACK delay
+    included (its default written out when k is not 1), so that a test bed k times slower holds
+    ACKs as long, in the emulated network's time, as a real receiver would. The kernel's own
+    baselines take no parameters and no agent."""
+    params = dict(spec.params)
+    if spec.name in HOST_POLICIES and k.k != 1:
+        params.setdefault("max_delay_s", f"{MAX_ACK_DELAY_S:g}")
+    return {name: str(value) for name, value in k.policy_params(params).items()}
+
+
+def switch_policy_params(spec: PolicySpec, k: TimeScale) -> dict[str, str]:
+    """A switch policy's parameters as the switch gets them: its times x k, the defaults of the
+    times it uses (idle_ms, hold_ms) written out when k is not 1, since the data plane's defaults
+    are real time. rtt_min_us's default 0 (measured by the switch) stays 0: the switch measures
+    the scaled path."""
+    params: dict[str, Any] = dict(spec.params)
+    if k.k != 1 and spec.name in SWITCH_POLICY_NAMES:
+        policy = Policy(spec.name)
+        defaults = PolicyParams(policy)
+        for name in POLICY_PARAMS[policy]:
+            if name in POLICY_TIME_PARAMS and getattr(defaults, name):  # 0 means off or measured
+                params.setdefault(name, getattr(defaults, name))
+    return {name: str(value) for name, value in k.policy_params(params).items()}
 
 
 def execute(
@@ -279,19 +310,19 @@ def _run_in_testbed(
     from ackwise.topologies.testbed import Testbed
 
     config = run.config
+    traffic = config["traffic"]  # the scenario's, with what the point sets (Scenario.point_traffic)
     params = _topology_params(config)
     record.link_backend = link_backend(params.get("backend", "auto"))
     testbed = Testbed.create(config["topology"], **params)
     with ExitStack() as stack:
         stack.enter_context(testbed)
         decisions = _configure_switches(testbed, run.arm, config, stack)
-        flows = _flows(testbed, scenario.traffic)
+        flows = _flows(testbed, traffic)
         agents = []
         if run.arm.host is not None:
-            for receiver, ports in _receivers_ports(flows, scenario.traffic).items():
-                agent = HostAgent(
-                    testbed.host(receiver), run.arm.host.name, run.arm.host.params, tuple(ports)
-                )
+            host_params = host_policy_params(run.arm.host, TimeScale(testbed.time_scale))
+            for receiver, ports in _receivers_ports(flows, traffic).items():
+                agent = HostAgent(testbed.host(receiver), run.arm.host.name, host_params, tuple(ports))
                 agents.append(agent.start())
                 stack.callback(agent.stop)
         captures = [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
@@ -306,7 +337,7 @@ def _run_in_testbed(
         for sampler in samplers.values():
             stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
         started = resources.snapshot(testbed.pids)
-        results, extra = _drive_traffic(testbed, scenario.traffic, flows, run.seed, on_progress)
+        results, extra = _drive_traffic(testbed, traffic, flows, run.seed, on_progress)
         used = resources.usage(started, resources.snapshot(testbed.pids))
         tcp = {s: sampler.stop() for s, sampler in samplers.items()}
         segments = []
@@ -330,12 +361,13 @@ def _run_in_testbed(
         link_stats = testbed.link_stats()
         record.resources = {**used, "linkem_lateness": resources.linkem_lateness(link_stats)}
         ips = {h.name: h.IP() for h in testbed.hosts}
+        k = testbed.time_scale
     died = [r for r in agent_reports if r.get("agent_died")]
     if died:
         raise ExperimentError(f"the host agent died during the run ({len(died)} of {len(agent_reports)})")
     if health:
         raise ExperimentError("the test bed broke during the run: " + "; ".join(health))
-    _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, params)
+    _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, k)
     if decisions is not None:
         record.series["controller"] = decisions
     if kept_pcaps:
@@ -365,8 +397,9 @@ def _configure_switches(
     names = [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
     if arm.switch.name == AUTO:
         return _start_controller(testbed, names, arm.switch.params, stack)
+    scaled = switch_policy_params(arm.switch, TimeScale(testbed.time_scale))
     try:
-        params = PolicyParams.parse(arm.switch.name, [f"{k}={v}" for k, v in arm.switch.params.items()])
+        params = PolicyParams.parse(arm.switch.name, [f"{k}={v}" for k, v in scaled.items()])
     except PolicyError as exc:
         raise ExperimentError(f"switch policy {arm.switch.label()}: {exc}") from None
     for name in names:
@@ -543,7 +576,7 @@ def _fill_metrics(
     ips: dict[str, str],
     link_stats: dict[str, Any],
     extra: dict[str, Any],
-    params: dict[str, Any],
+    k: float,
 ) -> None:
     record.flows = [
         asdict(
@@ -581,10 +614,23 @@ def _fill_metrics(
     }
     if scenario.topology == "chain":
         m["throughput_mbps"] = m["goodput_mbps"]
+    medium: dict[str, Any] = {}
     if scenario.topology == "wlan":
+        # The WLAN metrics (issue 37) from the medium's own counters; ack_airtime_share, which
+        # priced every ACK as a lone 66-byte exchange, is wrong where ACKs share an A-MPDU.
         medium = link_stats.get("air", {}).get("media", [{}])[0]
-        airtime_us = preset(params.get("preset", "802.11g"), float(params.get("scale", 4.0))).exchange_us(66)
-        m["ack_airtime_share"] = airtime_share(counts.pure_acks, airtime_us, int(medium.get("busy_ns", 0)))
+        per_station: dict[str, float] = {}
+        for r in results:
+            per_station[r.receiver] = per_station.get(r.receiver, 0.0) + r.goodput_bps
+        m |= wlan_metrics(
+            [TransferSpan(r.size_bytes, r.started_at, r.completion_s) for r in results],
+            list(per_station.values()),
+            counts,
+            medium,
+            sorted({r for _, r, _ in flows}),
+            "ap",
+            k,
+        )
     if scenario.traffic.get("reverse_data"):
         # Per connection: the receiver's pure ACKs that its own data, sent soon after on the same
         # connection, could have carried.
@@ -608,3 +654,5 @@ def _fill_metrics(
     for s, r, _ in flows:
         times, rates = ack_rate_series(segments, ips[r], ips[s])
         record.series["ack_rate"].append({"flow": f"{s}->{r}", "t_s": times, "acks_per_s": rates})
+    if medium:  # each transmitter's counters (A-MPDU sizes, retries, drops, airtime): the why
+        record.series["medium"] = [{"name": n, **c} for n, c in transmitters(medium).items()]

@@ -18,10 +18,14 @@ import yaml
 
 from ackwise.errors import InputError
 from ackwise.experiments.harness.figures import validate_figure_spec
-from ackwise.experiments.harness.schema import METRICS, Arm, Point, PolicySpec
+from ackwise.experiments.harness.schema import METRICS, PER_POINT, Arm, Point, PolicySpec, is_scale_factor
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # experiments/scenarios: data
 TRAFFIC_KINDS = ("transfers", "short-flows")
+# A point parameter that is not a topology's (the runner passes no "_" key to the topology): the
+# traffic keys this point sets over the scenario's, and the keys it may set.
+POINT_TRAFFIC = "_traffic"
+POINT_TRAFFIC_KEYS = ("size_bytes", "timeout_s")
 
 
 class ScenarioError(InputError, ValueError):
@@ -73,6 +77,12 @@ class Scenario:
 
     def arm_topology_params(self, arm: Arm) -> dict[str, Any]:
         return dict(self.arm_params[self.arms.index(arm)])
+
+    def point_traffic(self, point: Point) -> dict[str, Any]:
+        """The traffic at ``point``: the scenario's, with what the point's ``_traffic`` sets (a
+        transfer size per 802.11 standard, say: the same bytes are seconds on 802.11b and a few
+        round trips on 802.11ac)."""
+        return dict(self.traffic) | dict(point.params.get(POINT_TRAFFIC) or {})
 
     def point(self, label: str) -> Point:
         for p in self.points:
@@ -152,6 +162,13 @@ def load(name_or_path: str | Path) -> Scenario:
         if not isinstance(p, dict) or "label" not in p:
             raise ScenarioError(f"{where}: points[{i}] needs a label (and x, params)")
         points.append(Point(p.get("x", p["label"]), str(p["label"]), dict(p.get("params") or {})))
+        unknown = {k for k in points[-1].params if k.startswith("_")} - {POINT_TRAFFIC}
+        overrides = points[-1].params.get(POINT_TRAFFIC) or {}
+        if unknown or not isinstance(overrides, dict) or set(overrides) - set(POINT_TRAFFIC_KEYS):
+            raise ScenarioError(
+                f"{where}: points[{i}]: a parameter starting with '_' must be {POINT_TRAFFIC}, "
+                f"a mapping of {', '.join(POINT_TRAFFIC_KEYS)}"
+            )
     if len({p.label for p in points}) != len(points):
         raise ScenarioError(f"{where}: point labels must be unique")
     traffic = dict(_need(doc, "traffic", dict, where))
@@ -175,6 +192,11 @@ def load(name_or_path: str | Path) -> Scenario:
     scale = dict(_need(doc, "scale", dict, where))
     if "factor" not in scale or "what" not in scale:
         raise ScenarioError(f"{where}: scale needs factor and what (say how the scenario was fitted to bmv2)")
+    if not is_scale_factor(scale["factor"]):
+        # the run records would be refused (store.py) only once the first run had been made
+        raise ScenarioError(
+            f"{where}: scale.factor must be a number or {PER_POINT!r}, not {scale['factor']!r}"
+        )
     quick = dict(doc.get("quick") or {})
     labels = {a.label() for a in arms}
     for label in quick.get("arms", []):

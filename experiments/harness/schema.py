@@ -24,6 +24,15 @@ SCHEMA_VERSION = 1
 # combine places ("host+switch", "host+ap": in this order).
 PLACES = ("host", "switch", "ap")
 BASELINE = "none"
+# A scenario's scale.factor where each point sets its own k (its topology's ``scale``: the WLAN
+# scenarios of issue 37, each 802.11 standard at its timescale.CHOSEN_K); the run records say each
+# run's k in config.topology_params.scale. Reports then give a header line per point.
+PER_POINT = "per point"
+
+
+def is_scale_factor(value: object) -> bool:
+    """A scale factor a scenario and a record may state: a number, or PER_POINT."""
+    return value == PER_POINT or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,24 @@ METRICS: dict[str, MetricInfo] = {
     ),
     "reverse_bytes": MetricInfo("bytes", "", "data the receivers wrote back on their connections"),
     "throughput_mbps": MetricInfo("Mbit/s", "higher", "throughput of the flow (chain)"),
+    # The WLAN scenarios' (issue 37), under names of their own so that no record of linkem 1's model
+    # pools with them; rates in the emulated network's time (the test bed's x its time scale k).
+    "aggregate_goodput_mbps": MetricInfo(
+        "Mbit/s", "higher", "aggregate goodput: all bytes / time from the first start to the last byte, x k"
+    ),
+    "station_jain_index": MetricInfo("", "higher", "Jain's index over the stations' goodput"),
+    "pure_acks_per_segment": MetricInfo(
+        "", "lower", "pure ACKs the stations sent over the air per data segment sent to them"
+    ),
+    "ack_frequency_hz": MetricInfo("Hz", "lower", "pure ACKs per second of the emulated network's time"),
+    "ack_airtime_fraction": MetricInfo(
+        "", "lower", "share of the medium's busy time the stations' ACK exchanges held (linkem)"
+    ),
+    "collided_ppdus_per_s": MetricInfo(
+        "1/s", "lower", "PPDUs that collided, per second of the emulated network's time (linkem)"
+    ),
+    "ap_mpdus_per_ppdu": MetricInfo("", "", "MPDUs per PPDU the AP sent: its mean A-MPDU size (linkem)"),
+    "ap_queue_drops": MetricInfo("", "", "frames the AP's queue in front of the air refused (linkem)"),
 }
 
 

@@ -45,7 +45,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ackwise.experiments.harness.schema import METRICS, SCHEMA_VERSION, Arm, Point, RunRecord, canonical
+from ackwise.experiments.harness.schema import (
+    METRICS,
+    PER_POINT,
+    SCHEMA_VERSION,
+    Arm,
+    Point,
+    RunRecord,
+    canonical,
+    is_scale_factor,
+)
 
 MANIFEST_SCHEMA = 1
 MANIFEST_FILE = "manifest.json"
@@ -202,8 +211,10 @@ def validate_record(d: Any) -> list[str]:
     scale = d.get("scale")
     check(
         "scale",
-        isinstance(scale, dict) and _is_number(scale.get("factor")) and isinstance(scale.get("what"), str),
-        "a dict with a number 'factor' and a string 'what'",
+        isinstance(scale, dict)
+        and is_scale_factor(scale.get("factor"))
+        and isinstance(scale.get("what"), str),
+        f"a dict with a 'factor' (a number or {PER_POINT!r}) and a string 'what'",
     )
     check("config", isinstance(d.get("config"), dict), "a dict")
     versions = d.get("versions")

@@ -667,6 +667,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
     )
+    parser.add_argument(
+        "--label",
+        default="",
+        help="docs/performance.md block to write (bench-LABEL; default: the block 'bench'), so that a run of "
+        "one build does not replace another's",
+    )
     return parser
 
 
@@ -774,7 +780,7 @@ def _main(argv: list[str] | None) -> int:
     table = "\n\n".join(p for p in parts if p)
     print(table)
     if args.write_docs:
-        write_docs(table, "", sys.argv[1:] if argv is None else argv)
+        write_docs(table, args.label, sys.argv[1:] if argv is None else argv)
     return 0
 
 

@@ -7,15 +7,19 @@ Ports: 1 the data senders (10.0.1.x), 2 the receivers (10.0.2.x; the station sid
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import struct
+import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ackwise.features.ap import StationParams, configure_ap
 from ackwise.features.thinning import set_default_policy
+from ackwise.netdev import run_in_new_netns
 from ackwise.twins import packets
 from ackwise.twins.p4names import (
     ACTION_FORWARDING_L2_FORWARD,
@@ -153,3 +157,13 @@ def configure(client: Any, config: str) -> None:
         configure_ap(client, [UPLINK], [DOWNLINK], CPU, [("10.0.2.0/24", params)])
     else:
         set_default_policy(client, PolicyParams.parse(config, []))
+
+
+def rerun_inside_netns(tool: str, module: str, options: Sequence[str]) -> int:
+    """Run ``python -m module --inside OPTIONS`` in a fresh network namespace (its veths and
+    switches then cannot touch the machine's), removed afterwards with whatever is left in it.
+    Exit 2 with the fix when not root."""
+    if os.geteuid() != 0:
+        print(f"{tool}: run as root (it makes a network namespace and veths)", file=sys.stderr)
+        return 2
+    return run_in_new_netns(f"ak{tool}{os.getpid()}", [sys.executable, "-m", module, "--inside", *options])

@@ -58,7 +58,7 @@ from typing import Any
 
 from ackwise.bmv2.client import named_cells
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
-from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.bmv2.toolchain import REPO_ROOT, compiled_program
 from ackwise.experiments.measure.versions import tool_versions
 from ackwise.experiments.stress.dataplane import (
     CPU,
@@ -70,10 +70,11 @@ from ackwise.experiments.stress.dataplane import (
     frame,
     mac,
     marker,
+    rerun_inside_netns,
     sack_option,
     ts_option,
 )
-from ackwise.netdev import add_veth, run_in_new_netns
+from ackwise.netdev import add_veth
 from ackwise.twins.p4names import (
     COUNTER_ACK_FILTER_STATS,
     COUNTER_ACK_THINNING_STATS,
@@ -912,7 +913,7 @@ def inside(args: argparse.Namespace) -> int:
         for config in args.configs:
             program = "ap_proxy" if config == "ap_proxy" else "ack_switch"
             spec = SwitchSpec(
-                program_json=str(REPO / "build" / f"{program}.json"),
+                program_json=str(compiled_program(program)),
                 ports=ifaces,
                 thrift_port=THRIFT_PORT,
                 cpu_port=CPU if config == "ap_proxy" else None,
@@ -1001,16 +1002,10 @@ def main(argv: list[str] | None = None) -> int:
     args.json = args.json or str(REPO / "build" / "fuzz.json")
     if args.inside:
         return inside(args)
-    if os.geteuid() != 0:
-        print("fuzz: run as root (it makes a network namespace and veths)", file=sys.stderr)
-        return 2
-    rc = run_in_new_netns(
-        f"akfuzz{os.getpid()}",
+    rc = rerun_inside_netns(
+        "fuzz",
+        "ackwise.experiments.stress.fuzz",
         [
-            sys.executable,
-            "-m",
-            "ackwise.experiments.stress.fuzz",
-            "--inside",
             "--packets",
             str(args.packets),
             "--seed",

@@ -35,7 +35,7 @@ from typing import Any
 
 from ackwise.bmv2.client import CounterValue, named_cells
 from ackwise.bmv2.launcher import SwitchSpec, start_switch
-from ackwise.bmv2.toolchain import REPO_ROOT
+from ackwise.bmv2.toolchain import REPO_ROOT, compiled_program
 from ackwise.experiments.stress.dataplane import (
     DOWNLINK,
     MARK,
@@ -44,10 +44,11 @@ from ackwise.experiments.stress.dataplane import (
     configure,
     frame,
     marker,
+    rerun_inside_netns,
     ts_option,
 )
 from ackwise.features.thinning import read_flows, set_reclaim_idle_ms
-from ackwise.netdev import add_veth, run_in_new_netns
+from ackwise.netdev import add_veth
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import (
     COUNTER_ACK_THINNING_STATS,
@@ -235,9 +236,7 @@ def inside(args: argparse.Namespace) -> int:
     for port, name in ifaces.items():
         add_veth(name, f"sct{port}")
     wire = Wire({p: f"sct{p}" for p in ifaces})
-    spec = SwitchSpec(
-        program_json=str(REPO_ROOT / "build" / "ack_switch.json"), ports=ifaces, thrift_port=THRIFT_PORT
-    )
+    spec = SwitchSpec(program_json=str(compiled_program("ack_switch")), ports=ifaces, thrift_port=THRIFT_PORT)
     switch = start_switch(spec)
     result: dict[str, Any] = {"flows": args.flows, "random_keys": args.random_keys}
     try:
@@ -330,16 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.inside:
         return inside(args)
-    if os.geteuid() != 0:
-        print("scale: run as root (it makes a network namespace and veths)", file=sys.stderr)
-        return 2
-    rc = run_in_new_netns(
-        f"akscale{os.getpid()}",
+    rc = rerun_inside_netns(
+        "scale",
+        "ackwise.experiments.stress.scale",
         [
-            sys.executable,
-            "-m",
-            "ackwise.experiments.stress.scale",
-            "--inside",
             "--flows",
             str(args.flows),
             "--reclaim-flows",

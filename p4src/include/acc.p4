@@ -16,10 +16,11 @@
 @name(".acc.pending") register<bit<8>>(HALF_FLOWS) acc_pending;
 
 // Records a signal for the ACKs of `ack_half` (signals the flow does not react to are ignored).
-control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to) {
+// `pending`: a field of the caller's working header to read the half's signals into (a local would
+// be a metadata field every packet pays for).
+control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to, inout bit<8> pending) {
     apply {
         if (signal & reacts_to != 0) {
-            bit<8> pending;
             acc_pending.read(pending, ack_half);
             pending = pending | (signal & reacts_to);   // into the field read: see ack_thinning.p4, released()
             acc_pending.write(ack_half, pending);
@@ -27,48 +28,41 @@ control AccSignal(in bit<32> ack_half, in bit<8> signal, in bit<8> reacts_to) {
     }
 }
 
-// AccDelayFactor's working fields: a header made valid where it starts, not locals, so that only
-// acc's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
-header acc_work_h {
-    bit<8> stored;          // d as stored
-    bit<48> changed_at;     // when d last changed (us)
-    bit<8> pending;         // signals since
-    bit<8> delay;           // the new d
-    bit<48> rtt;            // RTTmin, or ACC_RTT_DEFAULT_US
-    bit<32> signals;
-    bit<8> cap;
-    bit<8> d_max;
-    bit<32> two_mss;
-    bit<1> rtt_passed;      // an RTT since the last change
-    bit<7> unused;
-}
+// AccDelayFactor's working fields: acc_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
-control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us, in bit<32> flight_bytes,
-                       in bit<32> mss, in ack_policy_params_t params, out bit<32> d) {
+// Its inputs (RTTmin, configured or measured, 0 if none yet; the flight) in w.rtt and w.flight,
+// and d out in w.delay: acc's working header (ack_switch_work.p4), valid already.
+control AccDelayFactor(in bit<32> half, in time_us_t now, in ack_policy_params_t params, inout acc_work_h w) {
     @name(".acc.d") register<bit<8>>(HALF_FLOWS) d_reg;
     @name(".acc.d_max") register<bit<8>>(HALF_FLOWS) d_max_reg;
     @name(".acc.changed_at_us") register<bit<48>>(HALF_FLOWS) changed_at_reg;
     @name(".acc.signals") register<bit<32>>(HALF_FLOWS) signals_reg;
 
-    acc_work_h w;
-
     // The ?: below in actions: in an apply block p4c turns each into a branch with a temporary,
     // a metadata field every packet pays for.
+    // (With what d_max's search below starts from: one step for the two.)
     action start() {
-        w.setValid();
-        d_reg.read(w.stored, half);
+        d_reg.read(w.delay, half);
         changed_at_reg.read(w.changed_at, half);
         acc_pending.read(w.pending, half);
-        w.delay = w.stored == 0 ? 8w1 : w.stored;
-        w.rtt = (bit<48>)(rtt_min_us == 0 ? ACC_RTT_DEFAULT_US : rtt_min_us);
+        w.delay = w.delay == 0 ? 8w1 : w.delay;
+        w.rtt = w.rtt == 0 ? (bit<48>)ACC_RTT_DEFAULT_US : w.rtt;
         // changed_at 0: d never changed (the switch's clock starts at 0 when it starts).
-        w.rtt_passed = (bit<1>)(w.changed_at == 0 || now - w.changed_at >= w.rtt);
-    }
-
-    action bounds() {
+        w.rtt_passed = (bit<8>)(bit<1>)(w.changed_at == 0 || now - w.changed_at >= w.rtt);
         w.cap = params.acc_d_cap > ACC_D_CAP_MAX ? ACC_D_CAP_MAX : params.acc_d_cap;
         w.d_max = 0;
-        w.two_mss = mss << 1;
+        w.two_mss = (bit<32>)params.mss << 1;
+    }
+
+    // d_max at least 1, d at most d_max, both written back: values in one step (each test in the
+    // apply block would be a step of its own, each body another), each after a barrier.
+    action finish() {
+        w.d_max = w.d_max == 0 ? 8w1 : w.d_max;
+        COPY_BARRIER(w);
+        w.delay = w.delay > w.d_max ? w.d_max : w.delay;
+        COPY_BARRIER(w);
+        d_reg.write(half, w.delay);
+        d_max_reg.write(half, w.d_max);
     }
 
     apply {
@@ -92,23 +86,14 @@ control AccDelayFactor(in bit<32> half, in time_us_t now, in bit<32> rtt_min_us,
         }
 
         // d_max = min(cap, max(1, flight / 2 segments)): the largest x <= cap with 2 x MSS <= flight.
-        bounds();
-        if (w.d_max + 64 <= w.cap && (bit<32>)(w.d_max + 64) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 64; }
-        if (w.d_max + 32 <= w.cap && (bit<32>)(w.d_max + 32) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 32; }
-        if (w.d_max + 16 <= w.cap && (bit<32>)(w.d_max + 16) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 16; }
-        if (w.d_max + 8 <= w.cap && (bit<32>)(w.d_max + 8) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 8; }
-        if (w.d_max + 4 <= w.cap && (bit<32>)(w.d_max + 4) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 4; }
-        if (w.d_max + 2 <= w.cap && (bit<32>)(w.d_max + 2) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 2; }
-        if (w.d_max + 1 <= w.cap && (bit<32>)(w.d_max + 1) * w.two_mss <= flight_bytes) { w.d_max = w.d_max + 1; }
-        if (w.d_max == 0) {
-            w.d_max = 1;
-        }
-        if (w.delay > w.d_max) {
-            w.delay = w.d_max;
-        }
-        d_reg.write(half, w.delay);
-        d_max_reg.write(half, w.d_max);
-        d = (bit<32>)w.delay;
+        if (w.d_max + 64 <= w.cap && (bit<32>)(w.d_max + 64) * w.two_mss <= w.flight) { w.d_max = w.d_max + 64; }
+        if (w.d_max + 32 <= w.cap && (bit<32>)(w.d_max + 32) * w.two_mss <= w.flight) { w.d_max = w.d_max + 32; }
+        if (w.d_max + 16 <= w.cap && (bit<32>)(w.d_max + 16) * w.two_mss <= w.flight) { w.d_max = w.d_max + 16; }
+        if (w.d_max + 8 <= w.cap && (bit<32>)(w.d_max + 8) * w.two_mss <= w.flight) { w.d_max = w.d_max + 8; }
+        if (w.d_max + 4 <= w.cap && (bit<32>)(w.d_max + 4) * w.two_mss <= w.flight) { w.d_max = w.d_max + 4; }
+        if (w.d_max + 2 <= w.cap && (bit<32>)(w.d_max + 2) * w.two_mss <= w.flight) { w.d_max = w.d_max + 2; }
+        if (w.d_max + 1 <= w.cap && (bit<32>)(w.d_max + 1) * w.two_mss <= w.flight) { w.d_max = w.d_max + 1; }
+        finish();
     }
 }
 

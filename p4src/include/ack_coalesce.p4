@@ -70,8 +70,11 @@ const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this sta
     || (w.ahead_count >= 3 && SEQ_LEQ(w.ahead_sack[63:32], l) && SEQ_LEQ(r, w.ahead_sack[31:0])))
 #define SACK_BLOCK_KEPT(l, r) (SACK_BLOCK_COVERED(l, r) || SACK_BLOCK_SAID_AHEAD(l, r))
 
-// Ingress, for a pure ACK of a coalescing flow. `absorbable`: the contract lets it be folded into
-// the waiting ACK. `eligible`: if it is queued, later ACKs may be folded into it. `serial` is
+// Ingress, for a pure ACK of a coalescing flow, with w.foldable (the contract lets it be folded
+// into the waiting ACK), w.eligible (if it is queued, later ACKs may be folded into it) and
+// w.right_edge set by the caller in the working header (its fields, not parameters: an argument
+// that is a field of a header also passed inout is copied into a temporary, a metadata field every
+// packet pays for). `serial` is
 // non-zero when this ACK becomes a waiting ACK (egress needs it to find its slot).
 //
 // SACK: the waiting ACK leaves with the newest blocks as well, so an ACK with SACK blocks may be
@@ -83,45 +86,11 @@ const bit<8> COALESCE_SAID = 0x40;      // the slot's ACK has left with this sta
 // waiting ACK before one drops a block only the waiting ACK said. A block never ends up below the
 // ACK number it leaves with (which the sender would read as DSACK): the blocks that leave are
 // those of one ACK the receiver sent. Whether an ACK with SACK may be folded at all is the caller's.
-// The working fields of AckCoalesce and AckCoalesceDeparture. A header made valid where they
-// start, not locals: simple_switch sets every metadata field to zero for every packet it
-// receives, and p4c makes a metadata field of every local, so locals cost every packet of every
-// flow; a header's fields are set only when it is made valid, by the packets that coalesce
-// (docs/performance.md, "What every packet pays first").
-header coalesce_work_h {
-    bit<16> last_serial;
-    bit<32> open;           // the open slot's cell
-    bit<32> next;           // the next slot's cell
-    bit<32> prev;           // the previous slot's cell (the ACK ahead)
-    bit<64> newest_ack;     // the open (at egress: the departing) slot's newest state
-    bit<64> newest_ts;
-    bit<16> newest_window;
-    bit<192> newest_sack;
-    bit<56> state;          // the open (departing) slot's state
-    bit<56> ahead_state;    // the slot ahead
-    bit<64> ahead_ack;
-    bit<192> ahead_sack;
-    bit<56> next_state;
-    bit<62> counts;
-    bit<8> sack_count;      // look(): the open slot's SACK blocks
-    bit<8> ahead_count;     // look(): the SACK blocks of the ACK ahead, 0 if none is
-    bit<8> flags;           // decide(): the open slot's flags as read
-    bit<1> supersedes;      // look() for decide(): with the ACK ahead, this ACK says all the waiting one will
-    bit<1> rewrite;         // at egress: the departing ACK leaves with the newest state folded into it
-    bit<32> frame_bytes;    // at egress: the departing ACK's Ethernet frame without any trailer
-    bit<32> cell;           // decide(): the cell written (the next slot's or the open one's)
-    bit<16> new_serial;     // decide(): the serial of a new waiting ACK
-    bool start;             // decide(): this ACK becomes a waiting ACK
-    bool absorb;            // decide(): this ACK is folded into the waiting ACK
-    bool pending;           // decide(): the open slot's ACK still waits
-    bool next_free;         // decide(): the next slot takes a new waiting ACK
-    bool mine;              // at egress: the departing ACK's slot is still its own
-    bit<3> unused;
-}
+// Their working fields: coalesce_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
 control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_options_meta_t opts,
-                    in bit<32> right_edge, in bool absorbable, in bool eligible, in queue_view_t queue,
-                    out bool absorb, out bit<16> serial) {
+                    in queue_view_h queue,
+                    out bool absorb, out bit<16> serial, inout coalesce_work_h w) {
     // What look() found, for decide(). Two actions, not one: within one action p4c substitutes
     // every local's expression into each use (LocalCopyPropagation), and the SACK and forward
     // checks went into every later decision and write: one action of 73 590 operators, which
@@ -130,15 +99,24 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
     // slot ahead, whose departure does not change what it says; decide() reads the slots' state,
     // which egress changes when a waiting ACK leaves, and writes, in one action (see `Ingress and
     // egress` in docs/ack-thinning.md).
-    coalesce_work_h w;
 
     // The ring's cells, in an action of their own: p4c substitutes a cell's expression into each
     // register index of the action that computes it, and gives each such index a temporary, a
     // metadata field every packet pays for (docs/performance.md).
     action slots() {
+        w.setValid();   // valid already (the caller set w.foldable...): here, not a step of its own
         coalesce_last_serial.read(w.last_serial, half);
         bit<32> ring = half << COALESCE_SLOT_BITS;
         w.open = ring | COALESCE_SLOT_OF(w.last_serial);
+        COPY_BARRIER(w);
+        // Whether the open slot's ACK still waits, a peek for the test below (decide() reads the
+        // state again, in one action with its writes: see `Ingress and egress` above). Egress only
+        // ends a wait, so if this finds none, decide() finds none either.
+        coalesce_state.read(w.state, w.open);
+        w.pending = w.state[7:0] & COALESCE_WAITING != 0 && !SEQ_GEQ((bit<32>)now, w.state[55:24]);
+        // `queue` is valid only for a port the program models (queue_model.p4).
+        w.queue_full = queue.isValid() && queue.full;
+        w.departure = (bit<32>)(queue.isValid() ? queue.departure_us : now);
         w.prev = ring | COALESCE_SLOT_OF(w.last_serial - 1);
         w.next = ring | COALESCE_SLOT_OF(w.last_serial + 1);
     }
@@ -166,7 +144,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         w.ahead_count = ahead ? (w.ahead_state[7:0] & COALESCE_SACK_MASK) >> 4 : 8w0;
         // Only ever forward: a newer ACK number, right edge and timestamps than the waiting ACK
         // will carry already.
-        bool forward = SEQ_GEQ(tcp.ack_no, w.newest_ack[63:32]) && SEQ_GEQ(right_edge, w.newest_ack[31:0])
+        bool forward = SEQ_GEQ(tcp.ack_no, w.newest_ack[63:32]) && SEQ_GEQ(w.right_edge, w.newest_ack[31:0])
             && (!opts.ts_present || (SEQ_GEQ(opts.ts_val, w.newest_ts[63:32])
                                      && SEQ_GEQ(opts.ts_ecr, w.newest_ts[31:0])));
         // With the ACK ahead, it says everything the waiting ACK will say, and more (the SACK
@@ -197,7 +175,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         w.pending = w.state[7:0] & COALESCE_WAITING != 0 && !SEQ_GEQ(now32, w.state[55:24]);
         w.next_free = w.next_state[7:0] & COALESCE_WAITING == 0 || SEQ_GEQ(now32, w.next_state[55:24]);
         COPY_BARRIER(w);
-        w.absorb = absorbable && w.pending && w.flags & COALESCE_CLOSED == 0
+        w.absorb = w.foldable && w.pending && w.flags & COALESCE_CLOSED == 0
             && (w.flags & COALESCE_SACK_MASK) >> 4 == opts.sack_blocks && w.supersedes == 1;
         COPY_BARRIER(w);
         absorb = w.absorb;
@@ -213,7 +191,7 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         // (No locals across a barrier: one whose value uses the header would become a metadata
         // field.)
         bool conflict = w.pending && w.flags & COALESCE_FOLDED != 0 && w.supersedes == 0;
-        w.start = !w.absorb && eligible && !queue.full && (w.next_free || !conflict);
+        w.start = !w.absorb && w.eligible && !w.queue_full && (w.next_free || !conflict);
         COPY_BARRIER(w);
         // It advances to the next slot when it starts a waiting ACK there; what is written goes to
         // that slot then, else to the open one.
@@ -238,11 +216,11 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         bit<8> new_flags = (w.absorb ? w.flags | COALESCE_FOLDED : 8w0)
             | (w.start ? COALESCE_WAITING | ts_flag | sack_flag : 8w0)
             | (stays ? w.flags | COALESCE_CLOSED : 8w0);
-        bit<32> new_deadline = w.start ? (bit<32>)queue.departure_us + COALESCE_SLACK_US : w.state[55:24];
+        bit<32> new_deadline = w.start ? w.departure + COALESCE_SLACK_US : w.state[55:24];
         w.state = new_deadline ++ (w.start ? w.new_serial : w.state[23:8]) ++ new_flags;
         coalesce_state.write(w.cell, w.state);
         bool record = w.absorb || w.start;
-        w.newest_ack = record ? tcp.ack_no ++ right_edge : w.newest_ack;
+        w.newest_ack = record ? tcp.ack_no ++ w.right_edge : w.newest_ack;
         w.newest_ts = record ? opts.ts_val ++ opts.ts_ecr : w.newest_ts;
         w.newest_window = record ? tcp.window : w.newest_window;
         w.newest_sack = record ? opts.sack_left_0 ++ opts.sack_right_0 ++ opts.sack_left_1
@@ -255,12 +233,32 @@ control AckCoalesce(in bit<32> half, in time_us_t now, in tcp_h tcp, in tcp_opti
         coalesce_counts.write(half, w.counts);
     }
 
+    // ...for an ACK that may be neither absorbed nor become a waiting ACK, while the open slot's
+    // ACK waits: decide() writes the slot's newest state back as it was (it may close the waiting
+    // ACK, which then leaves with that state), so it is read, but nothing else look() reads.
+    action keep_newest() {
+        coalesce_newest_ack.read(w.newest_ack, w.open);
+        coalesce_newest_ts.read(w.newest_ts, w.open);
+        coalesce_newest_window.read(w.newest_window, w.open);
+        coalesce_newest_sack.read(w.newest_sack, w.open);
+    }
+
+    // look() only while the open slot's ACK waits: without one, decide() absorbs nothing, finds
+    // no conflict and writes no state but for that slot's flags (cleared) or a new waiting ACK's,
+    // and look's eight register reads are skipped (supersedes, sack_count and the newest state
+    // are then not read). Of what look() finds, an ACK that may be neither absorbed (foldable)
+    // nor become a waiting ACK (eligible) needs only the newest state (keep_newest()).
     apply {
-        w.setValid();
         slots();
-        look();
-        if (w.sack_count != 0) {
-            look_sack();
+        if (w.pending) {
+            if (w.foldable || w.eligible) {
+                look();
+                if (w.sack_count != 0) {
+                    look_sack();
+                }
+            } else {
+                keep_newest();
+            }
         }
         decide();
     }
@@ -319,8 +317,8 @@ control SetSackBlocks(inout headers_t hdr, in bit<192> sack) {
 // left (the next slot's waiting ACK may rely on it). The rewrite is done here, from this control's
 // working header: values handed out to the caller would be metadata fields every packet pays for.
 control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t now, inout headers_t hdr,
-                             in tcp_options_meta_t opts, inout bool tcp_rewritten_header_only) {
-    coalesce_work_h w;
+                             in tcp_options_meta_t opts, inout bool tcp_rewritten_header_only,
+                             inout coalesce_work_h w) {
     SetTimestamps() set_timestamps;
     SetSackBlocks() set_sack_blocks;
 

@@ -26,41 +26,44 @@
 
 // Where a packet comes from, as hold-back sees it: the agent's CPU port has an entry in
 // holdback.ports (the control plane adds it, ackwise holdback setup); every other port costs one
-// lookup that misses.
-control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t now, out bool from_agent,
-                     out bool heartbeat) {
+// lookup that misses and sets nothing. `agent`: made valid for a packet from the agent's port
+// (ack_switch_work.p4), so that no other packet writes anything here, nor has a field set to zero
+// for it.
+control HoldbackPort(in port_t ingress_port, in bit<16> ether_type, in time_us_t now, inout agent_h agent) {
     @name(".holdback.agent_port")
     action agent_port() {
-        from_agent = true;
-        heartbeat = ether_type == ETHERTYPE_AGENT_HEARTBEAT;
-        bit<48> alive_at;
-        holdback_alive_at.read(alive_at, 0);
-        holdback_alive_at.write(0, heartbeat ? now : alive_at);
+        agent.setValid();
+        agent.heartbeat = ether_type == ETHERTYPE_AGENT_HEARTBEAT;
     }
 
-    // Any other port (the miss sets the outputs itself: one step for ordinary packets).
-    action other_port() {
-        from_agent = false;
-        heartbeat = false;
+    // A step of its own, for a heartbeat only: written in the agent's action as `heartbeat ? now :
+    // alive_at`, the value and the local read for it were metadata fields every packet paid for.
+    action heard() {
+        holdback_alive_at.write(0, now);
     }
 
     @name(".holdback.ports")
     table ports {
         key = { ingress_port: exact @name("port"); }
-        actions = { agent_port; @defaultonly other_port; }
-        const default_action = other_port();
+        actions = { agent_port; @defaultonly NoAction; }
+        const default_action = NoAction();
         size = 8;
     }
 
     apply {
-        ports.apply();
+        if (ports.apply().hit) {
+            if (agent.heartbeat) {
+                heard();
+            }
+        }
     }
 }
 
-// Whether the agent has been heard from lately (asked only for an ACK it could hold).
-control HoldbackAgentAlive(in time_us_t now, out bool alive) {
+// Whether the agent has been heard from lately (asked only for an ACK it could hold). `alive_at`:
+// a field of the caller's working header to read the time into (a local would be a metadata
+// field every packet pays for).
+control HoldbackAgentAlive(in time_us_t now, inout bit<48> alive_at, out bool alive) {
     action check() {
-        bit<48> alive_at;
         holdback_alive_at.read(alive_at, 0);
         alive = alive_at != 0 && now - alive_at < HOLDBACK_AGENT_TIMEOUT_US;
     }

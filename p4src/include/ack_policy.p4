@@ -17,14 +17,12 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, out bool has_data,
-                        inout ack_policy_params_t params) {
+control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, inout ack_policy_params_t params) {
     bit<96> ack_flow;
 
     // The tables see the flow from its ACKs' side: data looks them up reversed.
     action orient() {
-        has_data = payload_len != 0;
-        ack_flow = has_data ? ipv4.dst_addr ++ ipv4.src_addr ++ tcp.dst_port ++ tcp.src_port
+        ack_flow = payload_len != 0 ? ipv4.dst_addr ++ ipv4.src_addr ++ tcp.dst_port ++ tcp.src_port
                             : ipv4.src_addr ++ ipv4.dst_addr ++ tcp.src_port ++ tcp.dst_port;
     }
 

@@ -47,35 +47,31 @@
 #define SHARE_HOLDING(held, now) \
     (SHARE_HANDED(held) != SHARE_TAKEN(held) && (now) - SHARE_CHANGED(held) < SHARE_STALL_US)
 
-// The working fields of AckShare and AckShareQueued: a header made valid where they start, not
-// locals, so that only the queue share's ACKs pay for them (see coalesce_work_h in ack_coalesce.p4).
-header share_work_h {
-    bit<96> queued;     // share.queued_us of the half-flow
-    bit<80> held;       // share.held
-    bit<62> counts;     // share.counts
-    bool keep;          // check(): a fresh ACK goes to the agent
-    bit<1> unused;
-}
+// Their working fields: in the thinning stage's thinning_rare_h (ack_switch_work.p4), which the
+// queue share's path has valid already for HoldbackAgentAlive (a header instance fewer for every
+// packet to invalidate). `w.agent_alive`: the agent has been heard from lately.
 
 // Ingress, for a pure ACK of a sharing flow, before anything else looks at it. `kind`:
 // AGENT_KIND_SHARE_KEEP (a fresh ACK goes to the agent), AGENT_KIND_SHARE_BOUNCED (one the agent
 // sent back goes back to it), AGENT_KIND_SHARE_TAKEN (one the agent sent back is taken: the
 // caller sets the wait with AckShareQueued), or 0 (a fresh ACK that stays, or the agent is gone).
-control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool agent_alive,
-                 out bit<16> kind, out bit<32> wait_us) {
-    share_work_h w;
+// `agent`: valid for an ACK the agent sent back (HoldbackPort).
+control AckShare(in bit<32> half, in time_us_t now, in agent_h agent, out bit<16> kind, out bit<32> wait_us,
+                 inout thinning_rare_h w) {
 
     action check() {
+        bool agent_alive = w.agent_alive;
         share_queued.read(w.queued, half);
-        share_held.read(w.held, half);
+        share_held.read(w.share, half);
         share_counts.read(w.counts, half);
         bit<48> older = w.queued[95:48];
         // The older of the flow's two newest queued ACKs has not left: the flow has its share.
         bool full = older > now;
-        bit<16> handed = SHARE_HANDED(w.held);
-        bit<16> taken = SHARE_TAKEN(w.held);
-        bit<48> changed = SHARE_CHANGED(w.held);
-        bool holding = agent_alive && SHARE_HOLDING(w.held, now);
+        bit<16> handed = SHARE_HANDED(w.share);
+        bit<16> taken = SHARE_TAKEN(w.share);
+        bit<48> changed = SHARE_CHANGED(w.share);
+        bool holding = agent_alive && SHARE_HOLDING(w.share, now);
+        bool from_agent = agent.isValid();
         w.keep = !from_agent && agent_alive && (holding || full);
         bool bounce = from_agent && agent_alive && full;
         bool take = from_agent && !bounce;
@@ -89,14 +85,13 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
         bit<16> new_taken = take && holding ? base + 1 : base;
         // New values into the fields they were read from, then written (a register write of an
         // expression gets a temporary, a metadata field).
-        w.held = SHARE_HELD(w.keep ? handed + 1 : handed, new_taken, w.keep || take ? now : changed);
+        w.share = SHARE_HELD(w.keep ? handed + 1 : handed, new_taken, w.keep || take ? now : changed);
         w.counts = w.counts + (w.keep ? 62w1 << 31 : 62w0) + (bounce ? 62w1 : 62w0);
-        share_held.write(half, w.held);
+        share_held.write(half, w.share);
         share_counts.write(half, w.counts);
     }
 
     apply {
-        w.setValid();
         check();
     }
 }
@@ -104,8 +99,8 @@ control AckShare(in bit<32> half, in time_us_t now, in bool from_agent, in bool 
 // Ingress, for a pure ACK of a sharing flow that goes into the queue (not absorbed, not dropped):
 // its departure becomes the flow's newest. `wait_us`: until the flow has room again (the older of
 // its two newest, the one queued before this, leaves).
-control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure_us, out bit<32> wait_us) {
-    share_work_h w;
+control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure_us, out bit<32> wait_us,
+                       inout thinning_rare_h w) {
 
     action queued() {
         share_queued.read(w.queued, half);
@@ -116,7 +111,6 @@ control AckShareQueued(in bit<32> half, in time_us_t now, in time_us_t departure
     }
 
     apply {
-        w.setValid();
         queued();
     }
 }

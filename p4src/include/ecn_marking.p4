@@ -9,24 +9,12 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-// EcnMarking's working fields: a header made valid where it starts, not locals, so that only the
-// packets it looks at pay for them (see coalesce_work_h in ack_coalesce.p4).
-header ecn_work_h {
-    bit<32> random_max;     // the draw's upper bound, (k_max - k_min) * 100 - 1
-    bit<32> r;
-    bit<32> port_index;     // the egress port, as the marks counter's index
-    bit<19> k_min;
-    bit<19> k_max;
-    bit<8> p_max_pct;
-    bool configured;
-    bool mark;
-}
+// EcnMarking's working fields: ecn_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
-control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdepth,
-                   out bool queue_above_k, out bool marked) {
+// What it found in w.queue_above_k and w.marked (`w`: the egress working header, ack_switch_work.p4).
+control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdepth, inout ecn_work_h w) {
     @name(".ecn.marks") counter(PORTS, CounterType.packets) marks;
 
-    ecn_work_h w;
 
     @name(".ecn.threshold")
     action threshold(bit<19> k) {
@@ -59,12 +47,12 @@ control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdep
         w.k_max = 0;
         w.p_max_pct = 100;
         w.configured = false;
-        queue_above_k = false;
-        marked = false;
+        w.queue_above_k = false;
+        w.marked = false;
     }
 
     action compare() {
-        queue_above_k = enq_qdepth > w.k_min;
+        w.queue_above_k = enq_qdepth > w.k_min;
         w.mark = enq_qdepth > w.k_max;
         w.random_max = (bit<32>)(w.k_max - w.k_min) * 100 - 1;
         w.port_index = (bit<32>)egress_port;
@@ -78,7 +66,7 @@ control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdep
 
     action mark_ce() {
         ipv4.ecn = 3;
-        marked = true;
+        w.marked = true;
         marks.count(w.port_index);
     }
 
@@ -87,7 +75,7 @@ control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdep
         port_threshold.apply();
         if (w.configured) {
             compare();
-            if (!w.mark && queue_above_k) {
+            if (!w.mark && w.queue_above_k) {
                 draw();
             }
             if (w.mark && ipv4.isValid() && (ipv4.ecn == 1 || ipv4.ecn == 2)) {

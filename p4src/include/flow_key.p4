@@ -20,6 +20,11 @@
 #define FLOW_KEY_A(ipv4, direction) (direction == 0 ? ipv4.src_addr : ipv4.dst_addr)
 #define FLOW_KEY_B(ipv4, direction) (direction == 0 ? ipv4.dst_addr : ipv4.src_addr)
 #define FLOW_KEY_PORTS(tcp, direction) (direction == 0 ? tcp.src_port ++ tcp.dst_port : tcp.dst_port ++ tcp.src_port)
+// The whole key as one 96-bit value, key_a ++ key_b ++ key_ports (AckThinning keeps it so, inside
+// its flow record: one field and one comparison instead of three).
+#define FLOW_KEY(ipv4, tcp, direction) (direction == 0 \
+    ? ipv4.src_addr ++ ipv4.dst_addr ++ tcp.src_port ++ tcp.dst_port \
+    : ipv4.dst_addr ++ ipv4.src_addr ++ tcp.dst_port ++ tcp.src_port)
 // The slot of a key, after the key is known (a step, or a barrier, between: else p4c substitutes
 // each key's expression into the hash's inputs and evaluates it a second time). p4c copies each
 // input of a hash into a temporary, a metadata field every packet pays for: one 96-bit input, not

@@ -12,7 +12,13 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4, inout ipv6_h ipv6, in bool ipv4_checksum_ok,
+// IPv6 in the programs that define ACKWISE_IPV6 (headers.p4 says why not all): there the IPv6
+// header is the third parameter; thinning_floor calls the IPv4 control as it was measured.
+control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4,
+#ifdef ACKWISE_IPV6
+                   inout ipv6_h ipv6,
+#endif
+                   in bool ipv4_checksum_ok,
                    inout port_t egress_port, out bool drop, out bool ipv4_rewritten) {
     @name(".forwarding.drops") counter(DROP_REASONS, CounterType.packets) drops;
 
@@ -39,6 +45,7 @@ control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4, inout ipv6_h ip
         size = IPV4_LPM_TABLE_SIZE;
     }
 
+#ifdef ACKWISE_IPV6
     @name(".forwarding.ipv6_lpm")
     table ipv6_lpm {
         key = { ipv6.dst_addr: lpm @name("dst_addr"); }
@@ -46,6 +53,7 @@ control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4, inout ipv6_h ip
         const default_action = NoAction();
         size = IPV6_LPM_TABLE_SIZE;
     }
+#endif
 
     @name(".forwarding.l2_exact")
     table l2_exact {
@@ -72,6 +80,7 @@ control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4, inout ipv6_h ip
                 ipv4_rewritten = true;
             }
         } else {
+#ifdef ACKWISE_IPV6
             // A test of `routed`, not of the table's hit: that would be a temporary, a metadata
             // field every packet pays for.
             if (ipv6.isValid()) {
@@ -83,7 +92,9 @@ control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4, inout ipv6_h ip
                 } else {
                     ipv6.hop_limit = ipv6.hop_limit - 1;
                 }
-            } else if (!l2_exact.apply().hit) {
+            } else
+#endif
+            if (!l2_exact.apply().hit) {
                 reason = DROP_NO_ENTRY;
             }
         }

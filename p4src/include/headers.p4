@@ -51,12 +51,6 @@ header ipv6_ext_h {
     varbit<(((IPV6_EXT_LEN_MAX + 1) * 8 - 2) * 8)> data;
 }
 
-// A view used only with lookahead, to read an extension header's length before extracting it.
-header ipv6_ext_len_h {
-    bit<8> next_hdr;
-    bit<8> hdr_ext_len;
-}
-
 header tcp_h {
     bit<16> src_port;
     bit<16> dst_port;
@@ -236,8 +230,13 @@ struct headers_t {
     ethernet_h ethernet;
     ipv4_h ipv4;
     ipv4_options_h ipv4_options;
+#ifdef ACKWISE_IPV6
+    // Only in the programs that handle IPv6 (they define ACKWISE_IPV6): thinning_floor, the
+    // yardstick of issue 35's bounds, stays the IPv4 program it was measured as, without the
+    // header instances every packet would pay for.
     ipv6_h ipv6;
     ipv6_ext_h[IPV6_EXT_HEADERS_MAX] ipv6_ext;
+#endif
     tcp_h tcp;
     tcp_spoof_ts_h tcp_nnts;     // the options when they are exactly NOP NOP Timestamps (12 bytes)
     tcp_nn_sack_1_h tcp_nnsack1; // ...or NOP NOP Timestamps NOP NOP SACK with 1, 2 or 3 blocks
@@ -300,11 +299,12 @@ struct ack_policy_params_t {
     bit<16> hold_ms;        // every_d, dynamic_d, tack, acc: hold back a burst's end this long (0: never)
 }
 
-// What the thinning stage hands to the egress filter for one pure ACK.
+// What the thinning stage hands to egress (and to the agent's copy). ack_switch sets half, tracked
+// and pure_ack only where egress reads them: each is a field write (docs/performance.md).
 struct ack_meta_t {
-    bit<32> half;               // half-flow record: slot * 2 + direction
-    bool tracked;               // the packet's flow owns its record (policy not off, no collision)
-    bool pure_ack;              // a pure ACK the thinning stage evaluated
+    bit<32> half;               // half-flow record: slot * 2 + direction (coalescing, filter, acc)
+    bool tracked;               // an acc flow's packet that owns its record (its ECN and acc signals)
+    bool pure_ack;              // ...and is a pure ACK the thinning stage evaluated
     bool filter_candidate;      // carries no news: the filter may drop it if superseded in the queue
     bit<32> filter_serial;      // its place among the half-flow's ACKs that entered the queue
     bit<16> coalesce_serial;    // non-zero: queued as its half-flow's waiting ACK (ack_coalesce.p4)
@@ -313,14 +313,6 @@ struct ack_meta_t {
     bit<16> share_kind;         // non-zero: a copy goes to the agent for the queue share (ack_share.p4)
     bit<32> share_wait_us;      // ...with the time until the flow's queue has room for its next ACK
     bool drop;                  // thinned, absorbed, held, handed to the agent, or a released copy superseded
-}
-
-// What an egress queue would do with a packet sent to it now (queue_model.p4).
-struct queue_view_t {
-    bool modelled;              // the port has a rate the program knows
-    bool full;                  // the queue holds its depth: the packet is tail-dropped (at ingress)
-    time_us_t departure_us;     // when the packet would leave
-    bit<32> port_index;         // the port, as the queue registers' index (modelled ports only)
 }
 
 // What the AP proxy decided at ingress, for the egress copies of a packet.
@@ -348,6 +340,10 @@ struct ap_meta_t {
 // action"). Only for a header the action's control has made valid.
 #define COPY_BARRIER(h) h.setValid()
 
+#ifdef ACKWISE_ACK_SWITCH
+#include "ack_switch_work.p4"
+#endif
+
 // Metadata shared by every ackwise program (one struct, as v1model requires one type per pipeline).
 struct local_metadata_t {
     parser_meta_t parser_meta;
@@ -373,6 +369,11 @@ struct local_metadata_t {
     bit<16> agent_kind;
     @field_list(HOLDBACK_FIELD_LIST)
     bit<32> agent_arg;
+#ifdef ACKWISE_ACK_SWITCH
+    // ack_switch's working headers (ack_switch_work.p4). Only there: the other programs, among them
+    // the yardsticks forward_only and thinning_floor, keep the metadata they were measured with.
+    ack_switch_work_t work;
+#endif
 }
 
 #endif

@@ -12,14 +12,18 @@
 
 parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
+#ifdef ACKWISE_IPV6
     // An IPv6 extension header's first 4 bytes, then its length in bits, then 1 if the payload
     // length ends inside the extension headers so far.
     bit<32> ext_word;
+#endif
     state start {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+#ifdef ACKWISE_IPV6
             ETHERTYPE_IPV6: parse_ipv6;
+#endif
             default: accept;
         }
     }
@@ -75,7 +79,9 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
         }
     }
 
-    // ---- IPv6: the fixed header, then the extension headers it chains, one per pass ----
+    // ---- IPv6 (programs that define ACKWISE_IPV6; headers.p4 says why not all) ----
+#ifdef ACKWISE_IPV6
+    // The fixed header, then the extension headers it chains, one per pass.
     // An IPv4 packet pays nothing for these states (the EtherType's select has one case more), and
     // they add as few fields as they can: each temporary p4c makes is a metadata field that every
     // packet, IPv4 too, pays for (docs/performance.md). Hence one word for the extension header's
@@ -173,6 +179,8 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
         meta.parser_meta.malformed_reason = MALFORMED_IPV6_EXT_SKIPPED;
         transition accept;
     }
+
+#endif
 
     state parse_udp {
         packet.extract(hdr.udp);
@@ -483,8 +491,10 @@ control AckwiseDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
+#ifdef ACKWISE_IPV6
         packet.emit(hdr.ipv6);
         packet.emit(hdr.ipv6_ext);
+#endif
         packet.emit(hdr.tcp);
         packet.emit(hdr.tcp_nnts);
         packet.emit(hdr.tcp_nnsack1);

@@ -22,7 +22,10 @@ control ParserVerdict(in error parser_error, inout malformed_reason_t reason, ou
         }
         malformed = reason != MALFORMED_NONE;
         drop = reason == MALFORMED_IPV4_IHL || reason == MALFORMED_IPV4_HEADER
-            || reason == MALFORMED_IPV6_HEADER;
+#ifdef ACKWISE_IPV6
+            || reason == MALFORMED_IPV6_HEADER
+#endif
+            ;
         if (malformed) {
             malformed_packets.count((bit<32>)reason);
         }

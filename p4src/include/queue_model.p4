@@ -35,44 +35,38 @@
 // interval, the share of it the port was busy: the controller's measure of a bottleneck's use.
 @name(".queue.booked_pkts") register<bit<32>>(PORTS) queue_booked;
 
-// What the queue on `port` would do with a packet sent to it now. A port has an entry in
-// queue.model only when it has a rate (the control plane adds it with the rate, control-plane/
-// ackwise/queues.py): every other port costs one lookup that misses.
-control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
+// What the queue on `port` would do with a packet sent to it now: `view` made valid and set for a
+// port that has an entry in queue.model (the control plane adds it with the port's rate,
+// control-plane/ackwise/features/queues.py). Every other port costs one lookup that misses and sets
+// nothing.
+control QueuePeek(in port_t port, in time_us_t now, inout queue_view_h view) {
     // service_us: the time between two departures (1e6 / rate); capacity_pkts: the queue's depth.
     @name(".queue.modelled")
     action modelled(bit<32> service_us, bit<32> capacity_pkts) {
-        bit<48> last;
-        // QueueCommit indexes the registers with it (a cast as an index is a temporary each time:
-        // a metadata field every packet pays for).
+        view.setValid();
+        // QueueCommit indexes the registers with it; the read below from the field (a register
+        // index that is an expression gets a temporary, a metadata field every packet pays for).
         view.port_index = (bit<32>)port;
-        queue_last_departure.read(last, view.port_index);
+        COPY_BARRIER(view);
+        // The departure booked for the last packet the queue accepted, into the field that then
+        // holds this packet's (a local would be a metadata field).
+        queue_last_departure.read(view.departure_us, view.port_index);
         bit<48> service = (bit<48>)service_us;
-        bit<48> backlog_us = last > now ? last - now : 0;
-        bit<48> next = last + service;
-        view.modelled = true;
-        view.departure_us = next > now ? next : now;
+        bit<48> backlog_us = view.departure_us > now ? view.departure_us - now : 0;
         // ceil(backlog / service) packets queued: >= capacity means the queue is full and the
         // program drops this one (QueueCommit). The model and bmv2 see time from different points
         // (arrival at ingress, enqueue after it), so near the edge the model may be one packet
         // off: bmv2's own limit has room for that.
         view.full = backlog_us > (bit<48>)(capacity_pkts - 1) * service;
-    }
-
-    // A port without a rate: the packet leaves now and is never dropped by the queue. (The miss
-    // sets the view itself: one step for the ports that are not modelled.)
-    action unmodelled() {
-        view.modelled = false;
-        view.full = false;
-        view.departure_us = now;
-        view.port_index = 0;        // unused
+        bit<48> next = view.departure_us + service;
+        view.departure_us = next > now ? next : now;
     }
 
     @name(".queue.model")
     table model {
         key = { port: exact @name("port"); }
-        actions = { modelled; @defaultonly unmodelled; }
-        const default_action = unmodelled();
+        actions = { modelled; @defaultonly NoAction; }
+        const default_action = NoAction();
         size = PORTS;
     }
 
@@ -83,31 +77,31 @@ control QueuePeek(in port_t port, in time_us_t now, out queue_view_t view) {
 
 // Book a packet that leaves ingress for the port QueuePeek looked at (call only for packets not
 // dropped at ingress otherwise), or drop it if the model says the queue is full: the tail drop
-// bmv2 would make.
-control QueueCommit(inout standard_metadata_t standard_metadata, in queue_view_t view) {
+// bmv2 would make. Nothing for a port the program does not model (`view` invalid).
+control QueueCommit(inout standard_metadata_t standard_metadata, inout queue_view_h view) {
     // Counts incremented in the field they were read into (a register write of an expression gets
     // a temporary).
     action tail_drop() {
         mark_to_drop(standard_metadata);
-        bit<32> dropped;
-        queue_dropped.read(dropped, view.port_index);
-        dropped = dropped + 1;
-        queue_dropped.write(view.port_index, dropped);
+        queue_dropped.read(view.count, view.port_index);
+        view.count = view.count + 1;
+        queue_dropped.write(view.port_index, view.count);
     }
 
     action book() {
         queue_last_departure.write(view.port_index, view.departure_us);
-        bit<32> booked;
-        queue_booked.read(booked, view.port_index);
-        booked = booked + 1;
-        queue_booked.write(view.port_index, booked);
+        queue_booked.read(view.count, view.port_index);
+        view.count = view.count + 1;
+        queue_booked.write(view.port_index, view.count);
     }
 
     apply {
-        if (view.full) {
-            tail_drop();
-        } else if (view.modelled) {
-            book();
+        if (view.isValid()) {
+            if (view.full) {
+                tail_drop();
+            } else {
+                book();
+            }
         }
     }
 }

@@ -21,7 +21,13 @@
 //                                     them required but loss, limit_pkts, scale and delay_us;
 //                                     topologies/wireless.py writes them from the parameter table)
 //   air IN OUT MEDIUM TRANSMITTER RECEIVER
-//   hears MEDIUM LISTENER TALKER 0|1 (carrier sense; everyone hears everyone by default)
+//   hears MEDIUM LISTENER TALKER 0|1 (LISTENER decodes, senses and is interfered with by TALKER;
+//                                     everyone hears everyone by default)
+//   ranges MEDIUM tx_m=T cs_m=C interference_m=I
+//   position MEDIUM STATION x_m=X y_m=Y
+//                                    (stations with positions decode a talker within T metres,
+//                                     sense it within C, and are interfered with by it within I:
+//                                     a multihop chain; a later hears line overrides a pair)
 //
 // Virtual time (linkem --virtual CONFIG): no sockets and no clock; the model runs on its own
 // events as fast as it can, from these directives (with seed, medium and hears above):
@@ -32,6 +38,8 @@
 //   reply MEDIUM STATION PEER every=L len=BYTES
 //                                            STATION sends one frame of BYTES to PEER for every
 //                                            L frames it receives from PEER
+//   relay MEDIUM STATION FROM TO              STATION sends every frame it receives from FROM on to
+//                                            TO (a multihop route: static, as the test bed's)
 //   frame MEDIUM T_US TX RX len=BYTES        one frame offered at T_US (a trace, one per line)
 //   run seconds=S warmup=W                   simulate S seconds, count deliveries after W
 //   events PATH                              one line per PPDU: start_ns tx rx mpdus bytes
@@ -70,8 +78,9 @@
 
 // The link model's version, recorded with every experiment run (its provenance): raise it with
 // any change to what a wire or the medium does to frames, so that runs of two models never mix.
-#define LINKEM_MODEL_VERSION \
-    "2 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack)"
+#define LINKEM_MODEL_VERSION                                                                              \
+    "3 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack, " \
+    "responses as transmissions, positions and ranges, RTS/CTS)"
 
 #define MAX_IFACES 64
 #define MAX_WIRES 64
@@ -111,8 +120,8 @@ struct wire {
 
 // Virtual time: the traffic rules of one medium.
 struct rule {
-    enum { SATURATE, REPLY, OFFER } kind;
-    int tx, rx;
+    enum { SATURATE, REPLY, OFFER, RELAY } kind;
+    int tx, rx, to;  // RELAY: tx passes what it receives from rx on to `to`
     uint32_t len, every, count;
     uint64_t interval_ns, next_ns;  // OFFER: one frame every interval_ns, the next at next_ns
 };
@@ -294,6 +303,10 @@ static void parse_medium(char **tokens, int n, int line) {
         .tail_bits = (uint32_t)kv_need(t, k, "tail_bits", line),
         .ack_ns = kv_need(t, k, "ack_ns", line),
         .block_ack_ns = kv_need(t, k, "block_ack_ns", line),
+        .rts_cts = (int)kv_need(t, k, "rts_cts", line),
+        .rts_ns = kv_need(t, k, "rts_ns", line),
+        .cts_ns = kv_need(t, k, "cts_ns", line),
+        .long_retry_limit = (uint32_t)kv_need(t, k, "long_retry_limit", line),
         .mac_bytes = (uint32_t)kv_need(t, k, "mac_bytes", line),
         .aggregate = (int)kv_need(t, k, "aggregate", line),
         .max_ampdu_bytes = (uint32_t)kv_need(t, k, "max_ampdu_bytes", line),
@@ -366,6 +379,14 @@ static void parse_config(const char *path) {
             int m = medium_index(tokens[1], line);
             int a = station_index(m, tokens[2], line), b = station_index(m, tokens[3], line);
             medium_set_hears(media[m].model, a, b, atoi(tokens[4]));
+        } else if (strcmp(tokens[0], "ranges") == 0 && n == 5) {
+            int m = medium_index(tokens[1], line);
+            medium_set_ranges(media[m].model, kv_need(tokens + 2, n - 2, "tx_m", line),
+                              kv_need(tokens + 2, n - 2, "cs_m", line), kv_need(tokens + 2, n - 2, "interference_m", line));
+        } else if (strcmp(tokens[0], "position") == 0 && n == 5) {
+            int m = medium_index(tokens[1], line);
+            medium_set_position(media[m].model, station_index(m, tokens[2], line), kv_need(tokens + 3, n - 3, "x_m", line),
+                                kv_need(tokens + 3, n - 3, "y_m", line));
         } else if (strcmp(tokens[0], "saturate") == 0 && n >= 4) {
             int m = medium_index(tokens[1], line);
             struct medium_slot *ms = &media[m];
@@ -390,6 +411,12 @@ static void parse_config(const char *path) {
             ms->rules[ms->n_rules++] = (struct rule){.kind = REPLY, .tx = station_index(m, tokens[2], line),
                 .rx = station_index(m, tokens[3], line), .every = every,
                 .len = (uint32_t)kv_need(tokens + 4, n - 4, "len", line)};
+        } else if (strcmp(tokens[0], "relay") == 0 && n == 5) {
+            int m = medium_index(tokens[1], line);
+            struct medium_slot *ms = &media[m];
+            if (ms->n_rules == MAX_RULES) die("line %d: too many traffic rules (max %d)", line, MAX_RULES);
+            ms->rules[ms->n_rules++] = (struct rule){.kind = RELAY, .tx = station_index(m, tokens[2], line),
+                .rx = station_index(m, tokens[3], line), .to = station_index(m, tokens[4], line)};
         } else if (strcmp(tokens[0], "frame") == 0 && n >= 6) {
             int m = medium_index(tokens[1], line);
             char *end;
@@ -577,9 +604,11 @@ static void write_model_stats(FILE *f, const struct medium_station_stats *a, con
     fprintf(f, "\"enqueued\": %llu, \"queue_drops\": %llu, \"retry_drops\": %llu, \"delivered\": %llu, "
                "\"delivered_bytes\": %llu, \"ppdus\": %llu, \"ppdus_ok\": %llu, \"ppdus_collided\": %llu, "
                "\"ppdus_lost\": %llu, \"mpdus_sent\": %llu, \"mpdus_lost\": %llu, \"retransmissions\": %llu, "
-               "\"airtime_ns\": %llu, \"max_mpdus\": %u, \"max_ampdu_bytes\": %u, \"max_ppdu_ns\": %llu",
+               "\"airtime_ns\": %llu, \"rts_sent\": %llu, \"rts_failed\": %llu, \"responses_lost\": %llu, "
+               "\"max_mpdus\": %u, \"max_ampdu_bytes\": %u, \"max_ppdu_ns\": %llu",
             D(enqueued), D(queue_drops), D(retry_drops), D(delivered), D(delivered_bytes), D(ppdus), D(ppdus_ok),
             D(ppdus_collided), D(ppdus_lost), D(mpdus_sent), D(mpdus_lost), D(retransmissions), D(airtime_ns),
+            D(rts_sent), D(rts_failed), D(responses_lost),
             b->max_mpdus, b->max_ampdu_bytes, (unsigned long long)b->max_ppdu_ns);
 #undef D
 }
@@ -647,14 +676,16 @@ static void v_deliver(void *ctx, int tx, int rx, void *frame, uint32_t len, uint
     }
     for (int k = 0; k < ms->n_rules; k++) {
         struct rule *r = &ms->rules[k];
-        if (r->kind != REPLY || r->tx != rx || r->rx != tx || ++r->count % r->every) continue;
+        if ((r->kind != REPLY && r->kind != RELAY) || r->tx != rx || r->rx != tx) continue;
+        if (r->kind == REPLY && ++r->count % r->every) continue;
         // Enqueued once the model has finished this step: the hooks run inside medium_run.
         if (n_replies == cap_replies) {
             cap_replies = cap_replies ? cap_replies * 2 : 64;
             replies = realloc(replies, cap_replies * sizeof *replies);
             if (!replies) die("out of memory");
         }
-        replies[n_replies++] = (struct reply_due){(int)(ms - media), r->tx, r->rx, r->len};
+        replies[n_replies++] = r->kind == REPLY ? (struct reply_due){(int)(ms - media), r->tx, r->rx, r->len}
+                                                : (struct reply_due){(int)(ms - media), r->tx, r->to, len};
     }
 }
 
@@ -771,6 +802,20 @@ static int run_virtual(void) {
         for (int j = 0; j < n; j++) {
             printf("%s{\"name\": \"%s\", ", j ? ", " : "", medium_station_name(ms->model, j));
             write_model_stats(stdout, &snap[i][j], medium_stats(ms->model, j));
+            // The relations in force (from hears lines or positions), for the Python twin's tests.
+            static const char *relation[] = {"decodes", "senses", "interfered_by"};
+            for (int rel = 0; rel < 3; rel++) {
+                printf(", \"%s\": [", relation[rel]);
+                for (int r = 0, first = 1; r < n; r++) {
+                    int in = rel == 0 ? medium_decodes(ms->model, j, r)
+                           : rel == 1 ? medium_senses(ms->model, j, r)
+                                      : medium_interferes(ms->model, j, r);
+                    if (!in) continue;
+                    printf("%s\"%s\"", first ? "" : ", ", medium_station_name(ms->model, r));
+                    first = 0;
+                }
+                printf("]");
+            }
             printf(", \"to\": {");
             int first = 1;
             for (int r = 0; r < n; r++) {

@@ -10,9 +10,21 @@
 //     the medium: AIFS/DIFS, a backoff drawn from [0, CW], counted down in idle slots and frozen
 //     while the medium is busy, binary exponential backoff after a failure, retry limits, EIFS
 //     after a frame that could not be decoded;
-//   - collisions: transmissions that overlap at a receiver are lost there. Who hears whom is a
-//     carrier-sense graph (data: medium_set_hears); transmitters whose backoffs end within the
-//     carrier-detect time of each other cannot defer to each other and collide;
+//   - collisions: a frame is lost at a station where another transmission that interferes there
+//     overlaps it. Three relations per pair of stations say who decodes, who senses (carrier
+//     sense) and who interferes with whom: everyone with everyone by default (one collision
+//     domain), per pair (medium_set_hears), or from positions and ranges (medium_set_position,
+//     medium_set_ranges: a multihop chain with hidden terminals and spatial reuse). Transmitters
+//     whose backoffs end within the carrier-detect time of each other cannot defer to each other
+//     and collide; a station that senses a frame it cannot decode waits EIFS after it, one that
+//     decodes it sets its NAV from the frame's Duration;
+//   - responses as transmissions of their own: the ACK (or Block Ack), and with RTS/CTS the CTS,
+//     are sent by the receiver, sensed by its neighbours and lost where something interferes with
+//     them; a lost ACK makes the transmitter send the frame again, which the receiver discards;
+//   - RTS/CTS (rts_cts): every frame is preceded by RTS and CTS, a receiver whose NAV is set does
+//     not answer, a missing CTS counts against dot11ShortRetryLimit and a missing ACK against
+//     dot11LongRetryLimit; third parties that set their NAV from an RTS reset it when no frame
+//     follows (10.3.2.4);
 //   - A-MPDU with Block Ack where the preset aggregates (802.11n/ac): per-destination queues, an
 //     aggregate bounded by the Block Ack window, the maximum A-MPDU length and the maximum PPDU
 //     duration, one Block Ack per aggregate, per-MPDU random loss with selective retransmission
@@ -42,8 +54,11 @@ struct medium_params {
     // the data PPDU: preamble + ceil((service + 8 * bytes + tail) / bits per symbol) symbols
     double preamble_ns, symbol_ns, signal_ext_ns;
     uint32_t bits_per_symbol, service_bits, tail_bits;
-    // responses
+    // responses; with RTS/CTS also the RTS and CTS PPDUs (unused without)
     double ack_ns, block_ack_ns;
+    int rts_cts;                 // every frame preceded by RTS/CTS (non-aggregating media only)
+    double rts_ns, cts_ns;
+    uint32_t long_retry_limit;   // data attempts after a CTS (dot11LongRetryLimit); RTS: retry_limit
     // framing: bytes an Ethernet frame grows by to become an MPDU (MAC header, LLC/SNAP, FCS,
     // less the Ethernet header); in an A-MPDU each MPDU also gets a 4-byte delimiter and padding
     uint32_t mac_bytes;
@@ -76,6 +91,8 @@ struct medium_hooks {
 struct medium_station_stats {
     uint64_t enqueued, queue_drops, retry_drops, delivered, delivered_bytes;
     uint64_t ppdus, ppdus_ok, ppdus_collided, ppdus_lost, mpdus_sent, mpdus_lost, retransmissions;
+    uint64_t rts_sent, rts_failed;  // RTS without a CTS that arrived (no answer, or lost)
+    uint64_t responses_lost;        // ACKs or Block Acks that did not reach the transmitter
     uint64_t airtime_ns;  // PPDUs and the responses to them
     uint32_t max_mpdus, max_ampdu_bytes;
     uint64_t max_ppdu_ns;
@@ -90,9 +107,21 @@ void medium_free(struct medium *m);
 int medium_station(struct medium *m, const char *name);
 const char *medium_station_name(const struct medium *m, int station);
 int medium_stations(const struct medium *m);
-// Carrier sense, one direction: whether `listener` hears `talker`. Every station hears every
-// other one until told otherwise.
+// One direction of a pair: whether `listener` hears `talker` (decodes its frames, senses them, and
+// is interfered with by them: all three relations at once). Every station hears every other one
+// until told otherwise.
 void medium_set_hears(struct medium *m, int listener, int talker, int hears);
+// Positions in metres and the three ranges: a station decodes a talker within tx_m, senses it
+// within cs_m, and a talker within interference_m corrupts what the station receives. Every pair
+// of stations that both have a position takes its relations from their distance (a later
+// medium_set_hears overrides one direction of a pair).
+void medium_set_ranges(struct medium *m, double tx_m, double cs_m, double interference_m);
+void medium_set_position(struct medium *m, int station, double x_m, double y_m);
+// Whether `listener` decodes / senses `talker` (the relations in force; never itself).
+int medium_decodes(const struct medium *m, int listener, int talker);
+int medium_senses(const struct medium *m, int listener, int talker);
+// Whether a transmission of `talker` corrupts what `receiver` receives at the same time.
+int medium_interferes(const struct medium *m, int receiver, int talker);
 // A frame of `len` bytes (an Ethernet frame) from tx to rx at model time now_ns (no earlier than
 // the last time the model ran to). 0: queued; -1: dropped, queue full (the drop hook is called).
 int medium_enqueue(struct medium *m, uint64_t now_ns, int tx, int rx, uint32_t len, void *frame,

@@ -341,7 +341,23 @@ def compiled_program(name: str) -> Path:
     built = BUILD_DIR / f"{name}.json"
     if not built.is_file():
         raise ToolchainError(f"no compiled program {name!r} in {BUILD_DIR}: run 'make build'")
+    newer = newer_source(built, REPO_ROOT / "p4src")
+    if newer is not None:
+        raise ToolchainError(f"{built} is older than {newer}: run 'make build'")
     return built
+
+
+def newer_source(built: Path, sources: Path) -> Path | None:
+    """A P4 source under ``sources`` changed after ``built`` was compiled, or None. A benchmark or
+    an experiment run by hand after a merge otherwise measures the program as it was before it
+    (make's targets rebuild; `python -m` does not), under a record that names the new commit."""
+    if not sources.is_dir():
+        return None  # an installed package without the sources: nothing to compare with
+    built_at = built.stat().st_mtime
+    for source in sorted(sources.rglob("*.p4")):
+        if source.stat().st_mtime > built_at:
+            return source
+    return None
 
 
 def logging_build_warning() -> str | None:

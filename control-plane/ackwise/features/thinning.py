@@ -21,9 +21,9 @@ from ackwise.twins.p4names import (
     REGISTER_ACK_THINNING_KEY_B,
     REGISTER_ACK_THINNING_OUTCOME,
     REGISTER_ACK_THINNING_PORT,
+    REGISTER_ACK_THINNING_RARE_COUNTS,
     REGISTER_ACK_THINNING_RTT,
     REGISTER_ACK_THINNING_SLOT,
-    REGISTER_ACK_THINNING_THINNED,
     REGISTER_COALESCE_COUNTS,
     REGISTER_HOLDBACK_HELD,
     REGISTER_HOLDBACK_RELEASED,
@@ -145,15 +145,16 @@ def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
 # ---- flow records ----
 
 # Where each per-half-flow value lives: (register, most significant bit, least significant bit).
-# ack_switch packs a half-flow's record into 64-bit words (p4src/include/ack_thinning.p4, one read
-# and one write per packet); this is the one Python place that knows the layout.
+# ack_switch keeps a half-flow's own state in its flow record, a register too wide for Thrift
+# (p4src/include/ack_thinning.p4), and what the control plane reads in these, each at most 63 bits;
+# this is the one Python place that knows their layout.
 HALF_FIELDS: dict[str, tuple[str, int, int]] = {
     "data_end": (REGISTER_ACK_THINNING_DATA, 62, 31),
     "data_segments": (REGISTER_ACK_THINNING_DATA, 30, 0),
     "acks_seen": (REGISTER_ACK_THINNING_ACKS, 61, 31),
     "acks_forwarded": (REGISTER_ACK_THINNING_ACKS, 30, 0),
-    "acks_thinned": (REGISTER_ACK_THINNING_THINNED, 61, 31),
-    "retransmissions": (REGISTER_ACK_THINNING_THINNED, 30, 0),
+    "acks_to_filter": (REGISTER_ACK_THINNING_RARE_COUNTS, 61, 31),  # left to the egress filter
+    "retransmissions": (REGISTER_ACK_THINNING_RARE_COUNTS, 30, 0),
     "dup_acks": (REGISTER_ACK_THINNING_OUTCOME, 38, 8),
     "last_keep_reason": (REGISTER_ACK_THINNING_OUTCOME, 7, 0),
     "rtt_min_us": (REGISTER_ACK_THINNING_RTT, 62, 32),
@@ -181,6 +182,13 @@ READ_REGISTERS = (
     REGISTER_ACK_THINNING_SLOT,
     *sorted({r for r, _, _ in HALF_FIELDS.values()}),
 )
+
+
+def acks_thinned(seen: int, forwarded: int, to_filter: int) -> int:
+    """ACKs the switch thinned at ingress (dropped, absorbed, or held until released): it does not
+    count them, since every pure ACK it evaluates is forwarded, thinned or left to the egress
+    filter, each counted but these (a register read and write fewer per ACK)."""
+    return max(0, seen - forwarded - to_filter)
 
 
 def field_of(word: int, msb: int, lsb: int) -> int:
@@ -276,7 +284,10 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
                     acks_seen=halves["acks_seen"][h],
                     # filter decides at egress: its forwarded/filtered counts add to ingress's
                     acks_forwarded=halves["acks_forwarded"][h] + halves["filter_forwarded"][h],
-                    acks_thinned=halves["acks_thinned"][h] + halves["filter_filtered"][h],
+                    acks_thinned=acks_thinned(
+                        halves["acks_seen"][h], halves["acks_forwarded"][h], halves["acks_to_filter"][h]
+                    )
+                    + halves["filter_filtered"][h],
                     data_segments=halves["data_segments"][h],
                     last_keep_reason=KeepReason(reason).name.lower()
                     if reason in KeepReason._value2member_map_

@@ -57,16 +57,55 @@ class SafetyFact(IntEnum):
     ACKS_ALL_DATA = 1  # = 1 << 0; acknowledges all data the switch has seen the other side send
 
 
-# ---- p4src/include/ack_thinning.p4 ----
-# Bits of a half-flow's state (the low byte of its flags).
+# ---- p4src/include/ack_switch_work.p4 ----
+# Bits of a half-flow's state (H_STATE).
 HALF_DATA_VALID = 0x01  # data_end holds something
-HALF_ACK_VALID = 0x02  # ack_last, window_last, ... hold the previous ACK
+HALF_ACK_VALID = 0x02  # the ACK fields (H_ACK_LAST, H_WINDOW, ...) hold the previous ACK
 HALF_PROBE = 0x04  # an RTT probe is waiting for its ACK
-HALF_TS_VALID = 0x08  # ts_val_max / ts_ecr_max are set
-HALF_SACK_SEEN = 0x10  # sack_high is set
+HALF_TS_VALID = 0x08  # H_TS_VAL and H_TS_ECR are set
+HALF_SACK_SEEN = 0x10  # H_HIGH is set
 
-# The internal record of a half-flow (ack_thinning.record): flags | seq | fwd | ts | probe | sack | high.
-RECORD_BITS = 392
+# A half-flow's part of the record (HALF_BITS), from the lowest bit: what a pure ACK or a data
+# segment changes every time lowest, what changes rarely (the first ACK number, the RTT probe,
+# SACK, RTTmin) above bit 256, since p4c lets an expression shift by at most 256 (below).
+# ts:       the newest TSecr | TSval
+# ack_last: the previous ACK number
+# data_end: the end of the highest data segment this side sent
+# flags:    the previous ACK's ECE and CWR bits | its window | state (HALF_*) | window scale
+# fwd:      when the last ACK was forwarded (low 32 bits of the us clock) | its ACK number
+# ack_base: the half-flow's first ACK number (dynamic_d)
+# probe:    the RTT probe: when it was sent (low 32 bits) | its end sequence
+# sack:     the previous ACK's first SACK block: right | left
+# high:     the highest SACK right edge reported
+# rtt:      when measured (low 32 bits) | RTTmin in us (31 bits), from this side's data to the
+# other's ACKs (and its copy for the control plane in ack_thinning.rtt)
+HALF_BITS = 487
+H_TS_ECR_LO = 0
+H_TS_VAL_LO = 32
+H_ACK_LAST_LO = 64
+H_DATA_END_LO = 96
+H_ECE_CWR_LO = 128
+H_WINDOW_LO = 136
+H_STATE_LO = 152
+H_WS_LO = 160
+H_FWD_AT_LO = 168
+H_FWD_ACK_LO = 200
+H_ACK_BASE_LO = 232
+H_PROBE_LO = 264
+H_SACK_LO = 328
+H_HIGH_LO = 392
+H_RTT_LO = 424
+
+# The flow record (ack_thinning.flow, per slot): the half of direction 0 | the half of direction 1
+# | the key (key_a | key_b | ports, as FLOW_KEY) | last seen, in 1.024 ms ticks (30 bits: wraps
+# after 12.7 days) | closed by FIN or RST. Its lowest 63 bits, the key's ports, last seen and
+# closed, are the slot's word the control plane reads (ack_thinning.slot), and the key's addresses
+# are in key_a and key_b. The halves start at bit 127 (a shift p4c allows), and what every packet
+# changes, last seen, is in the lowest bits.
+FLOW_BITS = 1101
+R_HALVES_LO = 127
+R_KEY_LO = 31
+R_SEEN_LO = 1
 
 
 # ---- p4src/include/ap_proxy_flows.p4 ----
@@ -486,20 +525,20 @@ REGISTER_ACC_SIGNALS = "acc.signals"
 REGISTER_ACK_FILTER_FILTERED = "ack_filter.filtered"
 REGISTER_ACK_FILTER_FORWARDED = "ack_filter.forwarded"
 REGISTER_ACK_FILTER_NEWEST_ACK = "ack_filter.newest_ack"
-REGISTER_ACK_FILTER_NEWEST_ECE_CWR = "ack_filter.newest_ece_cwr"
+REGISTER_ACK_FILTER_NEWEST_FLAGS = "ack_filter.newest_flags"
 REGISTER_ACK_FILTER_NEWEST_TS_VAL = "ack_filter.newest_ts_val"
 REGISTER_ACK_FILTER_SERIAL = "ack_filter.serial"
 REGISTER_ACK_THINNING_ACKS = "ack_thinning.acks"
 REGISTER_ACK_THINNING_CONFIG = "ack_thinning.config"
 REGISTER_ACK_THINNING_DATA = "ack_thinning.data"
+REGISTER_ACK_THINNING_FLOW = "ack_thinning.flow"
 REGISTER_ACK_THINNING_KEY_A = "ack_thinning.key_a"
 REGISTER_ACK_THINNING_KEY_B = "ack_thinning.key_b"
 REGISTER_ACK_THINNING_OUTCOME = "ack_thinning.outcome"
 REGISTER_ACK_THINNING_PORT = "ack_thinning.port"
-REGISTER_ACK_THINNING_RECORD = "ack_thinning.record"
+REGISTER_ACK_THINNING_RARE_COUNTS = "ack_thinning.rare_counts"
 REGISTER_ACK_THINNING_RTT = "ack_thinning.rtt"
 REGISTER_ACK_THINNING_SLOT = "ack_thinning.slot"
-REGISTER_ACK_THINNING_THINNED = "ack_thinning.thinned"
 REGISTER_AP_ADVERTISED_EDGE = "ap.advertised_edge"
 REGISTER_AP_AGENT_ALIVE_AT_US = "ap.agent_alive_at_us"
 REGISTER_AP_BUDGET_STALLS = "ap.budget_stalls"
@@ -573,20 +612,20 @@ REGISTER_WIDTHS_BITS: dict[str, int] = {
     REGISTER_ACK_FILTER_FILTERED: 32,
     REGISTER_ACK_FILTER_FORWARDED: 32,
     REGISTER_ACK_FILTER_NEWEST_ACK: 32,
-    REGISTER_ACK_FILTER_NEWEST_ECE_CWR: 8,
+    REGISTER_ACK_FILTER_NEWEST_FLAGS: 8,
     REGISTER_ACK_FILTER_NEWEST_TS_VAL: 32,
     REGISTER_ACK_FILTER_SERIAL: 32,
     REGISTER_ACK_THINNING_ACKS: 62,
     REGISTER_ACK_THINNING_CONFIG: 48,
     REGISTER_ACK_THINNING_DATA: 63,
+    REGISTER_ACK_THINNING_FLOW: 1101,
     REGISTER_ACK_THINNING_KEY_A: 32,
     REGISTER_ACK_THINNING_KEY_B: 32,
     REGISTER_ACK_THINNING_OUTCOME: 39,
     REGISTER_ACK_THINNING_PORT: 9,
-    REGISTER_ACK_THINNING_RECORD: 392,
+    REGISTER_ACK_THINNING_RARE_COUNTS: 63,
     REGISTER_ACK_THINNING_RTT: 63,
     REGISTER_ACK_THINNING_SLOT: 63,
-    REGISTER_ACK_THINNING_THINNED: 62,
     REGISTER_AP_ADVERTISED_EDGE: 32,
     REGISTER_AP_AGENT_ALIVE_AT_US: 48,
     REGISTER_AP_BUDGET_STALLS: 32,
@@ -765,4 +804,12 @@ ACK_SAFETY_RULES_ENTRIES = (
     (((SafetyFact.TS_REORDERED, SafetyFact.TS_REORDERED),), "keep", (KeepReason.TS_REORDERED,)),
     (((SafetyFact.IDLE, SafetyFact.IDLE),), "keep", (KeepReason.IDLE,)),
     (((SafetyFact.ACKS_ALL_DATA, SafetyFact.ACKS_ALL_DATA),), "keep", (KeepReason.ACKS_ALL_DATA,)),
+)
+
+# The const entries of AckThinning.policy_rule (p4src/include/ack_thinning.p4), in the order it matches them:
+# (keys, a ternary key as (value, mask); the action; its arguments).
+ACK_THINNING_POLICY_RULE_ENTRIES = (
+    ((AckPolicy.EVERY_D,), "rule_every_d", ()),
+    ((AckPolicy.DYNAMIC_D,), "rule_dynamic_d", ()),
+    ((AckPolicy.TACK,), "rule_tack", ()),
 )

@@ -1,0 +1,101 @@
+"""The WLAN scenarios' metrics (issue 37): aggregate goodput from the first start to the last byte,
+Jain over stations, ACK frequency and every rate in the emulated network's time, the stations'
+share of airtime and the collisions from linkem's own per-transmitter counters."""
+
+from __future__ import annotations
+
+import pytest
+
+from ackwise.experiments.harness.report import point_scale_notes
+from ackwise.experiments.harness.schema import PER_POINT
+from ackwise.experiments.measure.metrics import (
+    AckCounts,
+    TransferSpan,
+    aggregate_goodput_bps,
+    airtime_fraction,
+    collided_ppdus,
+    mpdus_per_ppdu,
+    traffic_span_s,
+    wlan_metrics,
+)
+
+
+def medium(**by_name: dict[str, int]) -> dict[str, object]:
+    """linkem's stats of one medium: busy time and each transmitter's model counters."""
+    return {
+        "name": "air",
+        "busy_ns": 1_000_000_000,
+        "transmitters": [{"name": n, "queued": 0, "model": c} for n, c in by_name.items()],
+    }
+
+
+def test_aggregate_goodput_is_all_bytes_over_the_time_to_the_last_byte() -> None:
+    # The audit's case: one station finishing early made the sum of per-flow rates 7.1 Mbit/s
+    # while the air carried 5.9 together. Here: 1 MB in 1 s and 1 MB in 4 s, started together.
+    spans = [TransferSpan(1_000_000, 100.0, 1.0), TransferSpan(1_000_000, 100.0, 4.0)]
+    assert traffic_span_s(spans) == pytest.approx(4.0)
+    assert aggregate_goodput_bps(spans) == pytest.approx(2_000_000 * 8 / 4.0)
+    per_flow_sum = 1_000_000 * 8 / 1.0 + 1_000_000 * 8 / 4.0
+    assert aggregate_goodput_bps(spans) < per_flow_sum  # what goodput_mbps reported
+    # a later start counts from the first one
+    assert traffic_span_s([TransferSpan(1, 10.0, 1.0), TransferSpan(1, 12.0, 1.0)]) == pytest.approx(3.0)
+    assert aggregate_goodput_bps([]) is None
+
+
+def test_airtime_collisions_and_aggregates_come_from_linkems_counters() -> None:
+    m = medium(
+        ap={"airtime_ns": 700_000_000, "ppdus": 100, "mpdus_sent": 4000, "ppdus_collided": 3},
+        sta1={"airtime_ns": 150_000_000, "ppdus": 90, "mpdus_sent": 900, "ppdus_collided": 2},
+        sta2={"airtime_ns": 50_000_000, "ppdus": 10, "mpdus_sent": 10, "ppdus_collided": 1},
+    )
+    assert airtime_fraction(m, ["sta1", "sta2"]) == pytest.approx(0.2)
+    assert airtime_fraction(m, ["nobody"]) == 0
+    assert airtime_fraction({"busy_ns": 0}, ["sta1"]) is None
+    assert collided_ppdus(m) == 6
+    assert mpdus_per_ppdu(m, "ap") == pytest.approx(40)
+    assert mpdus_per_ppdu(m, "sta9") is None
+
+
+def test_rates_are_the_emulated_networks() -> None:
+    """A test bed k = 3 times slower: the same run in the real network took a third of the time,
+    so it carried three times the bits, ACKs and collisions per second."""
+    m = medium(
+        ap={"airtime_ns": 1, "ppdus": 10, "mpdus_sent": 20, "ppdus_collided": 0, "queue_drops": 7},
+        sta1={"airtime_ns": 1, "ppdus": 10, "mpdus_sent": 10, "ppdus_collided": 6},
+    )
+    spans = [TransferSpan(3_000_000, 0.0, 6.0)]
+    got = wlan_metrics(spans, [4e6], AckCounts(data_segments=2000, pure_acks=60), m, ["sta1"], "ap", 3.0)
+    assert got["aggregate_goodput_mbps"] == pytest.approx(3_000_000 * 8 / 6.0 * 3 / 1e6)
+    assert got["ack_frequency_hz"] == pytest.approx(60 / 2.0)
+    assert got["collided_ppdus_per_s"] == pytest.approx(6 / 2.0)
+    assert got["pure_acks_per_segment"] == pytest.approx(0.03)
+    assert got["station_jain_index"] is None  # one station: nothing to be fair between
+    assert got["ap_mpdus_per_ppdu"] == pytest.approx(2.0)
+    assert got["ap_queue_drops"] == 7
+
+
+def test_jain_over_stations() -> None:
+    m = medium(ap={}, sta1={}, sta2={})
+    got = wlan_metrics(
+        [TransferSpan(1, 0.0, 1.0)] * 2, [3e6, 1e6], AckCounts(10, 5), m, ["sta1", "sta2"], "ap", 1.0
+    )
+    assert got["station_jain_index"] == pytest.approx(16 / (2 * 10))
+
+
+def test_a_reports_header_gives_each_wlan_points_bdp_scale_and_unscaled_timers() -> None:
+    scenario = {
+        "scale": {"factor": PER_POINT, "what": "k per point"},
+        "params": {"wired_delay_ms": 39, "cc": "bbr"},
+        "points": [
+            {"label": "n 80", "params": {"preset": "802.11n", "scale": 3.0}},
+            {"label": "no preset", "params": {"scale": 2.0}},
+        ],
+    }
+    notes = point_scale_notes(scenario)
+    assert len(notes) == 1
+    assert notes[0].startswith("n 80: k = 3; RTTmin 78.")
+    assert "at its UDP baseline" in notes[0] and "BBR ProbeRTT" in notes[0]
+    assert "minimum RTO 2.5 -> 0.85" in notes[0]
+    assert point_scale_notes({**scenario, "points": [{"label": "x", "params": {"n_pairs": 2}}]}) == []
+    # a scenario with one scale factor (and the records published under it) keeps its header
+    assert point_scale_notes({**scenario, "scale": {"factor": 4, "what": "x4"}}) == []

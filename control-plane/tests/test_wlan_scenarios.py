@@ -1,0 +1,79 @@
+"""The WLAN scenarios of issue 37 as data: each point at its standard's chosen time scale, at the
+RTTmin it names, with transfers long against its BDP, a header line each, the issue's arms and
+only metrics that keep linkem 2's records apart from linkem 1's."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from ackwise.experiments.harness.report import point_scale_notes
+from ackwise.experiments.harness.runner import plan
+from ackwise.experiments.harness.scenario import SCENARIO_DIR, load
+from ackwise.experiments.harness.schema import PER_POINT
+from ackwise.topologies.catalog import check_params
+from ackwise.topologies.timescale import CHOSEN_K, point_scale
+from ackwise.twins.policies import MSS_BYTES
+
+WLAN_SCENARIOS = ("wlan-ack-frequency", "wlan-comparison")
+# Long enough that BBR's startup (some 10 RTTs to fill the pipe) is a small part of a transfer.
+MIN_BDPS_PER_TRANSFER = 8
+OLD_MODEL_METRICS = {"goodput_mbps", "acks_per_data_segment", "ack_airtime_share"}
+
+
+def _doc(name: str) -> dict:
+    return yaml.safe_load((SCENARIO_DIR / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", WLAN_SCENARIOS)
+def test_every_point_runs_at_its_standards_k_and_named_rttmin(name: str) -> None:
+    s = load(name)
+    assert s.scale["factor"] == PER_POINT
+    for point in s.points:
+        params = dict(s.params) | dict(point.params)
+        check_params(s.topology, {k: v for k, v in params.items() if not k.startswith("_")})
+        scale = point_scale(params)
+        assert scale is not None, point.label
+        assert scale.k == CHOSEN_K[scale.preset], point.label
+        named_ms = int(point.label.rsplit(",", 1)[1].removesuffix(" ms"))
+        assert scale.rtt_ms == pytest.approx(named_ms, abs=0.5), point.label
+        # the stations share the pipe: together their transfers must hold the BDPs
+        together = s.point_traffic(point)["size_bytes"] * int(params.get("n_stations", 1))
+        assert together >= MIN_BDPS_PER_TRANSFER * scale.bdp_segments * MSS_BYTES, point.label
+
+
+@pytest.mark.parametrize("name", WLAN_SCENARIOS)
+def test_every_point_gets_its_header_line_and_new_metrics_only(name: str) -> None:
+    s = load(name)
+    notes = point_scale_notes(_doc(name))
+    assert len(notes) == len(s.points)
+    assert all("BDP" in n and "minimum RTO" in n and "BBR ProbeRTT" in n for n in notes)
+    assert not OLD_MODEL_METRICS & set(s.metrics)
+    assert plan(s)  # plans: every point, arm and repeat has a run
+
+
+def test_fig12_spans_the_papers_axes() -> None:
+    s = load("wlan-ack-frequency")
+    axes = {(point_scale(dict(s.params) | dict(p.params)).preset, p.label[-5:]) for p in s.points}  # type: ignore[union-attr]
+    assert axes == {(f"802.11{x}", f"{r} ms") for x in ("b", "g", "n", "ac") for r in ("10", "80")}
+    assert {a.label() for a in s.arms} == {"baseline (nothing on)", "host tack"}
+
+
+def test_the_comparison_has_the_issues_arms_and_points() -> None:
+    s = load("wlan-comparison")
+    assert {a.label() for a in s.arms} == {
+        "baseline (nothing on)",
+        "host every_d d=4",
+        "host every_d d=8",
+        "host every_d d=16",
+        "host tack",
+        "switch tack @ap",
+        "ap proxy",
+        "host tack; ap proxy",
+    }
+    assert {(p.params["preset"], p.params["n_stations"]) for p in s.points} == {
+        ("802.11n", 1),
+        ("802.11n", 3),
+        ("802.11g", 1),
+        ("802.11g", 3),
+    }
