@@ -89,6 +89,14 @@ def model_ideal(p: WirelessPreset, every: int) -> float:
     return r.throughput_bps("ap", "sta1", PAYLOAD_BYTES) / 1e6
 
 
+def _progress(row: Row) -> None:
+    print(
+        f"{row.preset} {row.workload}: ns-3 {row.ns3_mbps:.2f}, model {row.model_mbps:.2f} Mbit/s "
+        f"({row.error:+.1%})",
+        file=sys.stderr,
+    )
+
+
 def run_rows(binary: Path, presets: list[str]) -> list[Row]:
     rows = []
     for name in presets:
@@ -104,11 +112,7 @@ def run_rows(binary: Path, presets: list[str]) -> list[Row]:
                     ns3,
                 )
             )
-            print(
-                f"{rows[-1].preset} {rows[-1].workload}: ns-3 {rows[-1].ns3_mbps:.2f}, model "
-                f"{rows[-1].model_mbps:.2f} Mbit/s ({rows[-1].error:+.1%})",
-                file=sys.stderr,
-            )
+            _progress(rows[-1])
         for every in EVERY:
             ns3 = run_ns3(binary, p, ["--mode=ideal", f"--every={every}"])
             rows.append(
@@ -120,11 +124,7 @@ def run_rows(binary: Path, presets: list[str]) -> list[Row]:
                     ns3,
                 )
             )
-            print(
-                f"{rows[-1].preset} {rows[-1].workload}: ns-3 {rows[-1].ns3_mbps:.2f}, model "
-                f"{rows[-1].model_mbps:.2f} Mbit/s ({rows[-1].error:+.1%})",
-                file=sys.stderr,
-            )
+            _progress(rows[-1])
     return rows
 
 

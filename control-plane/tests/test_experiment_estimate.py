@@ -5,9 +5,10 @@ arm."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
-from results_fixtures import ARMS, POINTS, make_record
+from results_fixtures import ARMS, POINTS, build_store, make_record
 
 from ackwise.experiments.harness import estimate
 from ackwise.experiments.harness.runner import PlannedRun
@@ -81,3 +82,34 @@ def test_confirmation_counts_the_baseline_and_each_places_slowest_arm() -> None:
 def test_no_timed_runs_name_the_fix() -> None:
     with pytest.raises(estimate.EstimateError, match="--quick first"):
         estimate.timings([], "results/x")
+
+
+def test_a_scenario_never_run_is_timed_from_its_declared_hint_and_says_so() -> None:
+    t = estimate.declared(25.0, "wlan-comparison.yaml")
+    assert t.run_s(POINTS[0].label, ARMS[1]) == (pytest.approx(25.0), estimate.DECLARED)
+    screen = estimate.screening([planned(0, ARMS[0]), planned(1, ARMS[1])], t)
+    assert screen.seconds == pytest.approx(50.0) and screen.matched == {estimate.DECLARED: 2}
+
+
+def test_a_declared_hint_must_be_positive() -> None:
+    with pytest.raises(estimate.EstimateError, match="duration_hint_s"):
+        estimate.declared(0.0, "x.yaml")
+
+
+@pytest.mark.parametrize("same_yaml", [True, False])
+def test_the_cli_says_when_it_timed_from_runs_of_an_earlier_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], same_yaml: bool
+) -> None:
+    from ackwise.cli import app as cli
+    from ackwise.experiments.harness.scenario import load
+
+    scenario = load("two-two")
+    store = build_store(tmp_path)
+    for repeat in range(2):
+        r = make_record(POINTS[0], ARMS[0], 10 + repeat, scenario="two-two")
+        r.provenance = {"scenario_sha256": scenario.source_sha256 if same_yaml else "0" * 64}
+        store.append(r)
+    assert cli.main(["experiment", "estimate", "two-two", "--timings", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("earlier version of its YAML" in out) is not same_yaml
+    assert "2 runs" in out

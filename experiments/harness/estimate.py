@@ -10,7 +10,11 @@ another job on the lock), not the runner's, and is left out.
 
 The confirmation pass runs, per point, the baseline and the best arm of each place, chosen on the
 screening runs; before they have run, which arm wins is unknown, so each place is counted at its
-slowest arm: an upper bound."""
+slowest arm: an upper bound.
+
+A scenario that has never run has no records to time from; ``declared`` then times it from the
+run length its YAML declares (``duration_hint_s``), and says so: a guess to plan with, not a
+measurement."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ackwise.experiments.harness.runner import PlannedRun
 from ackwise.experiments.harness.schema import BASELINE, Arm, RunRecord
 
 PAUSE_S = 300.0
+DECLARED = "declared"  # the level of a run timed from the scenario's duration_hint_s
 
 
 class EstimateError(ValueError):
@@ -54,7 +59,7 @@ class Timings:
         ):
             if key in table:
                 return table[key] + self.between_s, level  # type: ignore[index]
-        return self.overall + self.between_s, "scenario"
+        return self.overall + self.between_s, "scenario" if self.runs else DECLARED
 
 
 def _median(values: Iterable[float]) -> float:
@@ -91,6 +96,23 @@ def timings(records: Sequence[RunRecord], source: str) -> Timings:
         by_arm=med["arm"],  # type: ignore[arg-type]
         by_place=med["place"],  # type: ignore[arg-type]
         overall=_median(r.duration_s for r in done),
+    )
+
+
+def declared(hint_s: float, source: str) -> Timings:
+    """Timings for a scenario with no runs yet: every run takes the ``duration_hint_s`` its YAML
+    declares (matched at level ``DECLARED``), nothing between runs."""
+    if hint_s <= 0:
+        raise EstimateError(f"{source}: duration_hint_s must be positive to estimate from, not {hint_s}")
+    return Timings(
+        source=source,
+        runs=0,
+        between_s=0.0,
+        between_samples=0,
+        by_point_arm={},
+        by_arm={},
+        by_place={},
+        overall=hint_s,
     )
 
 

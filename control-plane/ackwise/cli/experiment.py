@@ -220,6 +220,20 @@ def _confirmation(
     return runs, matrix, screening / CONFIRM_DIR
 
 
+CONFIRM_BLOCKS = 10
+EARLIER_YAML = " of an earlier version of its YAML"
+
+
+def _add_confirm_blocks(p: argparse.ArgumentParser) -> None:
+    """run and estimate take the same --confirm-blocks: the confirmation pass's length."""
+    p.add_argument(
+        "--confirm-blocks",
+        type=int_in(2, 90),
+        default=CONFIRM_BLOCKS,
+        help=f"blocks per point of the confirmation pass (default {CONFIRM_BLOCKS})",
+    )
+
+
 def _timing_dirs(name: str) -> list[Path]:
     """Where earlier runs of a scenario may be, most telling first."""
     return [
@@ -243,19 +257,30 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     rows: list[list[str]] = []
     doc: list[dict[str, Any]] = []
     total = {"screening": 0.0, "confirmation": 0.0}
+    declared_only: list[str] = []
+    other_version: list[str] = []
     for scenario in scenarios:
         candidates = [Path(args.timings)] if args.timings else _timing_dirs(scenario.name)
         source = next((d for d in candidates if (d / "runs.jsonl").exists()), None)
-        if source is None:
-            raise ExperimentCliError(
-                f"{scenario.name}: no earlier runs in {', '.join(str(d) for d in candidates)}: run "
-                f"'ackwise experiment run {scenario.name} --quick' first (or give --timings DIR)"
-            )
-        records = [r for r in ResultStore.load(source).records() if r.scenario == scenario.name]
-        if (source / CONFIRM_DIR / "runs.jsonl").exists():
-            records += ResultStore.load(source / CONFIRM_DIR).records()
+        if source is None and args.timings:
+            raise ExperimentCliError(f"--timings {args.timings}: no runs.jsonl there")
         try:
-            t = estimate.timings(records, str(source))
+            if source is None:
+                # Never run here: plan with the length the scenario declares, flagged as such.
+                t = estimate.declared(scenario.duration_hint_s, f"{scenario.name}.yaml")
+                declared_only.append(scenario.name)
+            else:
+                records = [r for r in ResultStore.load(source).records() if r.scenario == scenario.name]
+                if (source / CONFIRM_DIR / "runs.jsonl").exists():
+                    records += ResultStore.load(source / CONFIRM_DIR).records()
+                sha = scenario.source_sha256
+                current = [r for r in records if r.provenance.get("scenario_sha256") == sha]
+                if current:
+                    records = current
+                else:
+                    # Runs of an earlier version of the YAML: its points or lengths may have changed since.
+                    other_version.append(scenario.name)
+                t = estimate.timings(records, str(source))
         except estimate.EstimateError as exc:
             raise ExperimentCliError(str(exc)) from exc
         planned = plan(scenario, repeats=args.repeats, quick=args.quick)
@@ -271,7 +296,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 f"{screen.seconds / 3600:.2f}",
                 f"{confirm.runs}",
                 f"{confirm.seconds / 3600:.2f}",
-                f"{t.runs} runs in {_relative(source)}; {t.between_s:.1f} s between runs; {levels}",
+                (
+                    f"{t.runs} runs{EARLIER_YAML if scenario.name in other_version else ''} "
+                    f"in {_relative(source)}; {t.between_s:.1f} s between runs; {levels}"
+                    if source is not None
+                    else f"no runs yet: duration_hint_s {scenario.duration_hint_s:g} s declared in its YAML"
+                ),
             ]
         )
         doc.append(
@@ -281,14 +311,25 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 "screening_s": round(screen.seconds),
                 "confirmation_runs": confirm.runs,
                 "confirmation_s": round(confirm.seconds),
-                "timings_from": str(source),
+                "timings_from": str(source) if source is not None else estimate.DECLARED,
                 "timed_runs": t.runs,
+                "timed_from_earlier_yaml": scenario.name in other_version,
                 "between_runs_s": round(t.between_s, 1),
                 "matched": screen.matched,
             }
         )
     if args.json:
-        print(json.dumps({"scenarios": doc, "total_s": {k: round(v) for k, v in total.items()}}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "scenarios": doc,
+                    "total_s": {k: round(v) for k, v in total.items()},
+                    "declared_only": declared_only,
+                    "timed_from_earlier_yaml": other_version,
+                },
+                indent=2,
+            )
+        )
         return 0
     print(
         render_table(
@@ -311,6 +352,16 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "plus the median gap between runs; confirmation counts each place at its slowest arm (an upper "
         "bound)."
     )
+    if other_version:
+        print(
+            "timed from runs of an earlier version of their YAML (points, arms or lengths may have changed "
+            f"since; run each with --quick to time it as it is): {', '.join(other_version)}"
+        )
+    if declared_only:
+        print(
+            "not yet run here, timed from the duration_hint_s their YAML declares (a guess, not a "
+            f"measurement; run each with --quick to time it): {', '.join(declared_only)}"
+        )
     return 0
 
 
@@ -446,12 +497,7 @@ def add_commands(registry: Registry) -> None:
         help="the confirmation pass: the baseline and the best arm of each place per point, on fresh blocks, "
         "into OUT/confirm (the report's verdict then rests on it)",
     )
-    p.add_argument(
-        "--confirm-blocks",
-        type=int_in(2, 90),
-        default=10,
-        help="blocks per point of the confirmation pass (default 10)",
-    )
+    _add_confirm_blocks(p)
     p.add_argument("--keep-captures", action="store_true", help="keep each run's pcaps in OUT/captures/")
     p = command(
         ex,
@@ -469,12 +515,7 @@ def add_commands(registry: Registry) -> None:
         "--repeats", type=int_in(1, 1000), help="repeats per point and arm (default: the scenario's)"
     )
     p.add_argument("--quick", action="store_true", help="the reduced matrix")
-    p.add_argument(
-        "--confirm-blocks",
-        type=int_in(2, 90),
-        default=10,
-        help="blocks per point of the confirmation pass (default 10)",
-    )
+    _add_confirm_blocks(p)
     p = command(
         ex,
         "report",
