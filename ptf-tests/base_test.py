@@ -250,6 +250,8 @@ class AckwiseTest(BaseTest):
 
     program = "ack_switch"
     cpu_port: int | None = None
+    # The program handles IPv6 (defines ACKWISE_IPV6: every program but thinning_floor).
+    ipv6 = True
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
@@ -305,13 +307,13 @@ class AckwiseTest(BaseTest):
         self.install_routes()
 
     def install_routes(self) -> None:
-        """A route to each host's IPv4 /24 and IPv6 /64."""
+        """A route to each host's IPv4 /24 and, where the program handles IPv6, its IPv6 /64."""
         assert self.client is not None
         for port in PORTS:
-            for table, prefix in (
-                (TABLE_FORWARDING_IPV4_LPM, f"10.0.{port}.0/24"),
-                (TABLE_FORWARDING_IPV6_LPM, f"fd00:0:0:{port}::/64"),
-            ):
+            routes = [(TABLE_FORWARDING_IPV4_LPM, f"10.0.{port}.0/24")]
+            if self.ipv6:
+                routes.append((TABLE_FORWARDING_IPV6_LPM, f"fd00:0:0:{port}::/64"))
+            for table, prefix in routes:
                 self.client.table_add(
                     table,
                     "route",
