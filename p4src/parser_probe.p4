@@ -6,6 +6,8 @@
 
 // IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
 #define ACKWISE_IPV6
+// Its window rewrite covers TCP over IPv6: the TCP checksum over IPv6's pseudo-header (checksums.p4).
+#define ACKWISE_IPV6_TCP_REWRITE
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
@@ -92,7 +94,7 @@ control ProbeIngress(inout headers_t hdr, inout local_metadata_t meta,
                              malformed, drop_malformed);
         if (hdr.tcp.isValid()) {
             probe.apply(meta.tcp_opts, meta.parser_meta, meta.tcp_payload_len);
-            if (!malformed && hdr.ipv4.isValid()) {   // the checksums cover IPv4's pseudo-header only
+            if (!malformed) {
                 window_rewrite.apply(hdr.tcp, meta.tcp_rewritten);
             }
         }

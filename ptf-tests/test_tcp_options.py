@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ackwise.twins.p4names import IP_PROTO_TCP, IPV6_EXT_DEST_OPTIONS, REGISTER_PROBE_PARSED, ProbeCell
-from ackwise.twins.packets import fix_tcp_checksum, sack_option, timestamps_option
+from ackwise.twins.packets import fix_tcp_checksum, sack_option, tcp_offset, timestamps_option
 from base_test import AckwiseTest, routed, tcp_segment
 
 NOP, EOL = b"\x01", b"\x00"
@@ -255,9 +255,11 @@ class OptionsParsedTest6(OptionsParsedTest):
 
 class TcpChecksumRewriteTest(AckwiseTest):
     """A program that rewrites a TCP field gets a TCP checksum recomputed over the pseudo-header,
-    the header, every option and the payload (odd and even lengths)."""
+    the header, every option and the payload (odd and even lengths); for IPv6 (...6), over IPv6's
+    pseudo-header, also behind extension headers (their bytes out of the upper-layer length)."""
 
     program = "parser_probe"
+    ip_version = 4
 
     def install_entries(self) -> None:
         self.install_routes()
@@ -265,16 +267,22 @@ class TcpChecksumRewriteTest(AckwiseTest):
         self.client.register_write("probe.rewrite_window", 0, 0x1234)
 
     def runTest(self) -> None:
+        exts = (b"",) if self.ip_version == 4 else (b"", IPV6_EXT)
         for layout in (LAYOUTS[0], LAYOUTS[3], LAYOUTS[4], LAYOUTS[10], LAYOUTS[12]):
-            with self.subTest(layout.name):
-                pkt = segment(layout)
-                self.send(1, pkt)
-                expected = bytearray(routed(pkt, 2))
-                tcp_at = 14 + (expected[14] & 0x0F) * 4
-                expected[tcp_at + 14 : tcp_at + 16] = (0x1234).to_bytes(2, "big")
-                fix_tcp_checksum(expected)
-                self.assertNotEqual(
-                    expected[tcp_at + 16 : tcp_at + 18], bytes(pkt)[tcp_at + 16 : tcp_at + 18]
-                )
-                self.expect(bytes(expected), 2)
+            for ext in exts:
+                with self.subTest(layout.name, ext=len(ext)):
+                    pkt = segment(layout, ip_version=self.ip_version, ipv6_ext=ext)
+                    self.send(1, pkt)
+                    expected = bytearray(routed(pkt, 2))
+                    tcp_at, _ = tcp_offset(expected)
+                    expected[tcp_at + 14 : tcp_at + 16] = (0x1234).to_bytes(2, "big")
+                    fix_tcp_checksum(expected)
+                    self.assertNotEqual(
+                        expected[tcp_at + 16 : tcp_at + 18], bytes(pkt)[tcp_at + 16 : tcp_at + 18]
+                    )
+                    self.expect(bytes(expected), 2)
         self.expect_nothing_else()
+
+
+class TcpChecksumRewriteTest6(TcpChecksumRewriteTest):
+    ip_version = 6
