@@ -4,6 +4,8 @@
 #include <core.p4>
 #include <v1model.p4>
 
+// IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
+#define ACKWISE_IPV6
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
@@ -42,11 +44,11 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
             meta.ap.sender_mac = hdr.ethernet.src_addr;
             meta.ap.receiver_mac = hdr.ethernet.dst_addr;
             bool drop_forwarding;
-            forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+            forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
             if (role == AP_ROLE_CPU) {
                 repairs.count(0);   // a packet-out: the agent's repair, straight to the station
-            } else if (!malformed && !drop_forwarding && hdr.tcp.isValid()
+            } else if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()  // IPv4 only
                        && (role == AP_ROLE_UPLINK || role == AP_ROLE_WIRELESS)) {
                 ap_role_t out_role;
                 egress_role.apply(standard_metadata.egress_spec, out_role);

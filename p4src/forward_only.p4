@@ -3,6 +3,8 @@
 #include <core.p4>
 #include <v1model.p4>
 
+// IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
+#define ACKWISE_IPV6
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
@@ -21,7 +23,7 @@ control ForwardOnlyIngress(inout headers_t hdr, inout local_metadata_t meta,
         parser_verdict.apply(standard_metadata.parser_error, meta.parser_meta.malformed_reason,
                              malformed, drop_malformed);
         bool drop_forwarding;
-        forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+        forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                          standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         if (drop_malformed || drop_forwarding) {
             mark_to_drop(standard_metadata);

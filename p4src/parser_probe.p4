@@ -4,6 +4,10 @@
 #include <core.p4>
 #include <v1model.p4>
 
+// IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
+#define ACKWISE_IPV6
+// Its window rewrite covers TCP over IPv6: the TCP checksum over IPv6's pseudo-header (checksums.p4).
+#define ACKWISE_IPV6_TCP_REWRITE
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
@@ -95,7 +99,7 @@ control ProbeIngress(inout headers_t hdr, inout local_metadata_t meta,
             }
         }
         bool drop_forwarding;
-        forwarding.apply(hdr.ethernet, hdr.ipv4, standard_metadata.checksum_error == 0,
+        forwarding.apply(hdr.ethernet, hdr.ipv4, hdr.ipv6, standard_metadata.checksum_error == 0,
                          standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         if (drop_malformed || drop_forwarding) {
             mark_to_drop(standard_metadata);

@@ -4,8 +4,10 @@ Each test starts its own simple_switch (through ackwise's launcher) on the switc
 pairs that run_ptf.py created, installs entries through ackwise's Thrift client, and stops the
 switch by pid in tearDown, also when the test failed.
 
-Addressing: switch port N faces host N, with MAC 00:00:00:00:0N:01 and IPv4 10.0.N.1; the switch's
-own MAC on port N is 00:00:00:00:0N:fe.
+Addressing: switch port N faces host N, with MAC 00:00:00:00:0N:01, IPv4 10.0.N.1 and IPv6
+fd00:0:0:N::1; the switch's own MAC on port N is 00:00:00:00:0N:fe. Builders take ``ip_version``
+(4 or 6): a test parametrised over both is a class with ``ip_version`` and a subclass that sets it
+to 6, its bytes built the same way in either.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
 from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
+from ackwise.twins.p4names import TABLE_FORWARDING_IPV4_LPM, TABLE_FORWARDING_IPV6_LPM
 from ackwise.twins.packets import checksum
 
 PORTS = (0, 1, 2, 3)
@@ -37,8 +41,19 @@ def switch_mac(port: int) -> str:
     return f"00:00:00:00:0{port}:fe"
 
 
-def host_ip(port: int) -> str:
-    return f"10.0.{port}.1"
+def host_ip(port: int, ip_version: int = 4) -> str:
+    return f"10.0.{port}.1" if ip_version == 4 else f"fd00:0:0:{port}::1"
+
+
+def ip_header(
+    src_port_id: int, dst_port_id: int, ip_version: int, ttl: int = 64, ecn: int = 0, ip_id: int = 1
+) -> Packet:
+    """The IP header from host src_port_id to host dst_port_id: IPv4, or IPv6 with the TTL as its
+    hop limit and the ECN bits in its traffic class."""
+    src, dst = host_ip(src_port_id, ip_version), host_ip(dst_port_id, ip_version)
+    if ip_version == 6:
+        return IPv6(src=src, dst=dst, hlim=ttl, tc=ecn)
+    return IP(src=src, dst=dst, ttl=ttl, tos=ecn, id=ip_id)
 
 
 def param(name: str, default: str | None = None) -> str:
@@ -70,6 +85,7 @@ def tcp_segment(
     ip_id: int = 1,
     dataofs: int | None = None,
     eth_dst: str | None = None,
+    ip_version: int = 4,
 ) -> Packet:
     """A TCP segment from host src_port_id to host dst_port_id, addressed to the switch (routed).
 
@@ -95,7 +111,7 @@ def tcp_segment(
             tcp = tcp / Raw(load=payload)
     pkt = (
         Ether(src=host_mac(src_port_id), dst=eth_dst or switch_mac(src_port_id))
-        / IP(src=host_ip(src_port_id), dst=host_ip(dst_port_id), ttl=ttl, tos=ecn, id=ip_id)
+        / ip_header(src_port_id, dst_port_id, ip_version, ttl, ecn, ip_id)
         / tcp
     )
     return Ether(bytes(pkt))  # freeze lengths and checksums
@@ -200,10 +216,12 @@ class TcpFlow:
         )
 
 
-def udp_datagram(src_port_id: int = 1, dst_port_id: int = 2, payload: bytes = b"x" * 32) -> Packet:
+def udp_datagram(
+    src_port_id: int = 1, dst_port_id: int = 2, payload: bytes = b"x" * 32, ip_version: int = 4
+) -> Packet:
     pkt = (
         Ether(src=host_mac(src_port_id), dst=switch_mac(src_port_id))
-        / IP(src=host_ip(src_port_id), dst=host_ip(dst_port_id))
+        / ip_header(src_port_id, dst_port_id, ip_version)
         / UDP(sport=1234, dport=5678)
         / Raw(load=payload)
     )
@@ -212,10 +230,14 @@ def udp_datagram(src_port_id: int = 1, dst_port_id: int = 2, payload: bytes = b"
 
 def routed(pkt: Packet | bytes, out_port: int) -> bytes:
     """What the switch should emit for ``pkt`` routed out of ``out_port``: new MACs, TTL - 1 and
-    the IPv4 header checksum recomputed; every byte after the IPv4 header unchanged."""
+    the IPv4 header checksum recomputed; every byte after the IPv4 header unchanged. For IPv6: new
+    MACs and hop limit - 1, every other byte unchanged."""
     raw = bytearray(bytes(pkt))
     raw[0:6] = bytes.fromhex(host_mac(out_port).replace(":", ""))
     raw[6:12] = bytes.fromhex(switch_mac(out_port).replace(":", ""))
+    if raw[12:14] == b"\x86\xdd":
+        raw[14 + 7] -= 1  # hop limit
+        return bytes(raw)
     ihl_bytes = (raw[14] & 0x0F) * 4
     raw[14 + 8] -= 1  # TTL
     raw[14 + 10 : 14 + 12] = b"\0\0"
@@ -228,6 +250,8 @@ class AckwiseTest(BaseTest):
 
     program = "ack_switch"
     cpu_port: int | None = None
+    # The program handles IPv6 (defines ACKWISE_IPV6: every program but thinning_floor).
+    ipv6 = True
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
@@ -283,14 +307,19 @@ class AckwiseTest(BaseTest):
         self.install_routes()
 
     def install_routes(self) -> None:
+        """A route to each host's IPv4 /24 and, where the program handles IPv6, its IPv6 /64."""
         assert self.client is not None
         for port in PORTS:
-            self.client.table_add(
-                "forwarding.ipv4_lpm",
-                "route",
-                {"dst_addr": f"10.0.{port}.0/24"},
-                {"port": port, "src_mac": switch_mac(port), "dst_mac": host_mac(port)},
-            )
+            routes = [(TABLE_FORWARDING_IPV4_LPM, f"10.0.{port}.0/24")]
+            if self.ipv6:
+                routes.append((TABLE_FORWARDING_IPV6_LPM, f"fd00:0:0:{port}::/64"))
+            for table, prefix in routes:
+                self.client.table_add(
+                    table,
+                    "route",
+                    {"dst_addr": prefix},
+                    {"port": port, "src_mac": switch_mac(port), "dst_mac": host_mac(port)},
+                )
 
     # ---- helpers ----
 

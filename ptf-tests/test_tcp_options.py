@@ -9,8 +9,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ackwise.twins.p4names import REGISTER_PROBE_PARSED, ProbeCell
-from ackwise.twins.packets import fix_tcp_checksum, sack_option, timestamps_option
+from ackwise.twins.p4names import IP_PROTO_TCP, IPV6_EXT_DEST_OPTIONS, REGISTER_PROBE_PARSED, ProbeCell
+from ackwise.twins.packets import fix_tcp_checksum, sack_option, tcp_offset, timestamps_option
 from base_test import AckwiseTest, routed, tcp_segment
 
 NOP, EOL = b"\x01", b"\x00"
@@ -174,48 +174,92 @@ LAYOUTS = [
 ]
 
 
-def segment(layout: Layout, seq: int = 1000) -> bytes:
-    return bytes(
+def segment(layout: Layout, seq: int = 1000, ip_version: int = 4, ipv6_ext: bytes = b"") -> bytes:
+    """The layout's segment from host 1 to host 2; over IPv6, ``ipv6_ext`` (extension headers
+    whose last Next Header is TCP's) between the IPv6 header and TCP."""
+    raw = bytes(
         tcp_segment(
-            1, 2, seq=seq, ack=777, flags=layout.flags, raw_options=layout.options, payload=layout.payload
+            1,
+            2,
+            seq=seq,
+            ack=777,
+            flags=layout.flags,
+            raw_options=layout.options,
+            payload=layout.payload,
+            ip_version=ip_version,
         )
     )
+    if not ipv6_ext:
+        return raw
+    head = bytearray(raw[: 14 + 40])
+    head[14 + 4 : 14 + 6] = (int.from_bytes(head[14 + 4 : 14 + 6], "big") + len(ipv6_ext)).to_bytes(2, "big")
+    head[14 + 6] = IPV6_EXT_DEST_OPTIONS
+    return bytes(head) + ipv6_ext + raw[14 + 40 :]
+
+
+# Two Destination Options headers (8 and 16 bytes of PadN), the last one followed by TCP.
+IPV6_EXT = bytes([IPV6_EXT_DEST_OPTIONS, 0, 1, 4, 0, 0, 0, 0]) + bytes([IP_PROTO_TCP, 1, 1, 12]) + bytes(12)
 
 
 class OptionsPassThroughTest(AckwiseTest):
-    """ack_switch re-emits every option layout exactly as it arrived (checksums included)."""
+    """ack_switch re-emits every option layout exactly as it arrived (checksums included); for
+    IPv6 (...6), also behind extension headers."""
+
+    ip_version = 4
 
     def runTest(self) -> None:
+        exts = (b"",) if self.ip_version == 4 else (b"", IPV6_EXT)
         for layout in LAYOUTS:
-            with self.subTest(layout.name):
-                pkt = segment(layout)
-                self.send(1, pkt)
-                self.expect(routed(pkt, 2), 2)
+            for ext in exts:
+                with self.subTest(layout.name, ext=len(ext)):
+                    pkt = segment(layout, ip_version=self.ip_version, ipv6_ext=ext)
+                    self.send(1, pkt)
+                    self.expect(routed(pkt, 2), 2)
         self.expect_nothing_else()
+
+
+class OptionsPassThroughTest6(OptionsPassThroughTest):
+    ip_version = 6
 
 
 class OptionsParsedTest(AckwiseTest):
     """The parser reads MSS, WS, SACK-permitted, SACK blocks and timestamps, flags unknown ones."""
 
     program = "parser_probe"
+    ip_version = 4
 
     def runTest(self) -> None:
-        for n, layout in enumerate(LAYOUTS, 1):
-            with self.subTest(layout.name):
-                pkt = segment(layout)
-                self.send(1, pkt)
-                self.expect(routed(pkt, 2), 2)
-                self.assertEqual(self.register(REGISTER_PROBE_PARSED, ProbeCell.SEGMENTS), n)
-                self.assertEqual(self.register(REGISTER_PROBE_PARSED, ProbeCell.MALFORMED_REASON), 0)
-                for cell, value in layout.expect.items():
-                    self.assertEqual(self.register(REGISTER_PROBE_PARSED, cell), value, f"probe cell {cell}")
+        exts = (b"",) if self.ip_version == 4 else (b"", IPV6_EXT)
+        n = 0
+        for layout in LAYOUTS:
+            for ext in exts:
+                with self.subTest(layout.name, ext=len(ext)):
+                    pkt = segment(layout, ip_version=self.ip_version, ipv6_ext=ext)
+                    self.send(1, pkt)
+                    self.expect(routed(pkt, 2), 2)
+                    n += 1
+                    self.assertEqual(self.register(REGISTER_PROBE_PARSED, ProbeCell.SEGMENTS), n)
+                    self.assertEqual(self.register(REGISTER_PROBE_PARSED, ProbeCell.MALFORMED_REASON), 0)
+                    for cell, value in layout.expect.items():
+                        self.assertEqual(
+                            self.register(REGISTER_PROBE_PARSED, cell), value, f"probe cell {cell}"
+                        )
+
+
+class OptionsParsedTest6(OptionsParsedTest):
+    """The same over IPv6, and behind two Destination Options headers: the payload length is the
+    IPv6 payload length less the extension headers and the TCP header."""
+
+    ip_version = 6
 
 
 class TcpChecksumRewriteTest(AckwiseTest):
     """A program that rewrites a TCP field gets a TCP checksum recomputed over the pseudo-header,
-    the header, every option and the payload (odd and even lengths)."""
+    the header, every option and the payload (odd and even lengths); for IPv6 (...6), over IPv6's
+    pseudo-header, also behind extension headers (their bytes out of the upper-layer length)."""
 
     program = "parser_probe"
+    ip_version = 4
 
     def install_entries(self) -> None:
         self.install_routes()
@@ -223,16 +267,22 @@ class TcpChecksumRewriteTest(AckwiseTest):
         self.client.register_write("probe.rewrite_window", 0, 0x1234)
 
     def runTest(self) -> None:
+        exts = (b"",) if self.ip_version == 4 else (b"", IPV6_EXT)
         for layout in (LAYOUTS[0], LAYOUTS[3], LAYOUTS[4], LAYOUTS[10], LAYOUTS[12]):
-            with self.subTest(layout.name):
-                pkt = segment(layout)
-                self.send(1, pkt)
-                expected = bytearray(routed(pkt, 2))
-                tcp_at = 14 + (expected[14] & 0x0F) * 4
-                expected[tcp_at + 14 : tcp_at + 16] = (0x1234).to_bytes(2, "big")
-                fix_tcp_checksum(expected)
-                self.assertNotEqual(
-                    expected[tcp_at + 16 : tcp_at + 18], bytes(pkt)[tcp_at + 16 : tcp_at + 18]
-                )
-                self.expect(bytes(expected), 2)
+            for ext in exts:
+                with self.subTest(layout.name, ext=len(ext)):
+                    pkt = segment(layout, ip_version=self.ip_version, ipv6_ext=ext)
+                    self.send(1, pkt)
+                    expected = bytearray(routed(pkt, 2))
+                    tcp_at, _ = tcp_offset(expected)
+                    expected[tcp_at + 14 : tcp_at + 16] = (0x1234).to_bytes(2, "big")
+                    fix_tcp_checksum(expected)
+                    self.assertNotEqual(
+                        expected[tcp_at + 16 : tcp_at + 18], bytes(pkt)[tcp_at + 16 : tcp_at + 18]
+                    )
+                    self.expect(bytes(expected), 2)
         self.expect_nothing_else()
+
+
+class TcpChecksumRewriteTest6(TcpChecksumRewriteTest):
+    ip_version = 6

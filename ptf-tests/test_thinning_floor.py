@@ -12,6 +12,7 @@ from test_ack_thinning import ThinningTest
 
 class FloorTest(ThinningTest):
     program = "thinning_floor"
+    ipv6 = False  # IPv4 only: it stays the program issue 35's bounds were measured against
     d = 4
 
     def install_entries(self) -> None:

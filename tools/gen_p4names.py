@@ -17,8 +17,8 @@ not a guess:
   and are left out. Code under ``#if``/``#ifdef`` (other than an include guard) is refused: which
   branch p4c takes is not known here (an ``#if`` that holds only an ``#error`` is a check, and fine).
   The exception is ``#ifdef`` of a program's own flag (PROGRAM_FLAGS, without ``#else``): what it
-  adds for that program (ack_switch's working headers in the shared metadata) is read as taken,
-  that program being the one the control plane talks to.
+  adds for that program (ack_switch's working headers in the shared metadata, IPv6 in every program
+  but thinning_floor) is read as taken, that program being one the control plane talks to.
 - ``typedef bit<N> name_t;`` and ``const TYPE NAME = <integer expression>;`` at the top level.
   Expressions may use integer literals (``0x10``, ``8w3``), other constants, ``( )`` and
   ``~ * + - << >> & ^ |`` with P4's (C's) precedence. A value must fit its ``bit<N>``.
@@ -345,8 +345,10 @@ def _comment_start(line: str, where: str) -> int | None:
 
 
 # Macros a program defines before its includes, so that a shared file adds what only that program
-# uses (headers.p4: ack_switch's working headers); code under `#ifdef` of one is read as taken.
-PROGRAM_FLAGS = ("ACKWISE_ACK_SWITCH",)
+# uses (headers.p4: ack_switch's working headers; IPv6, in every program but the yardstick
+# thinning_floor; checksums.p4: the TCP checksum over IPv6's pseudo-header, in programs that
+# rewrite TCP over IPv6); code under `#ifdef` of one is read as taken.
+PROGRAM_FLAGS = ("ACKWISE_ACK_SWITCH", "ACKWISE_IPV6", "ACKWISE_IPV6_TCP_REWRITE")
 
 
 def parse_preprocessor(source: Source, facts: P4Facts) -> str:

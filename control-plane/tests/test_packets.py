@@ -1,9 +1,12 @@
 """The Python TCP view reads what the P4 parser reads."""
 
+import pytest
 from scapy.layers.inet import IP, TCP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting, PadN
+from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from ackwise.twins.packets import ACK, parse_ipv4_tcp
+from ackwise.twins.packets import ACK, fix_tcp_checksum, parse_ipv4_tcp, tcp_offset
 
 
 def test_options_and_payload() -> None:
@@ -52,3 +55,58 @@ def test_syn_options_unknown_and_malformed() -> None:
     bad = bytes(IP() / TCP(dataofs=6, flags="A") / Raw(load=bytes([8, 0, 0, 0])))
     assert parse_ipv4_tcp(bad).unknown_option  # type: ignore[union-attr]
     assert parse_ipv4_tcp(bytes(IP(proto=17) / Raw(load=b"u" * 8))) is None
+
+
+def _tcp(payload: bytes) -> TCP:
+    return TCP(
+        sport=1,
+        dport=2,
+        seq=5,
+        ack=7,
+        flags="PA",
+        window=9,
+        options=[("NOP", None), ("NOP", None), ("Timestamp", (1, 2))],
+    ) / Raw(load=payload)
+
+
+def _checksum_fixed(frame: bytes) -> tuple[bytes, bytes]:
+    """(the frame as scapy computed it, the frame with its TCP checksum zeroed then fixed)."""
+    tcp_at, _ = tcp_offset(frame)
+    spoiled = bytearray(frame)
+    spoiled[tcp_at + 16 : tcp_at + 18] = b"\xde\xad"
+    fix_tcp_checksum(spoiled)
+    return frame, bytes(spoiled)
+
+
+def test_fix_tcp_checksum_over_ipv4_and_ipv6() -> None:
+    """The pseudo-header of either IP version (RFC 793, RFC 8200 8.1), odd and even payloads, and over
+    IPv6 behind the extension headers the switch follows: the upper-layer length excludes them and
+    Next Header is TCP's, whatever the IPv6 header's says. Scapy's checksums are the reference."""
+    for payload in (b"", b"x", b"xy" * 700):
+        frames = [
+            Ether() / IP(src="10.0.1.1", dst="10.0.2.1") / _tcp(payload),
+            Ether() / IPv6(src="fd00:0:0:1::1", dst="fd00:0:0:2::1") / _tcp(payload),
+            Ether()
+            / IPv6(src="fd00:0:0:1::1", dst="fd00:0:0:2::1")
+            / IPv6ExtHdrHopByHop()
+            / IPv6ExtHdrDestOpt(options=[PadN(optdata=b"\0" * 12)])
+            / IPv6ExtHdrRouting(segleft=0)
+            / _tcp(payload),
+        ]
+        for frame in frames:
+            expected, fixed = _checksum_fixed(bytes(frame))
+            assert fixed == expected, frame.summary()
+
+
+def test_fix_tcp_checksum_refuses_a_routing_header_with_segments_left() -> None:
+    """Its pseudo-header holds the final destination, which fix_tcp_checksum does not read."""
+    frame = bytearray(
+        bytes(
+            Ether()
+            / IPv6(src="fd00:0:0:1::1", dst="fd00:0:0:2::1")
+            / IPv6ExtHdrRouting(addresses=["fd00:0:0:3::1"], segleft=1)
+            / _tcp(b"x")
+        )
+    )
+    with pytest.raises(ValueError, match="segments left"):
+        fix_tcp_checksum(frame)

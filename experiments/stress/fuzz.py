@@ -21,21 +21,23 @@ input's fate is then read from the outputs with its tag:
 - *to agent*, *spoofed* (ap_proxy): a copy on the CPU port, a station ACK consumed there, an ACK
   made for the sender from a data segment.
 
-What each input may come to is decided from its bytes alone, by a model of what the switch must
-do: the Ethernet type, IPv4 header (IHL, checksum, TTL, fragments), TCP header and options as
+What each input may come to is decided from its bytes alone, by a model of what the switch must do:
+the Ethernet type, IPv4 header (IHL, checksum, TTL, fragments), TCP header and options as
 p4src/include/parser.p4 reads them (malformed: data offset below 5, an option length 0 or 1, an
-option past the data offset, a packet ending inside a header). A packet the switch may drop is
-one of: IHL below 5, an IPv4 header cut short, a bad IPv4 checksum, TTL 0 or 1, and a pure ACK
-that is well formed, unfragmented and carries no option the switch does not interpret, under a
-thinning policy. Anything else must be forwarded exactly. A violation is an input whose fate is
-not one it may have, an output with a checksum that was right on input and is wrong now, an output
-no input explains, a valid flow's data segment that did not come out, or a burst whose markers did
-not (the switch stopped forwarding). At the end of each configuration the switch's own counters
-must add up: the inputs dropped equal forwarding.drops + parser.malformed[IHL] + the ACKs thinned
-and filtered, and parser.malformed counts exactly the inputs the model calls malformed. The stats
-counters (ack_thinning.stats, ack_filter.stats, ap.stats) are reported cell by cell, by name, as
-many cells as the program has.
-"""
+option past the data offset, a packet ending inside a header), and behind the IPv6 EtherType the
+IPv6 header and its extension headers as the parser follows or skips them. A packet the switch may
+drop is one of: IHL below 5, an IPv4 header cut short, an IPv6 header it cannot read (another
+version, cut short, a payload length inside an extension header), a bad IPv4 checksum, TTL 0 or 1,
+and a pure ACK that is well formed, unfragmented and carries no option the switch does not
+interpret, under a thinning policy. Anything else must be forwarded exactly. A violation is an
+input whose fate is not one it may have, an output with a checksum that was right on input and is
+wrong now, an output no input explains, a valid flow's data segment that did not come out, or a
+burst whose markers did not (the switch stopped forwarding). At the end of each configuration the
+switch's own counters must add up: the inputs dropped equal forwarding.drops +
+parser.malformed[IHL, IPv4 header, IPv6 header] + the ACKs thinned and filtered, and
+parser.malformed counts exactly the inputs the model calls malformed. The stats counters
+(ack_thinning.stats, ack_filter.stats, ap.stats) are reported cell by cell, by name, as many cells
+as the program has."""
 
 from __future__ import annotations
 
@@ -80,6 +82,22 @@ from ackwise.twins.p4names import (
     COUNTER_FORWARDING_DROPS,
     COUNTER_PARSER_MALFORMED,
     ETHERTYPE_AGENT_HEARTBEAT,
+    ETHERTYPE_IPV6,
+    IP_PROTO_TCP,
+    IP_PROTO_UDP,
+    IPV6_EXT_AH,
+    IPV6_EXT_DEST_OPTIONS,
+    IPV6_EXT_ESP,
+    IPV6_EXT_EXPERIMENTAL_1,
+    IPV6_EXT_EXPERIMENTAL_2,
+    IPV6_EXT_FRAGMENT,
+    IPV6_EXT_HEADERS_MAX,
+    IPV6_EXT_HIP,
+    IPV6_EXT_HOP_BY_HOP,
+    IPV6_EXT_LEN_MAX,
+    IPV6_EXT_MOBILITY,
+    IPV6_EXT_ROUTING,
+    IPV6_EXT_SHIM6,
     REGISTER_AP_WINDOW_UPDATES,
     TCP_OPTIONS_MAX,
     ApStat,
@@ -127,8 +145,100 @@ class Model:
     tcp_ok: bool = False  # TCP checksum right (over the IPv4 total length)
 
 
+# The IPv6 extension headers the parser follows, and those it stops at (counted: ipv6_ext_skipped).
+IPV6_EXT_FOLLOWED = {IPV6_EXT_HOP_BY_HOP, IPV6_EXT_ROUTING, IPV6_EXT_DEST_OPTIONS}
+IPV6_EXT_NOT_FOLLOWED = {
+    IPV6_EXT_FRAGMENT,
+    IPV6_EXT_ESP,
+    IPV6_EXT_AH,
+    IPV6_EXT_MOBILITY,
+    IPV6_EXT_HIP,
+    IPV6_EXT_SHIM6,
+    IPV6_EXT_EXPERIMENTAL_1,
+    IPV6_EXT_EXPERIMENTAL_2,
+}
+
+
+def model_ipv6(ip: bytes) -> Model:
+    """What the parser makes of what follows the IPv6 EtherType (no IPv6 routes here: a readable
+    packet is switched on its MAC, untouched). In the parser's order: each extension header's
+    first 4 bytes looked at, one too long skipped, the header extracted; the payload length checked
+    against them all at the chain's end."""
+    m = Model()
+    cut_short = "ipv6_header", "bad ipv6 header", True
+    if len(ip) < 40 or ip[0] >> 4 != 6:
+        m.malformed, m.may_drop, m.must_drop = cut_short
+        return m
+    payload_len, next_header, at = int.from_bytes(ip[4:6], "big"), ip[6], 40
+    for _ in range(IPV6_EXT_HEADERS_MAX):
+        if next_header not in IPV6_EXT_FOLLOWED:
+            break
+        if len(ip) < at + 4:
+            m.malformed, m.may_drop, m.must_drop = cut_short
+            return m
+        if ip[at + 1] > IPV6_EXT_LEN_MAX:
+            m.malformed = "ipv6_ext_skipped"
+            return m
+        size = (ip[at + 1] + 1) * 8
+        if len(ip) < at + size:
+            m.malformed, m.may_drop, m.must_drop = cut_short
+            return m
+        next_header, at = ip[at], at + size
+    if at - 40 > payload_len:
+        m.malformed, m.may_drop, m.must_drop = cut_short
+    elif next_header in IPV6_EXT_NOT_FOLLOWED or (next_header in IPV6_EXT_FOLLOWED and at > 40):
+        m.malformed = "ipv6_ext_skipped"  # not followed, or one more than the parser follows
+    elif next_header == IP_PROTO_UDP and len(ip) < at + 8:
+        m.malformed = "truncated"
+    elif next_header == IP_PROTO_TCP:
+        # Parsed, but left alone by the policies and the AP proxy until the flow key covers IPv6:
+        # never thinnable, never spoofed for (m.tcp stays False).
+        m.malformed, _ = tcp_verdict(ip[at:])
+    return m
+
+
+def tcp_verdict(tcp: bytes) -> tuple[str, bool]:
+    """What the parser makes of a TCP header and its options, over IPv4 or IPv6: its malformed
+    reason ("" if none), and whether it carries an option the pipeline does not interpret."""
+    if len(tcp) < 20:
+        return "truncated", False
+    doff = (tcp[12] >> 4) * 4
+    if doff < 20:
+        return "tcp_data_offset", False
+    unknown = False
+    i, count = 20, 0
+    while i < doff:
+        if i >= len(tcp):
+            return "truncated", unknown
+        kind = tcp[i]
+        if kind == 0:
+            break  # the rest is padding
+        if kind == 1:
+            i, count = i + 1, count + 1
+            continue
+        if i + 1 >= doff:
+            return "tcp_option_overrun", unknown
+        if i + 1 >= len(tcp):
+            return "truncated", unknown
+        length = tcp[i + 1]
+        if length < 2:
+            return "tcp_option_length", unknown
+        if i + length > doff:
+            return "tcp_option_overrun", unknown
+        if i + length > len(tcp):
+            return "truncated", unknown
+        if kind not in KNOWN_OPTIONS or length not in OPTION_LENGTHS.get(kind, ()):
+            unknown = True
+        i, count = i + length, count + 1
+    if len(tcp) < doff:
+        return "truncated", unknown  # the parser reads up to the data offset, padding after an EOL too
+    return "", unknown or count > TCP_OPTIONS_MAX
+
+
 def model(f: bytes, policy: str) -> Model:
     m = Model()
+    if len(f) >= 14 and int.from_bytes(f[12:14], "big") == ETHERTYPE_IPV6:
+        return model_ipv6(f[14:])
     if len(f) < 14 or f[12:14] != b"\x08\x00":
         return m
     m.ipv4 = True
@@ -163,45 +273,9 @@ def model(f: bytes, policy: str) -> Model:
         seg = bytes(tcp[: total_len - ihl])
         pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(seg))
         m.tcp_ok = checksum(bytes(pseudo) + seg) == 0
-    if doff < 20:
-        m.malformed = "tcp_data_offset"
+    m.malformed, unknown = tcp_verdict(tcp)
+    if m.malformed:
         return m
-    unknown = False
-    i, count = 20, 0
-    while i < doff:
-        if i >= len(tcp):
-            m.malformed = "truncated"
-            return m
-        kind = tcp[i]
-        if kind == 0:
-            break  # the rest is padding
-        if kind == 1:
-            i, count = i + 1, count + 1
-            continue
-        if i + 1 >= doff:
-            m.malformed = "tcp_option_overrun"
-            return m
-        if i + 1 >= len(tcp):
-            m.malformed = "truncated"
-            return m
-        length = tcp[i + 1]
-        if length < 2:
-            m.malformed = "tcp_option_length"
-            return m
-        if i + length > doff:
-            m.malformed = "tcp_option_overrun"
-            return m
-        if i + length > len(tcp):
-            m.malformed = "truncated"
-            return m
-        if kind not in KNOWN_OPTIONS or length not in OPTION_LENGTHS.get(kind, ()):
-            unknown = True
-        i, count = i + length, count + 1
-    if len(tcp) < doff:
-        m.malformed = "truncated"  # the parser reads up to the data offset, padding after an EOL too
-        return m
-    if count > TCP_OPTIONS_MAX:
-        unknown = True
     m.pure_ack = bool(flags & 0x10) and payload_len == 0 and not flags & 0x07
     # What the safety contract would keep whatever the policy says: flags, unknown options, a
     # fragment of a bigger segment (its payload is in the other fragments).
@@ -752,7 +826,8 @@ class Fuzzer:
         malformed = c.counter_read_all(COUNTER_PARSER_MALFORMED)
         switch_malformed = {name: n for name, n in named_cells(malformed, MalformedReason).items() if n}
         dropped_malformed = {
-            r: malformed[r].packets for r in (MalformedReason.IPV4_IHL, MalformedReason.IPV4_HEADER)
+            r: malformed[r].packets
+            for r in (MalformedReason.IPV4_IHL, MalformedReason.IPV4_HEADER, MalformedReason.IPV6_HEADER)
         }
         self.report.counters[COUNTER_FORWARDING_DROPS] = drops
         self.report.counters[COUNTER_PARSER_MALFORMED] = switch_malformed
@@ -799,6 +874,7 @@ class Fuzzer:
                 f"counters do not add up: {observed} inputs dropped, the switch counts {switch_dropped} "
                 f"(forwarding.drops {sum(drops)}, IHL {dropped_malformed[MalformedReason.IPV4_IHL]}, "
                 f"IPv4 header {dropped_malformed[MalformedReason.IPV4_HEADER]}, "
+                f"IPv6 header {dropped_malformed[MalformedReason.IPV6_HEADER]}, "
                 f"thinned {thinned}, filtered {filtered})"
             )
         if switch_malformed != dict(self.malformed):

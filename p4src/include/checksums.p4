@@ -1,6 +1,7 @@
 // IPv4 header checksum (verified on arrival, recomputed when the header changed) and the TCP
 // checksum over pseudo-header, header, options and payload (recomputed when a program rewrote the
-// segment). Neither is touched on packets the program did not change.
+// segment; over IPv6's pseudo-header in programs that define ACKWISE_IPV6_TCP_REWRITE). Neither is
+// touched on packets the program did not change.
 #ifndef ACKWISE_CHECKSUMS_P4
 #define ACKWISE_CHECKSUMS_P4
 
@@ -44,6 +45,22 @@ control AckwiseComputeChecksum(inout headers_t hdr, inout local_metadata_t meta)
               hdr.tcp.urgent_ptr, hdr.tcp_nnts, hdr.tcp_nnsack1, hdr.tcp_nnsack2, hdr.tcp_nnsack3,
               TCP_OPTIONS_IN_ORDER, hdr.tcp_padding, hdr.spoof_ts },
             hdr.tcp.checksum, HashAlgorithm.csum16);
+#ifdef ACKWISE_IPV6_TCP_REWRITE
+        // TCP over IPv6 (RFC 8200 8.1): the pseudo-header is both addresses, the upper-layer
+        // length (l4_len: the payload length less the extension headers, as a 32-bit word) and
+        // Next Header TCP's (not the IPv6 header's, which may name an extension header). After
+        // the IPv4 calculation, which with tcp_rewritten runs too and writes a word over the
+        // invalid IPv4 header's fields: this one, last, is what leaves. Only in programs that
+        // rewrite TCP over IPv6 (they define ACKWISE_IPV6_TCP_REWRITE): its condition is a step
+        // every packet, IPv4 too, pays for (docs/performance.md, "Issue 40").
+        update_checksum_with_payload(hdr.ipv6.isValid() && hdr.tcp.isValid() && meta.tcp_rewritten,
+            { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, 16w0, meta.l4_len, 24w0, IP_PROTO_TCP,
+              hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
+              hdr.tcp.data_offset, hdr.tcp.reserved, hdr.tcp.flags, hdr.tcp.window,
+              hdr.tcp.urgent_ptr, hdr.tcp_nnts, hdr.tcp_nnsack1, hdr.tcp_nnsack2, hdr.tcp_nnsack3,
+              TCP_OPTIONS_IN_ORDER, hdr.tcp_padding, hdr.spoof_ts },
+            hdr.tcp.checksum, HashAlgorithm.csum16);
+#endif
         update_checksum(hdr.tcp.isValid() && meta.tcp_rewritten_header_only,
             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, meta.l4_len,
               hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,

@@ -11,6 +11,19 @@
 // an unknown option.
 #define TCP_OPTIONS_MAX 10
 #define IPV4_LPM_TABLE_SIZE 1024
+#define IPV6_LPM_TABLE_SIZE 1024
+// IPv6 extension headers the parser follows per packet (Hop-by-Hop, Routing, Destination Options:
+// RFC 8200's order has at most four of them before the upper layer). A packet with more, or with
+// one longer than IPV6_EXT_LEN_MAX, is forwarded untouched and counted (MALFORMED_IPV6_EXT_SKIPPED).
+#define IPV6_EXT_HEADERS_MAX 4
+// The longest extension header followed, in its own Hdr Ext Len units (8 bytes beyond the first
+// 8): 31, 256 bytes, e.g. a segment routing header with 15 segments.
+#define IPV6_EXT_LEN_MAX 31
+// Hdr Ext Len's bits above IPV6_EXT_LEN_MAX in an extension header's first 4 bytes (any set: longer).
+#define IPV6_EXT_LEN_ABOVE_MAX_MASK 0x00E00000
+#if IPV6_EXT_LEN_MAX != 31
+#error "IPV6_EXT_LEN_ABOVE_MAX_MASK is for IPV6_EXT_LEN_MAX 31: update it with it"
+#endif
 #define L2_EXACT_TABLE_SIZE 1024
 // Flow records: one per slot, two half-flow records (one per direction) per slot.
 #define FLOW_SLOTS 4096
@@ -26,20 +39,39 @@
 const bit<32> BMV2_DEFAULT_QUEUE_DEPTH_PKTS = 64;   // simple_switch's egress queue
 
 // One slot per malformed_reason_t / drop_reason_t value below.
-#define MALFORMED_REASONS 8
+#define MALFORMED_REASONS 10
 #define DROP_REASONS 8
 
 // ---- Widths ----
 typedef bit<9> port_t;
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
+typedef bit<128> ipv6_addr_t;
 typedef bit<32> tcp_seq_t;
 typedef bit<48> time_us_t;     // bmv2's ingress_global_timestamp: microseconds since start
 
 // ---- Protocol numbers ----
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_IPV6 = 0x86DD;
 const bit<8> IP_PROTO_TCP = 6;
 const bit<8> IP_PROTO_UDP = 17;
+// IPv6 Next Header values of extension headers (RFC 8200 4; IANA's IPv6 Extension Header Types).
+// Followed: Hop-by-Hop, Routing and Destination Options share one layout (next header, length,
+// data). Not followed (forwarded untouched, counted): a Fragment header (like an IPv4 fragment,
+// only the whole segment's TCP header is read), ESP (encrypted), AH, and the rest, whose upper
+// layer the switch does not look for.
+const bit<8> IPV6_EXT_HOP_BY_HOP = 0;
+const bit<8> IPV6_EXT_ROUTING = 43;
+const bit<8> IPV6_EXT_FRAGMENT = 44;
+const bit<8> IPV6_EXT_ESP = 50;
+const bit<8> IPV6_EXT_AH = 51;
+const bit<8> IPV6_NO_NEXT_HEADER = 59;
+const bit<8> IPV6_EXT_DEST_OPTIONS = 60;
+const bit<8> IPV6_EXT_MOBILITY = 135;
+const bit<8> IPV6_EXT_HIP = 139;
+const bit<8> IPV6_EXT_SHIM6 = 140;
+const bit<8> IPV6_EXT_EXPERIMENTAL_1 = 253;
+const bit<8> IPV6_EXT_EXPERIMENTAL_2 = 254;
 
 const bit<8> TCP_FLAG_FIN = 0x01;
 const bit<8> TCP_FLAG_SYN = 0x02;
@@ -71,12 +103,19 @@ const malformed_reason_t MALFORMED_OTHER_PARSER_ERROR = 6;   // any other parser
 // by the end of the packet: dropped, as RFC 1812 5.2.2 asks of a router. (Found by the fuzzer:
 // such packets were routed on their first 20 bytes, their checksum verified over those alone.)
 const malformed_reason_t MALFORMED_IPV4_HEADER = 7;
+// Version not 6, a payload length shorter than the extension headers, or the fixed header or an
+// extension header cut short by the end of the packet: dropped, as MALFORMED_IPV4_HEADER.
+const malformed_reason_t MALFORMED_IPV6_HEADER = 8;
+// An extension header the parser does not follow (see IPV6_EXT_*), more than IPV6_EXT_HEADERS_MAX
+// of them, or one longer than IPV6_EXT_LEN_MAX: not malformed, but the upper layer is not read, so
+// the packet is forwarded untouched and left alone by the ACK policies; counted here.
+const malformed_reason_t MALFORMED_IPV6_EXT_SKIPPED = 9;
 
 // ---- Why the forwarding stage dropped a packet (index into the `drops` counter) ----
 typedef bit<8> drop_reason_t;
 const drop_reason_t DROP_NONE = 0;
-const drop_reason_t DROP_NO_ENTRY = 1;          // no IPv4 route and no L2 entry
-const drop_reason_t DROP_TTL_EXPIRED = 2;       // routed with TTL 0 or 1
+const drop_reason_t DROP_NO_ENTRY = 1;          // no IPv4 or IPv6 route and no L2 entry
+const drop_reason_t DROP_TTL_EXPIRED = 2;       // routed with TTL (IPv6: hop limit) 0 or 1
 const drop_reason_t DROP_IPV4_CHECKSUM = 3;     // routed with a bad IPv4 header checksum
 const drop_reason_t DROP_MALFORMED_IPV4 = 4;    // IPv4 header the parser could not read
 

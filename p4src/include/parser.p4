@@ -12,10 +12,18 @@
 
 parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
+#ifdef ACKWISE_IPV6
+    // An IPv6 extension header's first 4 bytes, then its length in bits, then 1 if the payload
+    // length ends inside the extension headers so far.
+    bit<32> ext_word;
+#endif
     state start {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+#ifdef ACKWISE_IPV6
+            ETHERTYPE_IPV6: parse_ipv6;
+#endif
             default: accept;
         }
     }
@@ -70,6 +78,109 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
             default: accept;
         }
     }
+
+    // ---- IPv6 (programs that define ACKWISE_IPV6; headers.p4 says why not all) ----
+#ifdef ACKWISE_IPV6
+    // The fixed header, then the extension headers it chains, one per pass.
+    // An IPv4 packet pays nothing for these states (the EtherType's select has one case more), and
+    // they add as few fields as they can: each temporary p4c makes is a metadata field that every
+    // packet, IPv4 too, pays for (docs/performance.md). Hence one word for the extension header's
+    // first bytes and then its length (ext_word), the depth in the state (one set of states per
+    // extension header), and selects on fields.
+
+    state parse_ipv6 {
+        // As parse_ipv4: a header cut short, or of another version, keeps this reason.
+        meta.parser_meta.malformed_reason = MALFORMED_IPV6_HEADER;
+        packet.extract(hdr.ipv6);
+        meta.l4_len = hdr.ipv6.payload_len;
+        transition select(hdr.ipv6.version) {
+            6: ipv6_header_read;
+            default: accept;  // MALFORMED_IPV6_HEADER
+        }
+    }
+
+    // What follows a header whose Next Header is `next`: an extension header followed (in the
+    // states of the next depth, `ext`), one not followed (counted), or the upper layer.
+#define IPV6_NEXT_HEADER(next, ext) select(next) { \
+            IP_PROTO_TCP: parse_tcp; \
+            IP_PROTO_UDP: parse_udp; \
+            IPV6_EXT_HOP_BY_HOP: ext; \
+            IPV6_EXT_ROUTING: ext; \
+            IPV6_EXT_DEST_OPTIONS: ext; \
+            IPV6_EXT_FRAGMENT: ipv6_ext_skipped; \
+            IPV6_EXT_ESP: ipv6_ext_skipped; \
+            IPV6_EXT_AH: ipv6_ext_skipped; \
+            IPV6_EXT_MOBILITY: ipv6_ext_skipped; \
+            IPV6_EXT_HIP: ipv6_ext_skipped; \
+            IPV6_EXT_SHIM6: ipv6_ext_skipped; \
+            IPV6_EXT_EXPERIMENTAL_1: ipv6_ext_skipped; \
+            IPV6_EXT_EXPERIMENTAL_2: ipv6_ext_skipped; \
+            default: accept; \
+        }
+
+    state ipv6_header_read {
+        meta.parser_meta.malformed_reason = MALFORMED_NONE;
+        transition IPV6_NEXT_HEADER(hdr.ipv6.next_hdr, parse_ipv6_ext_1)
+    }
+
+    // The k-th extension header: its first word (next header, length, two data bytes) looked at,
+    // one longer than IPV6_EXT_LEN_MAX skipped, else extracted ((hdr_ext_len + 1) * 8 bytes) and
+    // taken off l4_len (ext_word: whether that took it past the payload length); then the next
+    // one, or the end of the chain.
+#define IPV6_EXT_DEPTH(k, next_ext) \
+    state parse_ipv6_ext_##k { \
+        meta.parser_meta.malformed_reason = MALFORMED_IPV6_HEADER; \
+        ext_word = packet.lookahead<bit<32>>(); \
+        transition select(ext_word) { \
+            0 &&& IPV6_EXT_LEN_ABOVE_MAX_MASK: extract_ipv6_ext_##k; \
+            default: ipv6_ext_skipped; \
+        } \
+    } \
+    state extract_ipv6_ext_##k { \
+        ext_word = ((bit<32>)ext_word[23:16] << 6) + 48; \
+        packet.extract(hdr.ipv6_ext.next, ext_word); \
+        meta.l4_len = meta.l4_len - (((bit<16>)hdr.ipv6_ext.last.hdr_ext_len + 1) << 3); \
+        ext_word = (bit<32>)(bit<1>)(meta.l4_len > hdr.ipv6.payload_len); \
+        transition select(hdr.ipv6_ext.last.next_hdr) { \
+            IPV6_EXT_HOP_BY_HOP: next_ext; \
+            IPV6_EXT_ROUTING: next_ext; \
+            IPV6_EXT_DEST_OPTIONS: next_ext; \
+            default: ipv6_ext_end; \
+        } \
+    }
+
+    IPV6_EXT_DEPTH(1, parse_ipv6_ext_2)
+    IPV6_EXT_DEPTH(2, parse_ipv6_ext_3)
+    IPV6_EXT_DEPTH(3, parse_ipv6_ext_4)
+    IPV6_EXT_DEPTH(4, ipv6_ext_end)
+#if IPV6_EXT_HEADERS_MAX != 4
+#error "IPV6_EXT_DEPTH is applied 4 times: update it with IPV6_EXT_HEADERS_MAX"
+#endif
+
+    // The chain's end, checked once: a payload length that ends inside the extension headers made
+    // l4_len wrap round, larger than the payload length (the headers followed are at most 4 * 256
+    // bytes, so it cannot exceed it otherwise): MALFORMED_IPV6_HEADER. Then what follows the last
+    // one; an extension header here is a fifth.
+    // (The test is in ext_word, computed in the state before: a select on the comparison, or on
+    // ext_word computed in this state, would be a temporary.)
+    state ipv6_ext_end {
+        transition select(ext_word) {
+            0: ipv6_ext_read;
+            default: accept;   // MALFORMED_IPV6_HEADER
+        }
+    }
+
+    state ipv6_ext_read {
+        meta.parser_meta.malformed_reason = MALFORMED_NONE;
+        transition IPV6_NEXT_HEADER(hdr.ipv6_ext.last.next_hdr, ipv6_ext_skipped)
+    }
+
+    state ipv6_ext_skipped {
+        meta.parser_meta.malformed_reason = MALFORMED_IPV6_EXT_SKIPPED;
+        transition accept;
+    }
+
+#endif
 
     state parse_udp {
         packet.extract(hdr.udp);
@@ -380,6 +491,10 @@ control AckwiseDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
+#ifdef ACKWISE_IPV6
+        packet.emit(hdr.ipv6);
+        packet.emit(hdr.ipv6_ext);
+#endif
         packet.emit(hdr.tcp);
         packet.emit(hdr.tcp_nnts);
         packet.emit(hdr.tcp_nnsack1);

@@ -1,5 +1,5 @@
 // Turns what the parser recorded into one verdict: counted by reason, and dropped only when the
-// IPv4 header itself is unreadable. Every other malformed packet is forwarded unmodified and is
+// IPv4 or IPv6 header itself is unreadable. Every other malformed packet is forwarded unmodified and is
 // left alone by the ACK policies.
 #ifndef ACKWISE_PARSER_VERDICT_P4
 #define ACKWISE_PARSER_VERDICT_P4
@@ -21,7 +21,11 @@ control ParserVerdict(in error parser_error, inout malformed_reason_t reason, ou
             }
         }
         malformed = reason != MALFORMED_NONE;
-        drop = reason == MALFORMED_IPV4_IHL || reason == MALFORMED_IPV4_HEADER;
+        drop = reason == MALFORMED_IPV4_IHL || reason == MALFORMED_IPV4_HEADER
+#ifdef ACKWISE_IPV6
+            || reason == MALFORMED_IPV6_HEADER
+#endif
+            ;
         if (malformed) {
             malformed_packets.count((bit<32>)reason);
         }

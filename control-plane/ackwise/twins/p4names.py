@@ -129,6 +129,19 @@ class ApFlowState(IntEnum):
 # an unknown option.
 TCP_OPTIONS_MAX = 10
 IPV4_LPM_TABLE_SIZE = 1024
+IPV6_LPM_TABLE_SIZE = 1024
+
+# IPv6 extension headers the parser follows per packet (Hop-by-Hop, Routing, Destination Options:
+# RFC 8200's order has at most four of them before the upper layer). A packet with more, or with
+# one longer than IPV6_EXT_LEN_MAX, is forwarded untouched and counted (MALFORMED_IPV6_EXT_SKIPPED).
+IPV6_EXT_HEADERS_MAX = 4
+
+# The longest extension header followed, in its own Hdr Ext Len units (8 bytes beyond the first
+# 8): 31, 256 bytes, e.g. a segment routing header with 15 segments.
+IPV6_EXT_LEN_MAX = 31
+
+# Hdr Ext Len's bits above IPV6_EXT_LEN_MAX in an extension header's first 4 bytes (any set: longer).
+IPV6_EXT_LEN_ABOVE_MAX_MASK = 0x00E00000
 L2_EXACT_TABLE_SIZE = 1024
 
 # Flow records: one per slot, two half-flow records (one per direction) per slot.
@@ -145,13 +158,32 @@ AP_STATIONS_TABLE_SIZE = 256
 BMV2_DEFAULT_QUEUE_DEPTH_PKTS = 64  # simple_switch's egress queue
 
 # One slot per malformed_reason_t / drop_reason_t value below.
-MALFORMED_REASONS = 8
+MALFORMED_REASONS = 10
 DROP_REASONS = 8
 
 # ---- Protocol numbers ----
 ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
 IP_PROTO_TCP = 6
 IP_PROTO_UDP = 17
+
+# IPv6 Next Header values of extension headers (RFC 8200 4; IANA's IPv6 Extension Header Types).
+# Followed: Hop-by-Hop, Routing and Destination Options share one layout (next header, length,
+# data). Not followed (forwarded untouched, counted): a Fragment header (like an IPv4 fragment,
+# only the whole segment's TCP header is read), ESP (encrypted), AH, and the rest, whose upper
+# layer the switch does not look for.
+IPV6_EXT_HOP_BY_HOP = 0
+IPV6_EXT_ROUTING = 43
+IPV6_EXT_FRAGMENT = 44
+IPV6_EXT_ESP = 50
+IPV6_EXT_AH = 51
+IPV6_NO_NEXT_HEADER = 59
+IPV6_EXT_DEST_OPTIONS = 60
+IPV6_EXT_MOBILITY = 135
+IPV6_EXT_HIP = 139
+IPV6_EXT_SHIM6 = 140
+IPV6_EXT_EXPERIMENTAL_1 = 253
+IPV6_EXT_EXPERIMENTAL_2 = 254
 TCP_FLAG_FIN = 0x01
 TCP_FLAG_SYN = 0x02
 TCP_FLAG_RST = 0x04
@@ -186,6 +218,13 @@ class MalformedReason(IntEnum):
     # by the end of the packet: dropped, as RFC 1812 5.2.2 asks of a router. (Found by the fuzzer:
     # such packets were routed on their first 20 bytes, their checksum verified over those alone.)
     IPV4_HEADER = 7
+    # Version not 6, a payload length shorter than the extension headers, or the fixed header or an
+    # extension header cut short by the end of the packet: dropped, as MALFORMED_IPV4_HEADER.
+    IPV6_HEADER = 8
+    # An extension header the parser does not follow (see IPV6_EXT_*), more than IPV6_EXT_HEADERS_MAX
+    # of them, or one longer than IPV6_EXT_LEN_MAX: not malformed, but the upper layer is not read, so
+    # the packet is forwarded untouched and left alone by the ACK policies; counted here.
+    IPV6_EXT_SKIPPED = 9
 
 
 class DropReason(IntEnum):
@@ -195,8 +234,8 @@ class DropReason(IntEnum):
     """
 
     NONE = 0
-    NO_ENTRY = 1  # no IPv4 route and no L2 entry
-    TTL_EXPIRED = 2  # routed with TTL 0 or 1
+    NO_ENTRY = 1  # no IPv4 or IPv6 route and no L2 entry
+    TTL_EXPIRED = 2  # routed with TTL (IPv6: hop limit) 0 or 1
     IPV4_CHECKSUM = 3  # routed with a bad IPv4 header checksum
     MALFORMED_IPV4 = 4  # IPv4 header the parser could not read
 
@@ -447,6 +486,7 @@ TABLE_AP_STATIONS = "ap.stations"
 TABLE_ECN_PORT_THRESHOLD = "ecn.port_threshold"
 TABLE_FLOOR_POLICY = "floor.policy"
 TABLE_FORWARDING_IPV4_LPM = "forwarding.ipv4_lpm"
+TABLE_FORWARDING_IPV6_LPM = "forwarding.ipv6_lpm"
 TABLE_FORWARDING_L2_EXACT = "forwarding.l2_exact"
 TABLE_HOLDBACK_PORTS = "holdback.ports"
 TABLE_QUEUE_MODEL = "queue.model"
@@ -557,7 +597,7 @@ COUNTER_PARSER_MALFORMED = "parser.malformed"
 
 
 # ---- table key fields, by @name (a table entry's key is given by these) ----
-KEY_DST_ADDR = "dst_addr"  # floor.policy, forwarding.ipv4_lpm, forwarding.l2_exact
+KEY_DST_ADDR = "dst_addr"  # floor.policy, forwarding.ipv4_lpm, forwarding.ipv6_lpm, forwarding.l2_exact
 KEY_FLOW = "flow"  # ack_thinning.flow_policy, ack_thinning.policy
 KEY_PORT = "port"  # ap.egress_role, ap.port_role, ecn.port_threshold, holdback.ports, queue.model
 KEY_STATION = "station"  # ap.stations
@@ -703,6 +743,17 @@ HEADER_FIELDS_BITS: dict[str, tuple[tuple[str, int], ...]] = {
         ("hdr_checksum", 16),
         ("src_addr", 32),
         ("dst_addr", 32),
+    ),
+    "ipv6_h": (
+        ("version", 4),
+        ("dscp", 6),
+        ("ecn", 2),
+        ("flow_label", 20),
+        ("payload_len", 16),
+        ("next_hdr", 8),
+        ("hop_limit", 8),
+        ("src_addr", 128),
+        ("dst_addr", 128),
     ),
     "tcp_h": (
         ("src_port", 16),

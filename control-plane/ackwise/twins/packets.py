@@ -8,9 +8,19 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ackwise.twins.p4names import ETHERTYPE_IPV4, IP_PROTO_TCP
+from ackwise.twins.p4names import (
+    ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6,
+    IP_PROTO_TCP,
+    IPV6_EXT_DEST_OPTIONS,
+    IPV6_EXT_HOP_BY_HOP,
+    IPV6_EXT_ROUTING,
+)
 
 FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
+
+# The IPv6 extension headers the switch's parser follows (one layout: next header, length, data).
+_IPV6_EXT_FOLLOWED = (IPV6_EXT_HOP_BY_HOP, IPV6_EXT_ROUTING, IPV6_EXT_DEST_OPTIONS)
 
 _OPT_EOL, _OPT_NOP, _OPT_MSS, _OPT_WS, _OPT_SACK_PERMITTED, _OPT_SACK, _OPT_TS = 0, 1, 2, 3, 4, 5, 8
 
@@ -199,16 +209,44 @@ def sack_option(blocks: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> 
     )
 
 
-def fix_tcp_checksum(frame: bytearray) -> None:
-    """Recompute, in place, the TCP checksum of an Ethernet/IPv4/TCP frame from its bytes alone
-    (pseudo-header, header, options, payload), independently of any parser's view of the options."""
+def tcp_offset(frame: bytes | bytearray) -> tuple[int, int]:
+    """Where an Ethernet frame's TCP segment starts, and its length (the pseudo-header's upper-layer
+    length): behind the IPv4 header and its options, or behind the IPv6 header and the extension
+    headers the switch follows (Hop-by-Hop, Routing, Destination Options; parser.p4)."""
     ip_at = 14
+    if int.from_bytes(frame[12:14], "big") == ETHERTYPE_IPV6:
+        next_header, at = frame[ip_at + 6], ip_at + 40
+        tcp_len = int.from_bytes(frame[ip_at + 4 : ip_at + 6], "big")
+        while next_header in _IPV6_EXT_FOLLOWED:
+            if next_header == IPV6_EXT_ROUTING and frame[at + 3] != 0:
+                # RFC 8200 8.1: the pseudo-header then holds the final destination, which is in
+                # the Routing header, where each routing type keeps it differently.
+                raise ValueError("a Routing header with segments left: the final destination is not read")
+            ext_len = (frame[at + 1] + 1) * 8
+            next_header, at, tcp_len = frame[at], at + ext_len, tcp_len - ext_len
+        if next_header != IP_PROTO_TCP:
+            raise ValueError(f"IPv6 Next Header {next_header} where TCP was expected")
+        return at, tcp_len
     ihl_bytes = (frame[ip_at] & 0x0F) * 4
-    total_len = int.from_bytes(frame[ip_at + 2 : ip_at + 4], "big")
-    tcp_at = ip_at + ihl_bytes
-    tcp_len = total_len - ihl_bytes
+    return ip_at + ihl_bytes, int.from_bytes(frame[ip_at + 2 : ip_at + 4], "big") - ihl_bytes
+
+
+def fix_tcp_checksum(frame: bytearray) -> None:
+    """Recompute, in place, the TCP checksum of an Ethernet/IPv4/TCP or Ethernet/IPv6/TCP frame
+    (behind extension headers too) from its bytes alone (pseudo-header, header, options, payload),
+    independently of any parser's view of the options."""
+    ip_at = 14
+    tcp_at, tcp_len = tcp_offset(frame)
     frame[tcp_at + 16 : tcp_at + 18] = b"\0\0"
-    pseudo = bytes(frame[ip_at + 12 : ip_at + 20]) + bytes([0, frame[ip_at + 9]]) + tcp_len.to_bytes(2, "big")
+    if int.from_bytes(frame[12:14], "big") == ETHERTYPE_IPV6:
+        # RFC 8200 8.1: both addresses, the upper-layer length (32 bits), 3 zero bytes, Next Header.
+        pseudo = (
+            bytes(frame[ip_at + 8 : ip_at + 40]) + tcp_len.to_bytes(4, "big") + bytes([0, 0, 0, IP_PROTO_TCP])
+        )
+    else:
+        pseudo = (
+            bytes(frame[ip_at + 12 : ip_at + 20]) + bytes([0, frame[ip_at + 9]]) + tcp_len.to_bytes(2, "big")
+        )
     frame[tcp_at + 16 : tcp_at + 18] = checksum(pseudo + bytes(frame[tcp_at : tcp_at + tcp_len])).to_bytes(
         2, "big"
     )
