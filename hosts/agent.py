@@ -25,8 +25,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ackwise.hosts.kernel import set_quickack
-from ackwise.hosts.policies import make_policy
+from ackwise.hosts.kernel import NFQUEUE_PROC, parse_nfqueue_counters, set_quickack
+from ackwise.hosts.policies import Tack, make_policy
 from ackwise.hosts.receiver import ReceiverFlow
 from ackwise.processes import run_daemon
 from ackwise.twins.packets import parse_ipv4_tcp
@@ -45,6 +45,7 @@ class Agent:
         self.flows: dict[FlowId, ReceiverFlow] = {}
         self.rules: list[list[str]] = []
         self.stop_requested = False
+        self.queue_counters: dict[str, dict[str, int]] = {}
 
     # ---- rules ----
 
@@ -121,15 +122,33 @@ class Agent:
             self.remove_rules()
             for flow in self.flows.values():
                 flow.flush()
+            self.queue_counters = self.read_queue_counters()
             nfq_in.unbind()
             nfq_out.unbind()
+
+    def read_queue_counters(self) -> dict[str, dict[str, int]]:
+        """The kernel's counters of our two queues (read while they are bound: unbinding drops
+        them): packets the kernel dropped before the agent could see them show here only."""
+        try:
+            text = Path(NFQUEUE_PROC).read_text()
+        except OSError:
+            return {}
+        counters = parse_nfqueue_counters(text, {self.queue_in, self.queue_out})
+        names = {self.queue_in: "incoming", self.queue_out: "outgoing"}
+        return {names[q]: c for q, c in counters.items()}
 
     def report(self) -> dict[str, Any]:
         flows = {
             f"{addr}:{rport} > :{lport}": asdict(flow.stats) | {"policy_state": _policy_state(flow)}
             for (addr, rport, lport), flow in self.flows.items()
         }
-        return {"policy": self.policy, "params": self.params, "ports": self.ports, "flows": flows}
+        return {
+            "policy": self.policy,
+            "params": self.params,
+            "ports": self.ports,
+            "flows": flows,
+            "nfqueue": self.queue_counters,
+        }
 
 
 def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
@@ -143,6 +162,8 @@ def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
     for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s"):
         if hasattr(p, name):
             state[name] = getattr(p, name)
+    if isinstance(p, Tack):  # what set its ACK frequency at the end: RTTmin / beta or L MSS / bw
+        state["ack_interval_s"] = p.interval()
     return state
 
 

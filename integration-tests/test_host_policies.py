@@ -108,8 +108,9 @@ def test_receiver_acc_reacts_to_ce_marks() -> None:
     The threshold is 4 packets, below the queue BBR's 1.25 pacing gain builds each probing cycle
     (a quarter of this path's ~16-packet BDP), so the marks persist in every run. At 10 packets they
     did not: whether they persisted depended on BBR's first bandwidth estimate, and 2 of 17 runs
-    (8 at 3983648, 9 after that day's merges, 2026-11-27) ended with 220-300 marks, d = 1-2 and 61-63 % pure ACKs per
-    data segment. At 4 packets 23 of 23 runs: 481-1358 marks, 8.3-20.3 % (docs/host-policies.md)."""
+    (8 at 3983648, 9 after that day's merges, 2026-11-27) ended with 220-300 marks, d = 1-2 and
+    61-63 % pure ACKs per data segment. At 4 packets 23 of 23 runs: 481-1358 marks, 8.3-20.3 %
+    (docs/host-policies.md)."""
     with Testbed.create(
         "dumbbell",
         bottleneck="switch",

@@ -319,11 +319,13 @@ def _run_in_testbed(
         decisions = _configure_switches(testbed, run.arm, config, stack)
         flows = _flows(testbed, traffic)
         agents = []
+        agent_receivers: list[str] = []
         if run.arm.host is not None:
             host_params = host_policy_params(run.arm.host, TimeScale(testbed.time_scale))
             for receiver, ports in _receivers_ports(flows, traffic).items():
                 agent = HostAgent(testbed.host(receiver), run.arm.host.name, host_params, tuple(ports))
                 agents.append(agent.start())
+                agent_receivers.append(receiver)
                 stack.callback(agent.stop)
         captures = [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
         kept_pcaps: list[dict[str, Any]] = []
@@ -370,6 +372,11 @@ def _run_in_testbed(
     _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, k)
     if decisions is not None:
         record.series["controller"] = decisions
+    if agent_reports:  # what each receiver's agent held, sent and why (released_kept by reason)
+        record.series["host_agents"] = [
+            {"receiver": receiver, **report}
+            for receiver, report in zip(agent_receivers, agent_reports, strict=True)
+        ]
     if kept_pcaps:
         record.series["captures"] = kept_pcaps  # in the results directory's captures/
     failed = [f for f in record.flows if not f["byte_exact"]]
@@ -656,3 +663,8 @@ def _fill_metrics(
         record.series["ack_rate"].append({"flow": f"{s}->{r}", "t_s": times, "acks_per_s": rates})
     if medium:  # each transmitter's counters (A-MPDU sizes, retries, drops, airtime): the why
         record.series["medium"] = [{"name": n, **c} for n, c in transmitters(medium).items()]
+        # The wired links' counters beside it: a segment lost before the AP's queue (the wired
+        # link's queue, or the AP switch) is no medium drop, yet costs the same retransmission.
+        record.series["wired_links"] = [
+            {"name": name, **stats} for name, stats in link_stats.items() if name != "air" and stats
+        ]
