@@ -353,6 +353,7 @@ def _run_in_testbed(
                 kept_pcaps.append({"interface": capture.path.stem, "file": kept.name})
             capture.discard()
         agent_reports = [agent.stop() for agent in agents]
+        ap_proxy = _ap_proxy_report(testbed) if run.arm.ap else None
         record.provenance = {
             **testbed.provenance(),
             "scenario_file": Path(scenario.source_path).name,
@@ -372,6 +373,8 @@ def _run_in_testbed(
     _fill_metrics(record, scenario, flows, results, tcp, segments, ips, link_stats, extra, k)
     if decisions is not None:
         record.series["controller"] = decisions
+    if ap_proxy is not None:  # what the AP proxy did: spoofed, consumed, budget stalls, repairs
+        record.series["ap_proxy"] = [ap_proxy]
     if agent_reports:  # what each receiver's agent held, sent and why (released_kept by reason)
         record.series["host_agents"] = [
             {"receiver": receiver, **report}
@@ -384,6 +387,23 @@ def _run_in_testbed(
         raise ExperimentError(
             f"{len(failed)} transfer(s) not byte-exact: {failed[0]['sender']}->{failed[0]['receiver']}"
         )
+
+
+def _ap_proxy_report(testbed: Testbed) -> dict[str, Any]:
+    """The AP proxy's data-plane counters (ap.stats) and its repair agent's report, read before
+    the test bed stops; the topology's per-station budget beside them."""
+    from ackwise.features.ap import read_stats
+
+    setting = testbed.topo.meta.ap
+    if setting is None:
+        return {}
+    with testbed.switch(setting.switch).client() as client:
+        stats = read_stats(client)
+    return {
+        "budget_bytes": setting.budget_bytes,
+        "switch": stats,
+        "agent": testbed.ap_agent_report().get("counters", {}),
+    }
 
 
 AUTO = "auto"  # the switch policy that is no one policy: the per-flow controller picks each flow's
