@@ -107,12 +107,15 @@ class Fig13:
 
     preset: str
     side: str
-    goodputs: list[float]  # L = EVERY, then TACK's point
+    every: list[int]  # L = EVERY, then TACK's point (which may fall between them: 802.11b's 10)
+    goodputs: list[float]
     udp_mbps: float
 
     @property
     def non_decreasing(self) -> bool:
-        return all(b >= a for a, b in zip(self.goodputs, self.goodputs[1:], strict=False))
+        """Over L in increasing order, TACK's point where its L falls."""
+        ordered = [g for _, g in sorted(zip(self.every, self.goodputs, strict=True))]
+        return all(b >= a for a, b in zip(ordered, ordered[1:], strict=False))
 
     @property
     def tack_to_udp(self) -> float:
@@ -127,9 +130,10 @@ def fig13(rows: list[Row]) -> list[Fig13]:
         mine = [r for r in rows if r.preset == name]
         ideal = [r for r in mine if r.workload.startswith("ideal goodput")]
         (udp,) = [r for r in mine if r.workload == "saturated UDP, 1 sta"]
+        every = [int(r.workload.rsplit("L=", 1)[1].rstrip(")")) for r in ideal]
         for side in ("ns-3", "model"):
             pick = (lambda r: r.ns3_mbps) if side == "ns-3" else (lambda r: r.model_mbps)
-            out.append(Fig13(name, side, [pick(r) for r in ideal], pick(udp)))
+            out.append(Fig13(name, side, every, [pick(r) for r in ideal], pick(udp)))
     return out
 
 

@@ -52,3 +52,13 @@ def test_fig13_reads_both_sides_from_the_rows() -> None:
     assert ns3.tack_to_udp == pytest.approx(250.0 / 255.6)
     assert model.tack_to_udp == pytest.approx(255.0 / 256.3)
     assert "| 802.11n | model | no |" in run.render(rows)
+
+
+def test_tacks_point_counts_where_its_l_falls() -> None:
+    """802.11b at 80 ms: TACK's L is 10, between 8 and 16; listed last, its goodput (5.86, between
+    L = 8's 5.84 and L = 16's 5.95) read as a fall (the first make validate with it said 'no')."""
+    rows = _rows([4.48, 5.22, 5.62, 5.84, 5.95, 5.86], [4.49, 5.20, 5.62, 5.85, 5.97, 5.90], (6.07, 6.11))
+    rows[-1].workload = "ideal goodput, TACK at 80 ms (L=10)"
+    ns3, model = run.fig13(rows)
+    assert ns3.every == [1, 2, 4, 8, 16, 10]
+    assert ns3.non_decreasing and model.non_decreasing
