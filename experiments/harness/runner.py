@@ -47,6 +47,7 @@ from ackwise.experiments.measure.metrics import queue_delay_ms as queue_delay
 from ackwise.experiments.measure.pcapstats import read_segments
 from ackwise.experiments.measure.versions import tool_versions
 from ackwise.features import ecn
+from ackwise.features.ap import read_stats
 from ackwise.features.thinning import set_default_policy
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.hosts.policies import MAX_ACK_DELAY_S
@@ -392,8 +393,6 @@ def _run_in_testbed(
 def _ap_proxy_report(testbed: Testbed) -> dict[str, Any]:
     """The AP proxy's data-plane counters (ap.stats) and its repair agent's report, read before
     the test bed stops; the topology's per-station budget beside them."""
-    from ackwise.features.ap import read_stats
-
     setting = testbed.topo.meta.ap
     if setting is None:
         return {}
