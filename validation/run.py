@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from ackwise.topologies.medium_model import VirtualMedium
@@ -115,7 +116,7 @@ class Fig13:
     def non_decreasing(self) -> bool:
         """Over L in increasing order, TACK's point where its L falls."""
         ordered = [g for _, g in sorted(zip(self.every, self.goodputs, strict=True))]
-        return all(b >= a for a, b in zip(ordered, ordered[1:], strict=False))
+        return all(b >= a for a, b in pairwise(ordered))
 
     @property
     def tack_to_udp(self) -> float:
