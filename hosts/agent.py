@@ -25,8 +25,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ackwise.hosts.kernel import set_quickack
-from ackwise.hosts.policies import make_policy
+from ackwise.hosts.kernel import NFQUEUE_PROC, parse_nfqueue_counters, set_quickack
+from ackwise.hosts.policies import Tack, make_policy
 from ackwise.hosts.receiver import ReceiverFlow
 from ackwise.processes import run_daemon
 from ackwise.twins.packets import parse_ipv4_tcp
@@ -48,6 +48,7 @@ class Agent:
         # Packet times are monotonic; the record's series are on the wall clock, as the sender's
         # ss samples are (TcpSampler), so that the two line up.
         self.wall_offset_s = time.time() - time.monotonic()
+        self.queue_counters: dict[str, dict[str, int]] = {}
 
     # ---- rules ----
 
@@ -132,8 +133,20 @@ class Agent:
                     pass
             for flow in self.flows.values():
                 flow.flush()
+            self.queue_counters = self.read_queue_counters()
             nfq_in.unbind()
             nfq_out.unbind()
+
+    def read_queue_counters(self) -> dict[str, dict[str, int]]:
+        """The kernel's counters of our two queues (read while they are bound: unbinding drops
+        them): packets the kernel dropped before the agent could see them show here only."""
+        try:
+            text = Path(NFQUEUE_PROC).read_text()
+        except OSError:
+            return {}
+        counters = parse_nfqueue_counters(text, {self.queue_in, self.queue_out})
+        names = {self.queue_in: "incoming", self.queue_out: "outgoing"}
+        return {names[q]: c for q, c in counters.items()}
 
     def report(self) -> dict[str, Any]:
         flows = {
@@ -141,7 +154,13 @@ class Agent:
             | {"policy_state": _policy_state(flow), "estimate": self._estimate_series(flow)}
             for (addr, rport, lport), flow in self.flows.items()
         }
-        return {"policy": self.policy, "params": self.params, "ports": self.ports, "flows": flows}
+        return {
+            "policy": self.policy,
+            "params": self.params,
+            "ports": self.ports,
+            "flows": flows,
+            "nfqueue": self.queue_counters,
+        }
 
     def _estimate_series(self, flow: ReceiverFlow) -> dict[str, list[float]]:
         """The window estimate at each change: wall-clock times (s) and segments."""
@@ -164,6 +183,8 @@ def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
     for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s"):
         if hasattr(p, name):
             state[name] = getattr(p, name)
+    if isinstance(p, Tack):  # what set its ACK frequency at the end: RTTmin / beta or L MSS / bw
+        state["ack_interval_s"] = p.interval()
     return state
 
 

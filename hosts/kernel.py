@@ -30,3 +30,26 @@ def set_quickack(on: bool, routes: list[str] | None = None, run: Runner = _local
 
 def quickack_routes(run: Runner = _local) -> list[str]:
     return [r for r in _routes(run) if "quickack 1" in r]
+
+
+NFQUEUE_PROC = "/proc/net/netfilter/nfnetlink_queue"  # per network namespace
+
+
+def parse_nfqueue_counters(text: str, queues: set[int]) -> dict[int, dict[str, int]]:
+    """The kernel's counters of the named NFQUEUE queues, from ``NFQUEUE_PROC``'s lines
+    (nfnetlink_queue.c, seq_show: queue, peer portid, queued now, copy mode, copy range, dropped
+    for want of room in the queue, dropped when the agent's socket could not take them, last
+    packet id, 1). A packet the kernel drops here is one the agent never saw: data lost at the
+    receiver, or an ACK never sent."""
+    counters: dict[int, dict[str, int]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 8 or not fields[0].isdigit() or int(fields[0]) not in queues:
+            continue
+        counters[int(fields[0])] = {
+            "queued": int(fields[2]),
+            "queue_dropped": int(fields[5]),
+            "user_dropped": int(fields[6]),
+            "packets": int(fields[7]),
+        }
+    return counters

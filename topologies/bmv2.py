@@ -56,15 +56,23 @@ class BMv2Switch(RootNode):
         return {port: intf.name for port, intf in sorted(self.intfs.items()) if intf.name != "lo"}
 
     def port_to(self, node_name: str) -> int:
-        """This switch's port on the link to ``node_name``."""
+        """This switch's port on the link to ``node_name`` (the first, if there are several)."""
+        return self.ports_to(node_name)[0]
+
+    def ports_to(self, node_name: str) -> list[int]:
+        """This switch's ports on its links to ``node_name`` (an AP has one per station, all to
+        the medium)."""
+        ports = []
         for port, intf in self.intfs.items():
             link = intf.link
             if link is None:
                 continue
             other = link.intf2 if link.intf1 is intf else link.intf1
             if other.node.name == node_name:
-                return port
-        raise KeyError(f"{self.name} has no link to {node_name}")
+                ports.append(port)
+        if not ports:
+            raise KeyError(f"{self.name} has no link to {node_name}")
+        return ports
 
     @property
     def cpu_intfs(self) -> tuple[str, str]:

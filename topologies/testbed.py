@@ -318,10 +318,10 @@ class Testbed:
     def _set_queues(self) -> None:
         for q in self.topo.meta.queues:
             switch = self.switch(q.switch)
-            port = switch.port_to(q.toward)
             with switch.client() as client:
-                set_queue_rate(client, port, q.rate_pps)
-                set_queue_depth(client, port, q.depth_pkts)
+                for port in switch.ports_to(q.toward):
+                    set_queue_rate(client, port, q.rate_pps)
+                    set_queue_depth(client, port, q.depth_pkts)
 
     # ---- the AP proxy ----
 

@@ -187,6 +187,28 @@ def timer_distortions(k: float, rtt_ms: float) -> list[Distortion]:
     return [Distortion(t, k, rtt_ms) for t in LINUX_TIMERS]
 
 
+# ---- queues that hold BBR's startup, and what the bmv2 AP is offered ----
+
+# Linux BBR's startup gain (tcp_bbr.c, bbr_high_gain = 2885 / 1000): its pacing rate and its cwnd
+# are this many times its bandwidth estimate and BDP, so at the end of startup up to 2.885 BDPs are
+# in flight, 1.885 of them queued wherever the path is slower than the sender's pace.
+BBR_STARTUP_GAIN = 2.885
+FRAME_BYTES = 1514
+
+
+def bbr_startup_queue_pkts(bdp_segments: float) -> float:
+    """The queue BBR's startup parks at the bottleneck: 1.885 BDPs. A smaller queue overflows at
+    the end of every startup, and each loss makes the receiver answer an RTT's segments with a
+    duplicate ACK each (about a BDP of them), which the safety contract keeps."""
+    return (BBR_STARTUP_GAIN - 1) * bdp_segments
+
+
+def ap_offered_pps(wired_rate_mbps: float, capacity_mbps: float, k: float) -> float:
+    """The highest frame rate (test-bed time) at which a BBR sender's data reaches the AP switch:
+    its startup pace, BBR_STARTUP_GAIN x the medium's capacity, capped by the wired link."""
+    return min(wired_rate_mbps, BBR_STARTUP_GAIN * capacity_mbps) / k * 1e6 / (8 * FRAME_BYTES)
+
+
 # ---- what a WLAN scenario's report says of each point (the issue's header) ----
 
 PAPER_MSS_BYTES = 1500  # TACK §VII-A: "data packets are full-sized with MSS = 1500 bytes"

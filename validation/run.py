@@ -2,7 +2,8 @@
 
 Per preset (802.11b/g/n/ac): saturated UDP throughput with 1 and 3 stations sending to the AP,
 and TACK Fig. 13's "ideal goodput" (the AP sends 1518-byte frames to one station, which answers
-every L frames with one 64-byte frame; L = 1, 2, 4, 8, 16). ns-3 runs build/wifi_validation
+every L frames with one 64-byte frame; L = 1, 2, 4, 8, 16, and TACK's point: the frames one
+RTTmin / beta carries at 80 ms). ns-3 runs build/wifi_validation
 (validation/ns3/wifi_validation.cc); the model runs linkem --virtual on the same workload. Both
 count UDP payload (1472 bytes per data frame). Frame sizes as linkem sees them: 1514 and 60 bytes
 (Ethernet without FCS).
@@ -18,6 +19,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from ackwise.topologies.medium_model import VirtualMedium
@@ -30,6 +32,9 @@ DATA_FRAME_BYTES = 1514  # 1500-byte IP packet; 1518 bytes on Ethernet with the 
 PAYLOAD_BYTES = 1472  # its UDP payload
 REPLY_FRAME_BYTES = 60  # 64 bytes with the FCS: 18 bytes of UDP payload
 EVERY = (1, 2, 4, 8, 16)
+# TACK's point of Fig. 13: f = min(bw / (L MSS), beta / RTTmin) with the paper's beta = 4 and
+# L = 2 at RTTmin 80 ms (its Fig. 13 path), as frames per answer at the medium's UDP rate.
+TACK_BETA, TACK_L, TACK_RTT_MIN_S = 4, 2, 0.080
 # Per-transmitter queue, packets, on both sides: ns-3's default MAC queue (WifiMacQueue MaxSize
 # 500p). With L = 1 on 802.11ac the station gets 64 frames per A-MPDU and owes 64 answers each
 # time; a shorter queue would drop answers and flatter the goodput.
@@ -97,6 +102,50 @@ def _progress(row: Row) -> None:
     )
 
 
+def tack_every(udp_mbps: float, rtt_min_s: float = TACK_RTT_MIN_S) -> int:
+    """TACK's answer rate as frames per answer: the frames one RTTmin / beta carries at the medium's
+    UDP rate, and never fewer than L (the rule's bandwidth bound)."""
+    frames_per_s = udp_mbps * 1e6 / (8 * PAYLOAD_BYTES)
+    return max(TACK_L, round(frames_per_s * rtt_min_s / TACK_BETA))
+
+
+@dataclass
+class Fig13:
+    """TACK Fig. 13 on one side (ns-3 or the model): ideal goodput over L = 1..16 and TACK's
+    point, the UDP baseline (no answers) as ceiling."""
+
+    preset: str
+    side: str
+    every: list[int]  # L = EVERY, then TACK's point (which may fall between them: 802.11b's 10)
+    goodputs: list[float]
+    udp_mbps: float
+
+    @property
+    def non_decreasing(self) -> bool:
+        """Over L in increasing order, TACK's point where its L falls."""
+        ordered = [g for _, g in sorted(zip(self.every, self.goodputs, strict=True))]
+        return all(b >= a for a, b in pairwise(ordered))
+
+    @property
+    def tack_to_udp(self) -> float:
+        return self.goodputs[-1] / self.udp_mbps
+
+
+def fig13(rows: list[Row]) -> list[Fig13]:
+    """Fig. 13's checks per preset and side from the rows (ideal goodput rows in EVERY's order,
+    then TACK's; the 1-station saturated row as the UDP baseline: one sender, no answers)."""
+    out = []
+    for name in dict.fromkeys(r.preset for r in rows):
+        mine = [r for r in rows if r.preset == name]
+        ideal = [r for r in mine if r.workload.startswith("ideal goodput")]
+        (udp,) = [r for r in mine if r.workload == "saturated UDP, 1 sta"]
+        every = [int(r.workload.rsplit("L=", 1)[1].rstrip(")")) for r in ideal]
+        for side in ("ns-3", "model"):
+            pick = (lambda r: r.ns3_mbps) if side == "ns-3" else (lambda r: r.model_mbps)
+            out.append(Fig13(name, side, every, [pick(r) for r in ideal], pick(udp)))
+    return out
+
+
 def run_rows(binary: Path, presets: list[str]) -> list[Row]:
     rows = []
     for name in presets:
@@ -113,12 +162,15 @@ def run_rows(binary: Path, presets: list[str]) -> list[Row]:
                 )
             )
             _progress(rows[-1])
-        for every in EVERY:
+        (udp,) = [r for r in rows if r.preset == name and r.workload == "saturated UDP, 1 sta"]
+        tack = tack_every(udp.ns3_mbps)  # from ns-3's 1-station rate: the same L on both sides
+        for every in (*EVERY, tack):
             ns3 = run_ns3(binary, p, ["--mode=ideal", f"--every={every}"])
+            label = f"L={every}" if every in EVERY else f"TACK at 80 ms (L={every})"
             rows.append(
                 Row(
                     name,
-                    f"ideal goodput, L={every}",
+                    f"ideal goodput, {label}",
                     float(ns3["throughput_mbps"]),  # type: ignore[arg-type]
                     model_ideal(p, every),
                     ns3,
@@ -179,6 +231,17 @@ def render(rows: list[Row]) -> str:
     out += [
         "",
         f"Largest error {worst:.1%}; rows outside 10 %: {len(outside)}.",
+        "",
+        f"TACK Fig. 13 from these rows: ideal goodput over L = 1, 2, 4, 8, 16 and TACK's point "
+        f"(beta = {TACK_BETA}, RTTmin {TACK_RTT_MIN_S * 1000:g} ms: one answer per RTTmin / beta, as "
+        f"frames at the 1-station UDP rate), against the UDP baseline (1 station, no answers):",
+        "",
+        "| preset | side | non-decreasing in L | TACK's point / UDP baseline |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {f.preset} | {f.side} | {'yes' if f.non_decreasing else 'no'} | {f.tack_to_udp:.1%} |"
+            for f in fig13(rows)
+        ),
         "",
         "PPDU durations, the table's (wireless.py) against what ns-3 put on the air (ns-3 prints whole "
         "microseconds):",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ackwise.topologies.catalog import Wlan
+from ackwise.topologies.catalog import AP_EMULATOR_QUEUE_PKTS, Wlan
 from ackwise.topologies.timescale import (
     BBR_TIMERS,
     CHOSEN_K,
@@ -93,3 +93,15 @@ def test_wlan_scales_its_wired_link() -> None:
     forward = topo.nodeInfo("e1")["forward"]
     assert forward.delay_ms == 40 and forward.rate_bps == 25e6
     assert topo.nodeInfo("air")["preset"].scale == 4.0
+
+
+def test_the_wlan_ap_switch_queues_deep_enough_not_to_drop() -> None:
+    """bmv2's 64-packet default egress queue at the AP lost 300-1000 segments a run in issue 37's
+    pilots (none in the medium's queue): the AP's ports towards the medium and the wire get
+    AP_EMULATOR_QUEUE_PKTS, unlimited in rate; the medium's queue stays the AP's queue."""
+    topo = Wlan(n_stations=3, preset="802.11n", scale=3.0, medium_buffer_pkts=3500)
+    queues = {(q.switch, q.toward): q for q in topo.meta.queues}
+    assert set(queues) == {("ap", "air"), ("ap", "e1")}
+    for q in queues.values():
+        assert q.rate_pps == 0 and q.depth_pkts == AP_EMULATOR_QUEUE_PKTS
+    assert topo.nodeInfo("air")["limit_pkts"] == 3500

@@ -53,6 +53,7 @@ from ackwise.experiments.measure.metrics import queue_delay_ms as queue_delay
 from ackwise.experiments.measure.pcapstats import read_segments
 from ackwise.experiments.measure.versions import tool_versions
 from ackwise.features import ecn
+from ackwise.features.ap import read_stats
 from ackwise.features.thinning import set_default_policy
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.hosts.policies import MAX_ACK_DELAY_S
@@ -344,11 +345,13 @@ def _run_in_testbed(
         decisions = _configure_switches(testbed, run.arm, config, stack, mss)
         flows = _flows(testbed, traffic)
         agents = []
+        agent_receivers: list[str] = []
         if run.arm.host is not None:
             host_params = host_policy_params(run.arm.host, TimeScale(testbed.time_scale), mss)
             for receiver, ports in _receivers_ports(flows, traffic).items():
                 agent = HostAgent(testbed.host(receiver), run.arm.host.name, host_params, tuple(ports))
                 agents.append(agent.start())
+                agent_receivers.append(receiver)
                 stack.callback(agent.stop)
         captures = [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
         kept_pcaps: list[dict[str, Any]] = []
@@ -377,6 +380,7 @@ def _run_in_testbed(
                 kept_pcaps.append({"interface": capture.path.stem, "file": kept.name})
             capture.discard()
         agent_reports = [agent.stop() for agent in agents]
+        ap_proxy = _ap_proxy_report(testbed) if run.arm.ap else None
         record.provenance = {
             **testbed.provenance(),
             "scenario_file": Path(scenario.source_path).name,
@@ -404,6 +408,13 @@ def _run_in_testbed(
         _check_window_clamp(record, tcp, max_window_pkts, mss)
     if decisions is not None:
         record.series["controller"] = decisions
+    if ap_proxy is not None:  # what the AP proxy did: spoofed, consumed, budget stalls, repairs
+        record.series["ap_proxy"] = [ap_proxy]
+    if agent_reports:  # what each receiver's agent held, sent and why (released_kept by reason)
+        record.series["host_agents"] = [
+            {"receiver": receiver, **report}
+            for receiver, report in zip(agent_receivers, agent_reports, strict=True)
+        ]
     if kept_pcaps:
         record.series["captures"] = kept_pcaps  # in the results directory's captures/
     failed = [f for f in record.flows if not f["byte_exact"]]
@@ -434,6 +445,21 @@ def _check_window_clamp(
                 "Linux does); check that the receiver runs this checkout's transfer.py, or drop "
                 "max_window_pkts from the scenario"
             )
+
+
+def _ap_proxy_report(testbed: Testbed) -> dict[str, Any]:
+    """The AP proxy's data-plane counters (ap.stats) and its repair agent's report, read before
+    the test bed stops; the topology's per-station budget beside them."""
+    setting = testbed.topo.meta.ap
+    if setting is None:
+        return {}
+    with testbed.switch(setting.switch).client() as client:
+        stats = read_stats(client)
+    return {
+        "budget_bytes": setting.budget_bytes,
+        "switch": stats,
+        "agent": testbed.ap_agent_report().get("counters", {}),
+    }
 
 
 AUTO = "auto"  # the switch policy that is no one policy: the per-flow controller picks each flow's
@@ -832,3 +858,8 @@ def _fill_metrics(
         record.series["ack_rate"].append({"flow": f"{s}->{r}", "t_s": times, "acks_per_s": rates})
     if medium:  # each transmitter's counters (A-MPDU sizes, retries, drops, airtime): the why
         record.series["medium"] = [{"name": n, **c} for n, c in transmitters(medium).items()]
+        # The wired links' counters beside it: a segment lost before the AP's queue (the wired
+        # link's queue, or the AP switch) is no medium drop, yet costs the same retransmission.
+        record.series["wired_links"] = [
+            {"name": name, **stats} for name, stats in link_stats.items() if name != "air" and stats
+        ]
