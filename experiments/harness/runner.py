@@ -295,7 +295,7 @@ def execute(
     record = RunRecord(
         run_id=run.run_id,
         scenario=run.scenario,
-        point=run.point.to_dict(),
+        point=asdict(run.point),
         arm=run.arm.to_dict(),
         repeat=run.repeat,
         seed=run.seed,
