@@ -76,3 +76,13 @@ def test_reference_and_quote_are_checked() -> None:
     assert validate_figure_spec({"kind": "timeline", "title": "t", "quote": QUOTE}) == [
         "quote is for kinds metric_vs_x, relative_vs_x and bars only"
     ]
+
+
+def test_a_long_metric_label_is_wrapped_to_fit_the_axis() -> None:
+    from ackwise.experiments.harness.figures import AXIS_LABEL_CHARS, axis_label, metric_label
+
+    long = "aggregate_goodput_mbps"
+    assert len(metric_label(long)) > AXIS_LABEL_CHARS  # the label that ran off its axis
+    lines = axis_label(long).split("\n")
+    assert len(lines) > 1 and all(len(line) <= AXIS_LABEL_CHARS for line in lines)
+    assert " ".join(lines) == metric_label(long)

@@ -185,6 +185,14 @@ def metric_label(metric: str) -> str:
     return f"{info.label} ({info.unit})" if info.unit else info.label
 
 
+AXIS_LABEL_CHARS = 48  # a longer label runs off a 4.6-inch axis (seen: aggregate goodput's)
+
+
+def axis_label(metric: str) -> str:
+    """metric_label wrapped to lines an axis of the default figure holds."""
+    return "\n".join(textwrap.wrap(metric_label(metric), AXIS_LABEL_CHARS))
+
+
 def validate_figure_spec(spec: Any) -> list[str]:
     """Problems with one figure entry of a scenario (empty when it can be drawn)."""
     if not isinstance(spec, dict):
@@ -351,7 +359,7 @@ def draw_metric_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, st
     if not drawn:
         _no_data(ax, f"no ok run measured {metric}")
     _set_x_axis(ax, data, spec)
-    ax.set_ylabel(metric_label(metric))
+    ax.set_ylabel(axis_label(metric))
     if spec.get("yscale") == "log":
         ax.set_yscale("log")
     _legend(fig, ax)
@@ -395,7 +403,8 @@ def draw_relative_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, 
         if not drawn:
             _no_data(ax, f"no arm has {metric} where {name} has it too")
     _set_x_axis(ax, data, spec)
-    ax.set_ylabel(f"{METRICS[metric].label}\nrelative to {'the reference' if named else 'baseline'} (×)")
+    label = "\n".join(textwrap.wrap(METRICS[metric].label, AXIS_LABEL_CHARS))
+    ax.set_ylabel(f"{label}\nrelative to {'the reference' if named else 'baseline'} (×)")
     _legend(fig, ax)
     direction = METRICS[metric].better
     reading = {
@@ -440,8 +449,8 @@ def draw_acks_vs_goodput(spec: dict[str, Any], data: FigureData) -> tuple[Figure
             drawn = True
     if not drawn:
         _no_data(ax, f"no ok run has both {x_metric} and {y_metric}")
-    ax.set_xlabel(metric_label(x_metric))
-    ax.set_ylabel(metric_label(y_metric))
+    ax.set_xlabel(axis_label(x_metric))
+    ax.set_ylabel(axis_label(y_metric))
     for key, setter in (("xscale", ax.set_xscale), ("yscale", ax.set_yscale)):
         if spec.get(key) == "log":
             setter("log")
@@ -501,7 +510,7 @@ def draw_bars(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
         _no_data(ax, f"no ok run measured {metric}")
     ax.set_xticks(range(len(data.points)), [str(p.get("label")) for p in data.points])
     ax.set_xlabel(data.axis_label)
-    ax.set_ylabel(metric_label(metric))
+    ax.set_ylabel(axis_label(metric))
     ax.grid(axis="x", visible=False)
     _legend(fig, ax)
     caption = (
