@@ -13,6 +13,8 @@ from pathlib import Path
 import leftovers
 from conftest import VENV_BIN, loss_free_buffer_pkts
 
+from ackwise.experiments.harness.demo import DEMO_POINT
+from ackwise.experiments.harness.scenario import load
 from ackwise.experiments.measure.pcapstats import read_frames, read_segments
 from ackwise.experiments.measure.traffic import Capture, OnOffUdp, TcpSampler, run_transfers
 from ackwise.topologies.testbed import Testbed
@@ -141,7 +143,7 @@ def running_test_bed_parts() -> set[str]:
     return found
 
 
-DEMO_LINE = r"{}\s+completion\s+[\d.]+ s\s+goodput\s+[\d.]+ Mbit/s\s+([\d.]+) pure ACKs per data segment"
+DEMO_LINE = r"{}\s+completion\s+[\d.]+ s\s+goodput\s+([\d.]+) Mbit/s\s+([\d.]+) pure ACKs per data segment"
 
 
 def test_demo_runs_and_reports() -> None:
@@ -151,12 +153,18 @@ def test_demo_runs_and_reports() -> None:
     )  # another run's switches may be up on this machine: compare, not require none
     out = subprocess.run([str(VENV_BIN / "ackwise"), "demo"], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
-    ratios = {}
+    ratios, goodputs = {}, {}
     for label in ("baseline (nothing on)", "host every_d d=4", "switch coalesce @s2"):
         match = re.search(DEMO_LINE.format(re.escape(label)), out.stdout)
         assert match, (label, out.stdout)
-        ratios[label] = float(match.group(1))
-    assert 0.4 <= ratios["baseline (nothing on)"] <= 0.75  # Linux's delayed ACK: about one per two
+        goodputs[label], ratios[label] = float(match.group(1)), float(match.group(2))
+    # The baseline's ACKs are counted after the 30 kbit/s ACK queue, which Linux's delayed ACK
+    # saturates: what reaches the sender is the queue's rate over the data's. (This said "0.4-0.75,
+    # about one per two" until the scenario's sender became reno with IW 2 (issue 39), which
+    # finished in 4.9 s instead of 7.6: 0.39 and 0.62 measured, 0.40 and 0.63 by this rule.)
+    ack_pps = float(load("asymmetric").point(DEMO_POINT).params["rev_queue_pps"])
+    data_pps = goodputs["baseline (nothing on)"] * 1e6 / 8 / MSS_BYTES
+    assert abs(ratios["baseline (nothing on)"] / (ack_pps / data_pps) - 1) <= 0.10, (ack_pps, data_pps)
     assert 0.2 <= ratios["host every_d d=4"] <= 0.3
     assert ratios["switch coalesce @s2"] < ratios["baseline (nothing on)"]
     assert "ackwise experiment run asymmetric" in out.stdout
