@@ -113,3 +113,30 @@ def test_the_cli_says_when_it_timed_from_runs_of_an_earlier_yaml(
     out = capsys.readouterr().out
     assert ("earlier version of its YAML" in out) is not same_yaml
     assert "2 runs" in out
+
+
+def test_estimate_times_from_any_results_directory_preferring_the_current_yaml(tmp_path: Path) -> None:
+    """A scenario's runs may be in any results directory (results/NAME, docs/NAME-accept): the
+    one with runs of the current YAML wins over one with more runs of an earlier YAML; other
+    scenarios' runs are not counted. Before, only results/NAME(-quick) and docs/results/NAME were
+    read, so chain-window and chain-short-flows, published under docs/, were timed from guesses."""
+    from ackwise.cli.experiment import _timing_records
+    from ackwise.experiments.harness.scenario import load
+
+    scenario = load("two-two")
+    old, new, other = tmp_path / "old", tmp_path / "docs-accept", tmp_path / "other"
+    for d, n, sha, name in (
+        (old, 3, "0" * 64, "two-two"),
+        (new, 2, scenario.source_sha256, "two-two"),
+        (other, 4, scenario.source_sha256, "one-flow"),
+    ):
+        store = build_store(d)
+        for repeat in range(n):
+            r = make_record(POINTS[0], ARMS[0], 10 + repeat, scenario=name)
+            r.provenance = {"scenario_sha256": sha}
+            store.append(r)
+    source, records, current = _timing_records(scenario, [old, new, other])
+    assert (source, len(records), current) == (new, 2, True)
+    source, records, current = _timing_records(scenario, [old, other])
+    assert (source, len(records), current) == (old, 3, False)
+    assert _timing_records(scenario, [other]) == (None, [], False)

@@ -12,17 +12,21 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ackwise.bmv2.toolchain import REPO_ROOT, warn_if_logging_build
 from ackwise.cli.args import I32_MAX, int_in
 from ackwise.cli.common import Registry
 from ackwise.cli.output import render_table
 from ackwise.errors import InputError
-from ackwise.experiments.harness.store import StoreError, StoreMismatch  # json and fcntl only
+from ackwise.experiments.harness.store import ResultStore, StoreError, StoreMismatch  # json and fcntl only
 from ackwise.processes import stop_on_signals
+
+if TYPE_CHECKING:  # the harness loads matplotlib, scipy and the test bed: only for the types here
+    from ackwise.experiments.harness.scenario import Scenario
+    from ackwise.experiments.harness.schema import RunRecord
 
 
 class ExperimentCliError(InputError, RuntimeError):
@@ -93,7 +97,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ackwise.experiments.harness.progress import Progress
     from ackwise.experiments.harness.runner import code_version, execute, plan
     from ackwise.experiments.harness.scenario import load
-    from ackwise.experiments.harness.store import ResultStore
 
     scenario = load(args.scenario)
     warn_if_logging_build()
@@ -185,7 +188,6 @@ def _confirmation(
     from ackwise.experiments.harness.report import CONFIRM_DIR
     from ackwise.experiments.harness.runner import plan_confirmation
     from ackwise.experiments.harness.schema import METRICS, Arm
-    from ackwise.experiments.harness.store import ResultStore
 
     if not (screening / "runs.jsonl").exists():
         raise ExperimentCliError(
@@ -234,22 +236,41 @@ def _add_confirm_blocks(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _timing_dirs(name: str) -> list[Path]:
-    """Where earlier runs of a scenario may be, most telling first."""
-    return [
-        REPO_ROOT / "results" / name,
-        REPO_ROOT / "results" / f"{name}-quick",
-        REPO_ROOT / "docs" / "results" / name,
-    ]
+def _results_dirs() -> list[Path]:
+    """Every results directory in the checkout: results/*, docs/* (a published or acceptance run,
+    e.g. docs/chain-window) and docs/results/*; a confirmation pass is read with its directory."""
+    roots = [REPO_ROOT / "results", REPO_ROOT / "docs", REPO_ROOT / "docs" / "results"]
+    return sorted(d for root in roots if root.is_dir() for d in root.iterdir() if (d / "runs.jsonl").exists())
+
+
+def _timing_records(scenario: Scenario, dirs: Sequence[Path]) -> tuple[Path | None, list[RunRecord], bool]:
+    """The directory to time a scenario from, its records of the scenario, and whether they ran
+    its current YAML. Any directory may hold it (results/NAME, a --out of one's own, docs/NAME-accept):
+    the one with most runs of the current YAML wins, else the one with most runs of an earlier one."""
+    # lazy: the report module loads matplotlib and Jinja2; other commands must not pay for them.
+    from ackwise.experiments.harness.report import CONFIRM_DIR
+
+    best: tuple[int, int, Path, list[RunRecord]] | None = None
+    for d in dirs:
+        records = [r for r in ResultStore.load(d).records() if r.scenario == scenario.name]
+        if (d / CONFIRM_DIR / "runs.jsonl").exists():
+            records += [r for r in ResultStore.load(d / CONFIRM_DIR).records() if r.scenario == scenario.name]
+        if not records:
+            continue
+        current = [r for r in records if r.provenance.get("scenario_sha256") == scenario.source_sha256]
+        key = (1, len(current)) if current else (0, len(records))
+        if best is None or key > best[:2]:
+            best = (*key, d, current or records)
+    if best is None:
+        return None, [], False
+    return best[2], best[3], bool(best[0])
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness import estimate
-    from ackwise.experiments.harness.report import CONFIRM_DIR
     from ackwise.experiments.harness.runner import plan
     from ackwise.experiments.harness.scenario import all_scenarios, load
-    from ackwise.experiments.harness.store import ResultStore
 
     scenarios = [load(name) for name in args.scenarios] if args.scenarios else all_scenarios()
     if args.timings and len(scenarios) != 1:
@@ -259,25 +280,18 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     total = {"screening": 0.0, "confirmation": 0.0}
     declared_only: list[str] = []
     other_version: list[str] = []
+    dirs = _results_dirs()
     for scenario in scenarios:
-        candidates = [Path(args.timings)] if args.timings else _timing_dirs(scenario.name)
-        source = next((d for d in candidates if (d / "runs.jsonl").exists()), None)
-        if source is None and args.timings:
+        if args.timings and not (Path(args.timings) / "runs.jsonl").exists():
             raise ExperimentCliError(f"--timings {args.timings}: no runs.jsonl there")
+        source, records, current = _timing_records(scenario, [Path(args.timings)] if args.timings else dirs)
         try:
             if source is None:
                 # Never run here: plan with the length the scenario declares, flagged as such.
                 t = estimate.declared(scenario.duration_hint_s, f"{scenario.name}.yaml")
                 declared_only.append(scenario.name)
             else:
-                records = [r for r in ResultStore.load(source).records() if r.scenario == scenario.name]
-                if (source / CONFIRM_DIR / "runs.jsonl").exists():
-                    records += ResultStore.load(source / CONFIRM_DIR).records()
-                sha = scenario.source_sha256
-                current = [r for r in records if r.provenance.get("scenario_sha256") == sha]
-                if current:
-                    records = current
-                else:
+                if not current:
                     # Runs of an earlier version of the YAML: its points or lengths may have changed since.
                     other_version.append(scenario.name)
                 t = estimate.timings(records, str(source))
@@ -416,7 +430,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness.comparison import compare_sets
     from ackwise.experiments.harness.schema import METRICS
-    from ackwise.experiments.harness.store import ResultStore
 
     first, second = ResultStore.load(Path(args.first)), ResultStore.load(Path(args.second))
     names = [str((s.manifest.get("scenario") or {}).get("name")) for s in (first, second)]
