@@ -272,3 +272,23 @@ def test_a_safety_release_sends_the_held_ack_first() -> None:
 def test_piggyback_runs_on_the_kernels_delayed_ack() -> None:
     assert not PiggybackHold.quickack and not PiggybackHold.thins
     assert EveryD.quickack and EveryD.thins
+
+
+def test_partial_acks_and_the_ack_filling_the_last_hole_leave_at_once() -> None:
+    """RFC 5681 4.2: an ACK for data that fills all or part of a hole goes at once. Issue 39: 4W
+    held NewReno's partial ACKs up to 200 ms (no new data, so no duplicate ACK, came after them
+    in a long recovery): 60 timer releases and 22.9 s for 1 MB at 12 Mbit/s, the baseline 8.2 s."""
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=4))
+    steps: list[tuple[float, TcpSegment]] = [(0.0, data(0, 0.0)), (0.0001, ack(1))]
+    # segments 1 and 3 lost: 2, 4, 5 arrive beyond the holes, each with its duplicate ACK
+    for i, k in enumerate((2, 4, 5)):
+        steps += [(0.01 + i * 0.001, data(k, 0.01 + i * 0.001)), (0.0101 + i * 0.001, ack(1))]
+    # the retransmission of 1 fills the first hole: a partial ACK (to 3); then 3 fills the last
+    steps += [(0.2, data(1, 0.2)), (0.2001, ack(3)), (0.4, data(3, 0.4)), (0.4001, ack(6))]
+    run(flow, steps, log)
+    assert log == ["sent ack1"] * 4 + ["sent ack3", "sent ack6"]
+    assert flow.stats.released_repairing == 2 and flow.held is None
+    # the hole is closed: the policy holds again
+    run(flow, [(0.41, data(6, 0.41)), (0.4101, ack(7))], log)
+    assert flow.held is not None and log[-1] == "sent ack6"
