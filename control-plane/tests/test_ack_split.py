@@ -31,6 +31,7 @@ def test_a_loss_splits_into_slow_start_recovery_and_congestion_avoidance() -> No
     assert split.acks["slow start"] == {"advancing": 2, "late": 0, "recovery": 0, "duplicate": 0}
     assert split.acks["recovery"] == {"advancing": 0, "late": 0, "recovery": 1, "duplicate": 3}
     assert split.acks["ca"] == {"advancing": 1, "late": 1, "recovery": 0, "duplicate": 0}
+    assert split.busy_fraction(10 * (MSS + 66) * 8 / 0.6) == pytest.approx(1.0)
     per_window = acks_per_window_by_phase(split, mean_cwnd=5.0)
     assert per_window["all"] == pytest.approx(8 / (10 / 5))
     assert per_window["ca_only"] == pytest.approx(2 / (3 / 5))

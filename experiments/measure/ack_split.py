@@ -30,6 +30,7 @@ from ackwise.twins.serial import seq_diff, seq_geq, seq_gt
 
 PHASES = ("slow start", "ca", "recovery")
 KINDS = ("advancing", "late", "recovery", "duplicate")
+FRAME_OVERHEAD_BYTES = 66  # Ethernet 14, IPv4 20, TCP 20 + 12 of timestamps
 LATE_S = 0.15  # a hold timer's release comes 200 ms after the first ACK it held
 
 
@@ -44,6 +45,16 @@ class AckSplit:
     data: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     covered_segments: list[float] = field(default_factory=list)
     holes: int = 0  # times a hole opened at the receiver (loss events, as the receiver sees them)
+    data_wire_bytes: int = 0  # the data segments' frames (payload + 66 bytes of headers)
+    first_data_t: float | None = None
+    last_data_t: float | None = None
+
+    def busy_fraction(self, rate_bps: float) -> float | None:
+        """How much of the time from the first data segment to the last the bottleneck of
+        ``rate_bps`` spent sending the flow's data (retransmissions included)."""
+        if self.first_data_t is None or self.last_data_t is None or self.last_data_t <= self.first_data_t:
+            return None
+        return self.data_wire_bytes * 8 / rate_bps / (self.last_data_t - self.first_data_t)
 
     @property
     def pure_acks(self) -> int:
@@ -55,6 +66,10 @@ class AckSplit:
             "data": self.data,
             "holes": self.holes,
             "pure_acks": self.pure_acks,
+            "data_wire_bytes": self.data_wire_bytes,
+            "data_span_s": None
+            if self.first_data_t is None or self.last_data_t is None
+            else round(self.last_data_t - self.first_data_t, 4),
         }
 
 
@@ -72,6 +87,10 @@ def split_acks(
     for seg in segments:
         if seg.src == sender and seg.dst == receiver and seg.payload_len > 0:
             end = (seg.seq + seg.payload_len) % 2**32
+            out.data_wire_bytes += seg.payload_len + FRAME_OVERHEAD_BYTES
+            if out.first_data_t is None:
+                out.first_data_t = seg.time
+            out.last_data_t = seg.time
             if rcv_nxt is None:
                 rcv_nxt = seg.seq
             if seq_gt(seg.seq, rcv_nxt):

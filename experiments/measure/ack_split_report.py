@@ -59,6 +59,9 @@ def run_split(results: Path, record: dict[str, Any]) -> dict[str, Any] | None:
         "mean_ca_cwnd": mean_cwnd,
         "split": split.to_dict(),
         "per_window": acks_per_window_by_phase(split, mean_cwnd) if mean_cwnd else None,
+        "busy_fraction": split.busy_fraction(
+            float(record["config"]["topology_params"]["fwd_rate_mbps"]) * 1e6
+        ),
     }
 
 
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['point']:>10} {r['arm']:<34} rep {r['repeat']} apw {r['acks_per_window'] or 0:5.2f} "
             f"(ca-only {w.get('ca_only') or 0:5.2f}, no-rec {w.get('without_recovery') or 0:5.2f}) "
             f"cwnd {r['mean_ca_cwnd'] or 0:5.1f} rtx {r['retransmissions']} rto {r['rto_timeouts']} "
-            f"holes {s['holes']} data {s['data']}"
+            f"holes {s['holes']} data {s['data']} busy {r['busy_fraction'] or 0:.2f}"
         )
         for phase, kinds in acks.items():
             print(f"{'':>12}{phase:<11} " + " ".join(f"{k} {v}" for k, v in kinds.items()))
