@@ -50,7 +50,6 @@ class FlowStats:
     piggybacked: int = 0  # held ACKs dropped because data the host sent carried their ACK
     released_early: int = 0  # held ACKs sent before their time for a newer one (non-thinning policies)
     refused_by_policy: int = 0  # pure ACKs the policy would not hold (SACK, ECE for piggyback)
-    released_repairing: int = 0  # ACKs while a hole is open, or filling one: never held (RFC 5681)
     held: int = 0  # pure ACKs held at all
     max_hold_s: float = 0.0  # the longest any ACK was held before it left or was dropped
     other_segments: int = 0
@@ -141,17 +140,9 @@ class ReceiverFlow:
         elif not self.policy.may_hold(bool(seg.sack), bool(seg.flags & ECE)):
             self.stats.refused_by_policy += 1
             self._release_now(seg, pkt, t)
-        elif self.policy.repairing():
-            # Data has come beyond a hole: this ACK is a partial ACK, or the one that fills the
-            # last hole. RFC 5681 (4.2) wants it at once; NewReno without SACK retransmits the
-            # next hole only when it comes, and during a long recovery no new data (so no
-            # duplicate ACK) may follow to release it: held, it cost 4W up to 200 ms per hole
-            # (issue 39: 60 timer releases and 22.9 s instead of the baseline's 8.2 s for 1 MB at
-            # 12 Mbit/s, main 33d206f).
-            self.stats.released_repairing += 1
-            self._release_now(seg, pkt, t)
         else:
-            decision = self.policy.decide(t, seg.ack)
+            # While a hole is repaired, a hold ends within two inter-segment times (policies.py)
+            decision = self.policy.hold_while_repairing(t, self.policy.decide(t, seg.ack))
             if isinstance(decision, Hold):
                 due = decision.until
                 if self.held is not None:

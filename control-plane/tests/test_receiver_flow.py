@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from ackwise.hosts.policies import EveryD, PiggybackHold
 from ackwise.hosts.receiver import ReceiverFlow
 from ackwise.twins.packets import ACK, CWR, ECE, FIN, PSH, TcpSegment
@@ -274,21 +276,34 @@ def test_piggyback_runs_on_the_kernels_delayed_ack() -> None:
     assert EveryD.quickack and EveryD.thins
 
 
-def test_partial_acks_and_the_ack_filling_the_last_hole_leave_at_once() -> None:
-    """RFC 5681 4.2: an ACK for data that fills all or part of a hole goes at once. Issue 39: 4W
-    held NewReno's partial ACKs up to 200 ms (no new data, so no duplicate ACK, came after them
-    in a long recovery): 60 timer releases and 22.9 s for 1 MB at 12 Mbit/s, the baseline 8.2 s."""
+def test_a_partial_ack_is_held_at_most_two_inter_segment_times() -> None:
+    """Issue 39: 4W held NewReno's partial ACKs up to its 200 ms (no new data, so no duplicate
+    ACK, came after them in a long recovery): 60 timer releases and 22.9 s for 1 MB at 12 Mbit/s,
+    the baseline 8.2 s. Now the hold ends within two inter-segment times; a duplicate ACK
+    arriving before that still supersedes it."""
     log: list[str] = []
     flow = ReceiverFlow(EveryD(d=4))
-    steps: list[tuple[float, TcpSegment]] = [(0.0, data(0, 0.0)), (0.0001, ack(1))]
-    # segments 1 and 3 lost: 2, 4, 5 arrive beyond the holes, each with its duplicate ACK
-    for i, k in enumerate((2, 4, 5)):
-        steps += [(0.01 + i * 0.001, data(k, 0.01 + i * 0.001)), (0.0101 + i * 0.001, ack(1))]
-    # the retransmission of 1 fills the first hole: a partial ACK (to 3); then 3 fills the last
-    steps += [(0.2, data(1, 0.2)), (0.2001, ack(3)), (0.4, data(3, 0.4)), (0.4001, ack(6))]
+    steps: list[tuple[float, TcpSegment]] = []
+    for k in range(4):  # in order, 1 ms apart: ISAT 1 ms
+        steps += [(k * 0.001, data(k, k * 0.001)), (k * 0.001 + 0.0001, ack(k + 1))]
+    # 4 and 6 lost: 5, 7, 8 arrive beyond the holes, each with its duplicate ACK
+    for i, k in enumerate((5, 7, 8)):
+        steps += [(0.01 + i * 0.001, data(k, 0.01 + i * 0.001)), (0.0101 + i * 0.001, ack(4))]
     run(flow, steps, log)
-    assert log == ["sent ack1"] * 4 + ["sent ack3", "sent ack6"]
-    assert flow.stats.released_repairing == 2 and flow.held is None
-    # the hole is closed: the policy holds again
-    run(flow, [(0.41, data(6, 0.41)), (0.4101, ack(7))], log)
-    assert flow.held is not None and log[-1] == "sent ack6"
+    assert flow.policy.isat_s == pytest.approx(0.001)
+    # the retransmission of 4: the partial ACK (to 6) covers 2 segments, fewer than d = 4: held,
+    # but only until two ISATs later, not the policy's 200 ms
+    run(flow, [(0.2, data(4, 0.2)), (0.2001, ack(6))], log)
+    assert flow.held is not None and flow.next_due() == pytest.approx(0.2021)
+    flow.on_timer(0.2021)
+    assert log[-1] == "sent ack6" and flow.held is None
+    # the next partial ACK is superseded by the duplicate ACK of the next segment, as before
+    flow2 = ReceiverFlow(EveryD(d=4))
+    log2: list[str] = []
+    run(flow2, steps, log2)
+    run(flow2, [(0.2, data(4, 0.2)), (0.2001, ack(6)), (0.2006, data(9, 0.2006)), (0.2007, ack(6))], log2)
+    assert log2[-2:] == ["dropped ack6", "sent ack6"]
+    # the hole closed (the retransmission of 6, its ACK covering 4 segments), the policy holds
+    # up to its 200 ms again
+    run(flow, [(0.35, data(6, 0.35)), (0.3501, ack(10)), (0.351, data(10, 0.351)), (0.3511, ack(11))], log)
+    assert log[-1] == "sent ack10" and flow.next_due() == pytest.approx(0.5511)
