@@ -94,9 +94,11 @@ def draw(out: Path, arm: str, before: Path, after: Path, points: list[str]) -> N
                 ls=":",
                 label="ssthresh",
             )
+            # the estimate holds its last value to the end of the run (the trace keeps changes)
+            held = [*estimate, (samples[-1][0], estimate[-1][1])] if estimate and samples else estimate
             ax.step(
-                [t for t, _ in estimate],
-                [v for _, v in estimate],
+                [t for t, _ in held],
+                [v for _, v in held],
                 where="post",
                 color="tab:red",
                 lw=1,
