@@ -206,10 +206,12 @@ class AckPolicy(ABC):
         carries the same number and supersedes it, as before; if none comes (NewReno without SACK
         sends nothing new while it repairs a window's holes, one per round trip), the sender
         waits for this ACK to retransmit the next hole. Issue 39: held to the policy's 200 ms,
-        4W took 22.9 s for 1 MB at 12 Mbit/s (60 timer releases) against the baseline's 8.2 s;
-        released at once (RFC 5681 4.2's immediate ACK), the sender heard of each partial ACK
-        twice (it and the duplicate right after) and 4W retransmitted 14-46 segments at 1 Mbit/s
-        instead of 9. Without an ISAT yet: at once."""
+        4W took 22.9 s for 1 MB at 12 Mbit/s (60 timer releases) against the baseline's 8.2 s.
+        Released at once (RFC 5681 4.2's immediate ACK), each partial ACK and the duplicate right
+        after it would reach the sender as two ACKs where one did before; the bound keeps the old
+        stream in recovery. (4W's extra retransmissions at 1 Mbit/s after that change start in
+        slow start, before any hole: not this rule's; docs/host-policies.md.) Without an ISAT
+        yet: at once."""
         if not isinstance(decision, Hold) or not self.repairing():
             return decision
         if self.isat_s is None:
