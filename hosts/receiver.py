@@ -141,7 +141,8 @@ class ReceiverFlow:
             self.stats.refused_by_policy += 1
             self._release_now(seg, pkt, t)
         else:
-            decision = self.policy.decide(t, seg.ack)
+            # While a hole is repaired, a hold ends within two inter-segment times (policies.py)
+            decision = self.policy.hold_while_repairing(t, self.policy.decide(t, seg.ack))
             if isinstance(decision, Hold):
                 due = decision.until
                 if self.held is not None:

@@ -75,7 +75,7 @@ class Sim:
     acks_dropped: int = 0
     data_sent: int = 0
     drops: int = 0
-    cwnd_samples: list[tuple[float, int, int | None]] = field(default_factory=list)
+    cwnd_samples: list[tuple[float, int, int | None, int | None]] = field(default_factory=list)
     events: list[tuple[float, int, str, Any]] = field(default_factory=list)
     _order: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -91,8 +91,9 @@ class Sim:
     def run(self, until_s: float = 120.0) -> Sim:
         # The connection's first ACK (the handshake's, to the sender's SYN-ACK in the model): the
         # window of the first flight is measured from it. It goes nowhere.
+        # It reaches the sender after delay_s, which sends its first flight then.
         self.flow.on_outgoing(self._ack_segment(0), _Handshake(), 0.0)
-        self.send()
+        self.at(self.delay_s, "start")
         self.at(0.0, "sample")
         while self.events and self.snd_una < self.total_segments:
             t, _, kind, payload = heapq.heappop(self.events)
@@ -107,8 +108,11 @@ class Sim:
 
     def _on_sample(self, _: Any) -> None:
         ssthresh = None if self.ssthresh == float("inf") else int(self.ssthresh)
-        self.cwnd_samples.append((self.now, int(self.cwnd), ssthresh))
+        self.cwnd_samples.append((self.now, int(self.cwnd), ssthresh, self.snd_nxt - self.snd_una))
         self.at(self.now + self.sample_s, "sample")
+
+    def _on_start(self, _: Any) -> None:
+        self.send()
 
     def _on_timer(self, _: Any) -> None:
         self.flow.on_timer(self.now)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from ackwise.experiments.measure.metrics import (
+    CwndSample,
     ack_counts,
     ack_rate_series,
     acks_per_window,
     estimate_error,
+    in_congestion_avoidance,
     jain_index,
     packets_each_way,
     queue_delay_ms,
@@ -49,25 +51,37 @@ def test_packets_each_way_count_every_segment_of_both_directions() -> None:
 
 def test_estimate_error_over_congestion_avoidance_only() -> None:
     estimate = [(0.0, 10.0), (1.0, 20.0), (2.0, 30.0)]
-    cwnd = [
-        (0.5, 40, None),  # slow start: no ssthresh yet, not counted
-        (1.5, 25, 20),  # estimate 20: -20 %
-        (2.5, 30, 20),  # estimate 30: 0
-        (2.6, 10, 20),  # recovery (cwnd below ssthresh): not counted
-        (2.7, 25, 20),  # 30 against 25: +20 %
+    cwnd: list[CwndSample] = [
+        (0.5, 40, None, 40),  # slow start: no ssthresh yet, not counted
+        (1.5, 25, 20, 25),  # estimate 20: -20 %
+        (2.5, 30, 20, None),  # estimate 30: 0 (in flight not known: counted)
+        (2.6, 10, 20, 10),  # recovery (cwnd below ssthresh): not counted
+        (2.65, 20, 20, 60),  # recovery without SACK (cwnd at ssthresh, 60 in flight): not counted
+        (2.7, 25, 20, 24),  # 30 against 25: +20 %
     ]
     error = estimate_error(estimate, cwnd)
     assert error is not None and error.samples == 3
     assert error.median_abs == pytest.approx(0.2) and error.median == pytest.approx(0.0)
-    assert estimate_error(estimate, [(0.5, 40, None)]) is None
-    assert estimate_error([(5.0, 1.0)], [(1.0, 10, 5)]) is None  # no estimate yet at the sample
+    assert estimate_error(estimate, [(0.5, 40, None, 40)]) is None
+    assert estimate_error([(5.0, 1.0)], [(1.0, 10, 5, 10)]) is None  # no estimate yet at the sample
 
 
 def test_acks_per_window_uses_the_mean_cwnd_in_congestion_avoidance() -> None:
-    cwnd = [(0.0, 100, None), (1.0, 20, 20), (2.0, 30, 20), (3.0, 10, 20)]
+    cwnd: list[CwndSample] = [(0.0, 100, None, 100), (1.0, 20, 20, 20), (2.0, 30, 20, 30), (3.0, 10, 20, 9)]
     assert acks_per_window(100, 500, cwnd) == pytest.approx(100 / (500 / 25))
-    assert acks_per_window(100, 500, [(0.0, 100, None)]) is None
+    assert acks_per_window(100, 500, [(0.0, 100, None, 100)]) is None
     assert acks_per_window(100, 0, cwnd) is None
+
+
+def test_a_recovery_without_sack_is_not_congestion_avoidance() -> None:
+    """Issue 39, one-flow at 12 Mbit/s (reno without SACK, main 33d206f): after slow start's
+    overshoot Linux held cwnd = ssthresh = 107 for 14 s while it repaired one hole per round
+    trip, 290-360 segments unacknowledged; the old rule (cwnd >= ssthresh) took all of it for
+    congestion avoidance and the mean cwnd of a sender that never was in it."""
+    recovery = [(1.0 + 0.1 * i, 107, 107, 350 - i) for i in range(140)]
+    assert not any(in_congestion_avoidance(s) for s in recovery)
+    assert acks_per_window(500, 692, recovery) is None
+    assert in_congestion_avoidance((20.0, 57, 53, 57))
 
 
 def test_jain_index() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from ackwise.hosts.policies import EveryD, PiggybackHold
 from ackwise.hosts.receiver import ReceiverFlow
 from ackwise.twins.packets import ACK, CWR, ECE, FIN, PSH, TcpSegment
@@ -272,3 +274,36 @@ def test_a_safety_release_sends_the_held_ack_first() -> None:
 def test_piggyback_runs_on_the_kernels_delayed_ack() -> None:
     assert not PiggybackHold.quickack and not PiggybackHold.thins
     assert EveryD.quickack and EveryD.thins
+
+
+def test_a_partial_ack_is_held_at_most_two_inter_segment_times() -> None:
+    """Issue 39: 4W held NewReno's partial ACKs up to its 200 ms (no new data, so no duplicate
+    ACK, came after them in a long recovery): 60 timer releases and 22.9 s for 1 MB at 12 Mbit/s,
+    the baseline 8.2 s. Now the hold ends within two inter-segment times; a duplicate ACK
+    arriving before that still supersedes it."""
+    log: list[str] = []
+    flow = ReceiverFlow(EveryD(d=4))
+    steps: list[tuple[float, TcpSegment]] = []
+    for k in range(4):  # in order, 1 ms apart: ISAT 1 ms
+        steps += [(k * 0.001, data(k, k * 0.001)), (k * 0.001 + 0.0001, ack(k + 1))]
+    # 4 and 6 lost: 5, 7, 8 arrive beyond the holes, each with its duplicate ACK
+    for i, k in enumerate((5, 7, 8)):
+        steps += [(0.01 + i * 0.001, data(k, 0.01 + i * 0.001)), (0.0101 + i * 0.001, ack(4))]
+    run(flow, steps, log)
+    assert flow.policy.isat_s == pytest.approx(0.001)
+    # the retransmission of 4: the partial ACK (to 6) covers 2 segments, fewer than d = 4: held,
+    # but only until two ISATs later, not the policy's 200 ms
+    run(flow, [(0.2, data(4, 0.2)), (0.2001, ack(6))], log)
+    assert flow.held is not None and flow.next_due() == pytest.approx(0.2021)
+    flow.on_timer(0.2021)
+    assert log[-1] == "sent ack6" and flow.held is None
+    # the next partial ACK is superseded by the duplicate ACK of the next segment, as before
+    flow2 = ReceiverFlow(EveryD(d=4))
+    log2: list[str] = []
+    run(flow2, steps, log2)
+    run(flow2, [(0.2, data(4, 0.2)), (0.2001, ack(6)), (0.2006, data(9, 0.2006)), (0.2007, ack(6))], log2)
+    assert log2[-2:] == ["dropped ack6", "sent ack6"]
+    # the hole closed (the retransmission of 6, its ACK covering 4 segments), the policy holds
+    # up to its 200 ms again
+    run(flow, [(0.35, data(6, 0.35)), (0.3501, ack(10)), (0.351, data(10, 0.351)), (0.3511, ack(11))], log)
+    assert log[-1] == "sent ack10" and flow.next_due() == pytest.approx(0.5511)

@@ -634,7 +634,8 @@ def draw_estimate_vs_cwnd(spec: dict[str, Any], data: FigureData) -> tuple[Figur
         f"The sender's congestion window (solid, ss every 0.1 s) and the receiver's estimate of it "
         f"(dashed, at each change) against time, in the first ok repeat of each arm that keeps an "
         f"estimate, at {where}. The error is the median of |estimate - cwnd| / cwnd over the ss "
-        "samples taken in congestion avoidance (ssthresh set, cwnd at or above it). A single run "
+        "samples taken in congestion avoidance (ssthresh set, cwnd at or above it, no more segments "
+        "unacknowledged than cwnd: not a recovery without SACK). A single run "
         "each: dynamics, not averages."
     )
     return fig, caption

@@ -693,7 +693,8 @@ def _plain(value: Any) -> float | int | None:
 
 
 def _cwnd_sample(x: dict[str, Any]) -> CwndSample:
-    return (float(x["t"]), int(x["cwnd"]), x.get("ssthresh"))
+    # ss leaves unacked out when it is 0
+    return (float(x["t"]), int(x["cwnd"]), x.get("ssthresh"), int(x.get("unacked") or 0))
 
 
 def _fill_estimates(

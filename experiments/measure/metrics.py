@@ -65,14 +65,22 @@ def packets_each_way(segments: Iterable[TcpSegment], a: str, b: str) -> tuple[in
     return forward, backward
 
 
-CwndSample = tuple[float, int, int | None]  # time, cwnd, ssthresh (None: not set yet) from ss
+# time, cwnd, ssthresh (None: not set yet), segments in flight (ss's unacked; None: not known)
+CwndSample = tuple[float, int, int | None, int | None]
 
 
 def in_congestion_avoidance(sample: CwndSample) -> bool:
-    """The sender's own phase as ss shows it: an ssthresh set and cwnd at or above it (slow
-    start has no ssthresh until HyStart or a loss sets one; fast recovery has cwnd below it)."""
-    _, cwnd, ssthresh = sample
-    return ssthresh is not None and cwnd >= ssthresh
+    """The sender's own phase as ss shows it: an ssthresh set, cwnd at or above it, and no more
+    segments unacknowledged than cwnd. Slow start has no ssthresh until HyStart or a loss sets
+    one, or cwnd below it after a timeout. Loss recovery without SACK ends with cwnd at
+    ssthresh, where Linux keeps it until the last hole is repaired, one hole per round trip: ss
+    then shows cwnd = ssthresh, as in congestion avoidance, but more segments unacknowledged
+    than cwnd (the duplicate ACKs count as segments that left the network). Outside recovery
+    Linux sends no more than cwnd. (Issue 39: at 12 Mbit/s on one-flow one recovery lasted
+    14 s of a 16 s transfer, cwnd = ssthresh = 107 with 290-360 segments unacknowledged, and
+    the earlier rule counted all of it as congestion avoidance.)"""
+    _, cwnd, ssthresh, unacked = sample
+    return ssthresh is not None and cwnd >= ssthresh and (unacked is None or unacked <= cwnd)
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,7 @@ def estimate_error(
     for sample in cwnd:
         if not in_congestion_avoidance(sample):
             continue
-        t, window, _ = sample
+        t, window, _, _ = sample
         i = int(np.searchsorted(times, t + lag_s, side="right")) - 1
         if i < 0 or window <= 0:
             continue
@@ -115,7 +123,7 @@ def acks_per_window(pure_acks: int, data_segments: int, cwnd: Sequence[CwndSampl
     windows = [c for c in cwnd if in_congestion_avoidance(c)]
     if not windows or not data_segments:
         return None
-    mean_cwnd = float(np.mean([w for _, w, _ in windows]))
+    mean_cwnd = float(np.mean([w for _, w, _, _ in windows]))
     return pure_acks / (data_segments / mean_cwnd)
 
 

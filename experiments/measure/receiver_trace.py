@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ackwise.experiments.measure.metrics import CwndSample
 from ackwise.twins.packets import TcpSegment
 
 FORMAT = 2
@@ -87,12 +88,15 @@ def save(path: Path, meta: dict[str, Any], segments: list[TcpSegment], cwnd: lis
         json.dump(doc, f, separators=(",", ":"))
 
 
-def load(path: Path) -> tuple[dict[str, Any], list[TcpSegment], list[tuple[float, int, int | None]]]:
+def load(path: Path) -> tuple[dict[str, Any], list[TcpSegment], list[CwndSample]]:
     with gzip.open(path, "rt") as f:
         doc = json.load(f)
     if doc.get("format") != FORMAT:
         raise ValueError(f"{path}: receiver trace format {doc.get('format')}, this code reads {FORMAT}")
-    cwnd = [(float(t), int(c), None if s is None else int(s)) for t, c, s in doc["cwnd"]]
+    # the traces keep no segments in flight: None, not known
+    cwnd: list[CwndSample] = [
+        (float(t), int(c), None if s is None else int(s), None) for t, c, s in doc["cwnd"]
+    ]
     return doc["meta"], from_rows(doc["segments"]), cwnd
 
 
