@@ -22,7 +22,7 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -257,13 +257,19 @@ def with_topology_mss(params: dict[str, Any], mss: int) -> dict[str, Any]:
 
 
 def host_policy_params(spec: PolicySpec, k: TimeScale, mss: int = MSS_BYTES) -> dict[str, str]:
-    """A host policy's parameters as the agent gets them: its times x k, the maximum ACK delay
-    included (its default written out when k is not 1), so that a test bed k times slower holds
-    ACKs as long, in the emulated network's time, as a real receiver would; and the topology's
-    MSS (with_topology_mss). The kernel's own baselines take no parameters and no agent."""
+    """A host policy's parameters as the agent gets them: its times x k, the maximum ACK delay and
+    the policy's own times included (their defaults written out when k is not 1), so that a test
+    bed k times slower holds ACKs as long, in the emulated network's time, as a real receiver
+    would; and the topology's MSS (with_topology_mss). The kernel's own baselines take no
+    parameters and no agent."""
     params = with_topology_mss(dict(spec.params), mss) if spec.name in HOST_POLICIES else dict(spec.params)
     if spec.name in HOST_POLICIES and k.k != 1:
         params.setdefault("max_delay_s", f"{MAX_ACK_DELAY_S:g}")
+        # the policy's other times, as its defaults (smartacking's rtt_refresh_s, the piggyback
+        # hold's hold_ms): written out so that they scale too
+        for f in fields(HOST_POLICIES[spec.name]):
+            if f.name in POLICY_TIME_PARAMS and isinstance(f.default, int | float) and f.default:
+                params.setdefault(f.name, f"{f.default:g}")
     return {name: str(value) for name, value in k.policy_params(params).items()}
 
 
