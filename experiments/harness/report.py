@@ -640,7 +640,7 @@ def build_report(
             [r for r in records if r.scenario == name], [m.key for m in metrics], confidence
         )
         points = _ordered_points(_labels(scenario.get("points"), matrix.get("points")), groups)
-        arms = _ordered_arms(_labels(matrix.get("arms"), scenario.get("arms")), groups)
+        arms = _ordered_arms(_labels(scenario.get("arms"), matrix.get("arms")), groups)
         by_key = {(g.point_label, g.arm_label): g for g in groups}
         rows = _result_rows(points, arms, by_key, metrics)
         verdict, main = _section_verdict(
