@@ -8,8 +8,9 @@ BDP exceeds beta * L segments, never engaged. So the whole scenario is slowed by
 
 - the medium: every 802.11 duration x k (wireless.py, ``scale``);
 - every wired link: delay x k, rate / k (catalog.py applies it to the WLAN and chain topologies);
-- our own timers x k: the ACK policies' idle_ms, hold_ms and rtt_min_us (``policy_params``), the
-  hold-back and AP agents' and the controller's periods (``timer_s``).
+- our own timers x k: the ACK policies' idle_ms, hold_ms, rtt_min_us, max_delay_s and
+  rtt_refresh_s (``policy_params``). Not the AP repair agent's and the controller's periods:
+  ``UNSCALED_AGENT_TIMERS`` lists them, and the WLAN reports name them where an arm runs them.
 
 Then bw / k * RTT * k = bw * RTT: the BDP in packets, the number of RTTs a transfer of a given size
 takes, and queue sizes in packets are the real network's. Transfer sizes and socket buffers need no
@@ -28,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ackwise.controller.config import ControllerConfig
+from ackwise.daemons.ap_agent import HANDSHAKE_REPAIR_S, STATIONS_REFRESH_S
 from ackwise.topologies.wireless import bianchi, preset
 from ackwise.twins.policies import MSS_BYTES
 
@@ -44,7 +47,7 @@ AP_PPS_MEASURED = 14_500
 
 # Policy parameters that are times, scaled with the scenario: the switch policies' (twins/policies.py)
 # and the host agent's maximum ACK delay (hosts/policies.py, every policy the agent runs).
-POLICY_TIME_PARAMS = ("idle_ms", "hold_ms", "rtt_min_us", "max_delay_s")
+POLICY_TIME_PARAMS = ("idle_ms", "hold_ms", "rtt_min_us", "max_delay_s", "rtt_refresh_s")
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,41 @@ class Distortion:
 
 def timer_distortions(k: float, rtt_ms: float) -> list[Distortion]:
     return [Distortion(t, k, rtt_ms) for t in LINUX_TIMERS]
+
+
+# ---- our own timers that do not scale ----
+
+
+@dataclass(frozen=True)
+class AgentTimer:
+    """A timer of one of our agents that runs in real time at any k, and the arms it applies to:
+    ``ap`` (the AP proxy's repair agent) or ``auto`` (the per-flow controller of a switch)."""
+
+    name: str
+    seconds: float
+    place: str
+
+
+# The AP repair agent's handshake repair stays in real time on purpose: it must come before the
+# sender's SYN timer (Linux's initial RTO, 1 s), which does not scale either. The others are
+# periods of reading the switch; at k > 1 they run k times more often in the emulated network's time.
+UNSCALED_AGENT_TIMERS = (
+    AgentTimer("AP repair agent's handshake repair", HANDSHAKE_REPAIR_S, "ap"),
+    AgentTimer("AP repair agent's stations refresh", STATIONS_REFRESH_S, "ap"),
+    AgentTimer("controller's period", ControllerConfig.interval_ms / 1000, "auto"),
+)
+
+
+def unscaled_agent_timers_text(k: float, places: set[str]) -> str:
+    """'AP repair agent's handshake repair 0.25 s -> 0.083 s, ...': the agent timers of the arms'
+    places (``ap``, ``auto``), real time -> the emulated network's at k; '' at k = 1 or for none."""
+    if k == 1:
+        return ""
+    return ", ".join(
+        f"{t.name} {t.seconds:g} s -> {t.seconds / k:.2g} s"
+        for t in UNSCALED_AGENT_TIMERS
+        if t.place in places
+    )
 
 
 # ---- queues that hold BBR's startup, and what the bmv2 AP is offered ----

@@ -165,6 +165,20 @@ def test_our_policy_timers_scale_with_the_test_bed_defaults_included() -> None:
     assert switch_policy_params(PolicySpec("tack", {"L": "4"}), k1) == {"L": "4"}
 
 
+def test_a_host_policys_own_times_scale_with_their_defaults() -> None:
+    """Regression (issue 37): smartacking's rtt_refresh_s (1 s, its keep-alive period) was not a
+    time the runner scaled, and the piggyback hold's hold_ms (10) was scaled only when the arm
+    named it: at k = 3 both ran 3 times shorter, in the emulated network's time, than asked."""
+    k3 = TimeScale(3.0)
+    smart = host_policy_params(PolicySpec("smartacking"), k3)
+    assert smart["rtt_refresh_s"] == "3" and smart["max_delay_s"] == "0.6"
+    assert (
+        host_policy_params(PolicySpec("smartacking", {"rtt_refresh_s": "0.5"}), k3)["rtt_refresh_s"] == "1.5"
+    )
+    assert host_policy_params(PolicySpec("piggyback"), k3)["hold_ms"] == "30"
+    assert host_policy_params(PolicySpec("smartacking"), TimeScale(1.0)) == {}
+
+
 def test_the_runs_time_scale_is_the_topologys_as_built() -> None:
     """A WLAN point that names no scale runs at the topology's default: our timers must follow the
     topology, not a default of their own (building the Mininet topology starts nothing)."""

@@ -86,3 +86,14 @@ def test_a_long_metric_label_is_wrapped_to_fit_the_axis() -> None:
     lines = axis_label(long).split("\n")
     assert len(lines) > 1 and all(len(line) <= AXIS_LABEL_CHARS for line in lines)
     assert " ".join(lines) == metric_label(long)
+
+
+def test_many_points_label_their_ticks_a_part_per_line() -> None:
+    """Regression: wlan-ack-frequency's 8 points ('802.11b, 10 ms', ...) printed their labels on one
+    line each, running into each other under the bars."""
+    from ackwise.experiments.harness.figures import tick_labels
+
+    few = [{"label": f"802.11{x}, 10 ms"} for x in "bgn"]
+    assert tick_labels(few) == ["802.11b, 10 ms", "802.11g, 10 ms", "802.11n, 10 ms"]
+    many = [{"label": f"802.11{x}, {r} ms"} for x in "bg" for r in (10, 80)] + [{"label": "x"}]
+    assert tick_labels(many)[:2] == ["802.11b,\n10 ms", "802.11b,\n80 ms"] and tick_labels(many)[-1] == "x"

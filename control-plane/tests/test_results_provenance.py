@@ -68,9 +68,29 @@ def test_a_build_or_a_sender_that_differs_is_named() -> None:
     assert "bmv2_builds" in difference and records[1].run_id in difference
     records = [record(0, 1, 0, 5.0), record(0, 1, 1, 5.0, hosts__h1__tcp_congestion_control="bbr")]
     (difference,) = provenance_differences(records)
-    assert difference.startswith(f"arm {ARMS[1].label()}") and '"cubic" -> "bbr"' in difference
+    assert difference.startswith(f"point {POINTS[0].label}, arm {ARMS[1].label()}")
+    assert '"cubic" -> "bbr"' in difference
     # A sender setting may differ between arms (a scenario may set each arm's sender): not a mix.
     assert provenance_differences([record(0, 0, 0, 5.0), record(0, 1, 0, 5.0, hosts__h1__tcp_sack="0")]) == []
+
+
+def test_points_with_their_own_hosts_pool() -> None:
+    """Regression (issue 37): a WLAN scenario's points with 1 and 3 stations have hosts sta2 and
+    sta3 at one point only; the check compared each arm's runs across points, and the report
+    refused to pool wlan-comparison's records ('hosts.sta2 removed') unless told to mix."""
+    three = {"hosts__sta2": copy.deepcopy(HOST_SETTINGS), "hosts__sta3": copy.deepcopy(HOST_SETTINGS)}
+    records = [
+        record(p, a, rep, 5.0, **(three if p == 1 else {}))
+        for p in range(2)
+        for a in range(2)
+        for rep in range(2)
+    ]
+    assert provenance_differences(records) == []
+    # within one point, a station that comes and goes is still a difference
+    mixed = [record(1, 0, 0, 5.0, **three), record(1, 0, 1, 5.0)]
+    (first, second) = provenance_differences(mixed)
+    assert first.startswith(f"point {POINTS[1].label}, arm {ARMS[0].label()}")
+    assert "hosts.sta2 removed" in first and "hosts.sta3 removed" in second
 
 
 def test_the_report_refuses_mixed_provenance_unless_told(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from results_fixtures import (
     ACKS_PER_SEGMENT,
     ARMS,
+    BASELINE_ARM,
     COMMAND,
     COMPLETION_S,
     FAILURE_REASON,
@@ -33,6 +34,7 @@ from ackwise.experiments.harness.report import (
     report_text,
     write_report,
 )
+from ackwise.experiments.harness.schema import Arm, PolicySpec
 from ackwise.experiments.harness.stats import Summary
 from ackwise.experiments.harness.store import ResultStore
 
@@ -391,3 +393,17 @@ def test_the_headline_table_says_per_scenario_which_congestion_control_ran(tmp_p
     rows = [line for line in table.splitlines() if line.startswith("| [")]
     assert rows and all("(senders: cubic, not recorded)" in row for row in rows), table
     assert "senders' congestion control cubic, not recorded" in table
+
+
+def test_arms_follow_the_scenario_not_the_runners_shuffled_matrix(tmp_path: Path) -> None:
+    """Regression (issue 37): the manifest's matrix lists the arms in the shuffled order the runner
+    planned them, and the report took that order first: wlan-ideal-goodput's figure showed L = 2,
+    8, 1, TACK, 16, 4. Arms of one place now follow the scenario's order."""
+    d2, d8 = Arm(host=PolicySpec("every_d", {"d": "2"})), Arm(host=PolicySpec("every_d", {"d": "8"}))
+    given = manifest(arms=[d8, BASELINE_ARM, d2])
+    given["scenario"] = {**SCENARIO, "arms": [a.to_dict() for a in (BASELINE_ARM, d2, d8)], "figures": []}
+    store = ResultStore.open(tmp_path, given)
+    for arm in (d8, d2, BASELINE_ARM):
+        store.append(make_record(POINTS[0], arm, 0, completion_s=2.0))
+    rows = build_report(store, draw_figures=False).sections[0].rows
+    assert [r.arm for r in rows] == ["baseline (nothing on)", "host every_d d=2", "host every_d d=8"]

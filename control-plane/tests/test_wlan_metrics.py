@@ -99,3 +99,20 @@ def test_a_reports_header_gives_each_wlan_points_bdp_scale_and_unscaled_timers()
     assert point_scale_notes({**scenario, "points": [{"label": "x", "params": {"n_pairs": 2}}]}) == []
     # a scenario with one scale factor (and the records published under it) keeps its header
     assert point_scale_notes({**scenario, "scale": {"factor": 4, "what": "x4"}}) == []
+
+
+def test_the_header_names_our_agents_timers_that_run_in_real_time_where_an_arm_runs_them() -> None:
+    """Issue 37: the AP repair agent's constants and the controller's period do not scale; the
+    header names them at points with k > 1 for the arms that run them, and a UDP scenario has no
+    kernel timers to name."""
+    point = {"label": "n", "params": {"preset": "802.11n", "scale": 3.0, "wired_delay_ms": 39}}
+    scenario = {"scale": {"factor": PER_POINT, "what": "k"}, "points": [point, {**point, "label": "g1"}]}
+    scenario["points"][1]["params"] = {"preset": "802.11g", "scale": 1.0, "wired_delay_ms": 39}
+    plain = point_scale_notes({**scenario, "arms": [{"ap": False, "switch": None}]})
+    assert not any("real time" in n for n in plain)
+    proxy, at_k1 = point_scale_notes({**scenario, "arms": [{"ap": True}, {"switch": "auto"}]})
+    assert "handshake repair 0.25 s -> 0.083 s" in proxy and "stations refresh 2 s -> 0.67 s" in proxy
+    assert "controller's period 0.1 s -> 0.033 s" in proxy
+    assert "real time" not in at_k1  # k = 1: real time is the emulated network's
+    (udp, _) = point_scale_notes({**scenario, "traffic": {"kind": "udp-answers"}})
+    assert "no TCP, so no kernel timer applies" in udp and "minimum RTO" not in udp

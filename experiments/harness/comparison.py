@@ -239,7 +239,8 @@ def sender_provenance(record: RunRecord) -> dict[str, Any]:
 
 def provenance_differences(records: Sequence[RunRecord]) -> list[str]:
     """Why these records should not be pooled: each place where two runs' provenance differs
-    (the first run of each variant against the first run overall), empty when they agree."""
+    (the first run of each variant against the first run overall; the hosts' TCP within each
+    point and arm), empty when they agree."""
     if not records:
         return []
     out: list[str] = []
@@ -253,18 +254,20 @@ def provenance_differences(records: Sequence[RunRecord]) -> list[str]:
                 f"run {r.run_id} vs run {first.run_id}: {d}"
                 for d in diff_paths(shared_provenance(first), shared_provenance(r))
             ]
-    by_arm: dict[str, list[RunRecord]] = defaultdict(list)
+    # The hosts per point and arm: a point may set its own hosts (a WLAN's 1 or 3 stations, whose
+    # sta2 and sta3 exist at one point only), an arm its own senders; the runs of one cell pool.
+    by_cell: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
     for r in records:
-        by_arm[str(r.arm.get("label"))].append(r)
-    for label, runs in by_arm.items():
+        by_cell[(str(r.point.get("label")), str(r.arm.get("label")))].append(r)
+    for (point, label), runs in by_cell.items():
         base = sender_provenance(runs[0])
-        seen_arm = {canonical(base)}
+        seen_cell = {canonical(base)}
         for r in runs[1:]:
             key = canonical(sender_provenance(r))
-            if key not in seen_arm:
-                seen_arm.add(key)
+            if key not in seen_cell:
+                seen_cell.add(key)
                 out += [
-                    f"arm {label}, run {r.run_id} vs run {runs[0].run_id}: {d}"
+                    f"point {point}, arm {label}, run {r.run_id} vs run {runs[0].run_id}: {d}"
                     for d in diff_paths(base, sender_provenance(r))
                 ]
     return out

@@ -285,7 +285,14 @@ def _set_x_axis(ax: Axes, data: FigureData, spec: dict[str, Any]) -> None:
         if spec.get("xscale") == "log":
             ax.set_xscale("log")
     else:
-        ax.set_xticks(data.x_positions(), [str(p.get("label")) for p in data.points])
+        ax.set_xticks(data.x_positions(), tick_labels(data.points))
+
+
+def tick_labels(points: Sequence[dict[str, Any]]) -> list[str]:
+    """The points' labels under the x axis; past 4 points, a line per comma-separated part, so that
+    neighbours do not overlap (wlan-ack-frequency's 8: '802.11b, 10 ms' ran into '802.11b, 80 ms')."""
+    labels = [str(p.get("label")) for p in points]
+    return [label.replace(", ", ",\n") for label in labels] if len(labels) > 4 else labels
 
 
 def _no_data(ax: Axes, why: str) -> None:
@@ -508,7 +515,7 @@ def draw_bars(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
         drawn = True
     if not drawn:
         _no_data(ax, f"no ok run measured {metric}")
-    ax.set_xticks(range(len(data.points)), [str(p.get("label")) for p in data.points])
+    ax.set_xticks(range(len(data.points)), tick_labels(data.points))
     ax.set_xlabel(data.axis_label)
     ax.set_ylabel(axis_label(metric))
     ax.grid(axis="x", visible=False)

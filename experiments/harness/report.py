@@ -49,6 +49,7 @@ from ackwise.experiments.harness.comparison import (
     verdict_text,
 )
 from ackwise.experiments.harness.figures import FigureData, RenderedFigure, render_figures
+from ackwise.experiments.harness.scenario import UDP_ANSWERS
 from ackwise.experiments.harness.schema import BASELINE, METRICS, PER_POINT, RunRecord
 from ackwise.experiments.harness.stats import (
     DEFAULT_CONFIDENCE,
@@ -59,7 +60,7 @@ from ackwise.experiments.harness.stats import (
     split_groups,
 )
 from ackwise.experiments.harness.store import ResultStore
-from ackwise.topologies.timescale import point_scale
+from ackwise.topologies.timescale import point_scale, unscaled_agent_timers_text
 
 HTML_FILE = "report.html"
 MARKDOWN_FILE = "report.md"
@@ -129,6 +130,8 @@ def point_scale_notes(scenario: dict[str, Any]) -> list[str]:
     if (scenario.get("scale") or {}).get("factor") != PER_POINT:
         return []
     common = scenario.get("params") or {}
+    tcp = (scenario.get("traffic") or {}).get("kind") != UDP_ANSWERS
+    places = _agent_places(scenario.get("arms") or [])
     notes = []
     for p in scenario.get("points") or []:
         s = point_scale(dict(common) | dict(p.get("params") or {})) if isinstance(p, dict) else None
@@ -137,12 +140,37 @@ def point_scale_notes(scenario: dict[str, Any]) -> list[str]:
         paper = f"the paper's {s.paper_bdp_segments:.0f} at its PHY rate"
         if s.paper_udp_bdp_segments is not None:
             paper += f", {s.paper_udp_bdp_segments:.0f} at its UDP baseline"
+        kernel = (
+            f"Linux's timers that do not scale, in RTTs, reality -> test bed: {s.timers_text()}"
+            if tcp
+            else "no TCP, so no kernel timer applies"
+        )
+        agents = unscaled_agent_timers_text(s.k, places)
         notes.append(
             f"{p.get('label')}: k = {s.k:g}; RTTmin {s.rtt_ms:.1f} ms; BDP {s.bdp_segments:.0f} "
-            f"segments ({paper}); timers that do not scale, in RTTs, reality -> test bed: "
-            f"{s.timers_text()}"
+            f"segments ({paper}); {kernel}"
+            + (
+                f"; our agents' timers that run in real time, real -> emulated network's: {agents}"
+                if agents
+                else ""
+            )
         )
     return notes
+
+
+def _agent_places(arms: Iterable[Any]) -> set[str]:
+    """Where the scenario's arms run an agent with timers of its own: ``ap`` (the AP proxy's repair
+    agent), ``auto`` (the per-flow controller)."""
+    places = set()
+    for arm in arms:
+        if not isinstance(arm, dict):
+            continue
+        if arm.get("ap"):
+            places.add("ap")
+        switch = arm.get("switch")  # a name (the YAML) or a policy's {name, params} (a record's)
+        if (switch.get("name") if isinstance(switch, dict) else switch) == "auto":
+            places.add("auto")
+    return places
 
 
 def describe(value: Any) -> str:
@@ -612,7 +640,7 @@ def build_report(
             [r for r in records if r.scenario == name], [m.key for m in metrics], confidence
         )
         points = _ordered_points(_labels(scenario.get("points"), matrix.get("points")), groups)
-        arms = _ordered_arms(_labels(matrix.get("arms"), scenario.get("arms")), groups)
+        arms = _ordered_arms(_labels(scenario.get("arms"), matrix.get("arms")), groups)
         by_key = {(g.point_label, g.arm_label): g for g in groups}
         rows = _result_rows(points, arms, by_key, metrics)
         verdict, main = _section_verdict(

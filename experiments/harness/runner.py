@@ -22,7 +22,7 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +31,9 @@ import numpy as np
 from ackwise.bmv2.toolchain import REPO_ROOT
 from ackwise.controller.config import parse_config
 from ackwise.controller.loop import Controller, SwitchEndpoint
-from ackwise.experiments.harness.scenario import Scenario
+from ackwise.experiments.harness.scenario import UDP_ANSWERS, Scenario
 from ackwise.experiments.harness.schema import Arm, FlowResult, Point, PolicySpec, RunRecord, run_id
-from ackwise.experiments.measure import resources
+from ackwise.experiments.measure import resources, udp_answers
 from ackwise.experiments.measure import traffic as tr
 from ackwise.experiments.measure.metrics import (
     CwndSample,
@@ -43,6 +43,7 @@ from ackwise.experiments.measure.metrics import (
     acks_per_window,
     estimate_error,
     jain_index,
+    medium_metrics,
     packets_each_way,
     percentile,
     transmitters,
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # the type only: importing it loads Mininet
     from ackwise.topologies.testbed import Testbed
 
 RUN_TIMEOUT_S = 600
+UDP_TACK_RTT_MIN_S = 0.080  # udp-answers: TACK's RTTmin where the traffic names none (Fig. 13's path)
 SHORT_FLOWS_BASE_PORT = 5001  # short flows take ports from here up, one each (run_transfer_streams)
 SWITCH_POLICY_NAMES = frozenset(p.value for p in Policy)  # not auto: the controller's thresholds
 
@@ -255,13 +257,19 @@ def with_topology_mss(params: dict[str, Any], mss: int) -> dict[str, Any]:
 
 
 def host_policy_params(spec: PolicySpec, k: TimeScale, mss: int = MSS_BYTES) -> dict[str, str]:
-    """A host policy's parameters as the agent gets them: its times x k, the maximum ACK delay
-    included (its default written out when k is not 1), so that a test bed k times slower holds
-    ACKs as long, in the emulated network's time, as a real receiver would; and the topology's
-    MSS (with_topology_mss). The kernel's own baselines take no parameters and no agent."""
+    """A host policy's parameters as the agent gets them: its times x k, the maximum ACK delay and
+    the policy's own times included (their defaults written out when k is not 1), so that a test
+    bed k times slower holds ACKs as long, in the emulated network's time, as a real receiver
+    would; and the topology's MSS (with_topology_mss). The kernel's own baselines take no
+    parameters and no agent."""
     params = with_topology_mss(dict(spec.params), mss) if spec.name in HOST_POLICIES else dict(spec.params)
     if spec.name in HOST_POLICIES and k.k != 1:
         params.setdefault("max_delay_s", f"{MAX_ACK_DELAY_S:g}")
+        # the policy's other times, as its defaults (smartacking's rtt_refresh_s, the piggyback
+        # hold's hold_ms): written out so that they scale too
+        for f in fields(HOST_POLICIES[spec.name]):
+            if f.name in POLICY_TIME_PARAMS and isinstance(f.default, int | float) and f.default:
+                params.setdefault(f.name, f"{f.default:g}")
     return {name: str(value) for name, value in k.policy_params(params).items()}
 
 
@@ -346,19 +354,22 @@ def _run_in_testbed(
         flows = _flows(testbed, traffic)
         agents = []
         agent_receivers: list[str] = []
-        if run.arm.host is not None:
+        # udp-answers: the receiving application runs the host policy, on UDP: no agent, no
+        # capture of TCP, no TCP sampler.
+        udp = traffic["kind"] == UDP_ANSWERS
+        if run.arm.host is not None and not udp:
             host_params = host_policy_params(run.arm.host, TimeScale(testbed.time_scale), mss)
             for receiver, ports in _receivers_ports(flows, traffic).items():
                 agent = HostAgent(testbed.host(receiver), run.arm.host.name, host_params, tuple(ports))
                 agents.append(agent.start())
                 agent_receivers.append(receiver)
                 stack.callback(agent.stop)
-        captures = [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
+        captures = [] if udp else [tr.Capture(intf) for intf in _capture_intfs(testbed, scenario.capture)]
         kept_pcaps: list[dict[str, Any]] = []
         for capture in captures:
             stack.callback(capture.discard)
         # One sampler per sender (its host's counters), watching its first flow's cwnd and RTT.
-        first_receiver = {s: r for s, r, _ in reversed(flows)}
+        first_receiver = {} if udp else {s: r for s, r, _ in reversed(flows)}
         samplers = {
             s: tr.TcpSampler(testbed.host(s), testbed.host(r).IP()).start() for s, r in first_receiver.items()
         }
@@ -366,7 +377,9 @@ def _run_in_testbed(
             stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
         started = resources.snapshot(testbed.pids)
         clamp_bytes = testbed.topo.window_clamp_bytes
-        results, extra = _drive_traffic(testbed, traffic, flows, run.seed, on_progress, clamp_bytes)
+        results, extra = _drive_traffic(
+            testbed, traffic, flows, run.seed, on_progress, clamp_bytes, run.arm.host
+        )
         used = resources.usage(started, resources.snapshot(testbed.pids))
         tcp = {s: sampler.stop() for s, sampler in samplers.items()}
         segments = []
@@ -562,6 +575,7 @@ def _drive_traffic(
     seed: int,
     on_progress: Callable[[str], None] | None,
     window_clamp_bytes: int = 0,
+    host_policy: PolicySpec | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     extra: dict[str, Any] = {}
     background: list[Any] = []
@@ -599,6 +613,9 @@ def _drive_traffic(
             )
         elif traffic["kind"] == "piggyback":
             results = [_piggyback(testbed, traffic, flows, seed, on_progress, extra)]
+        elif traffic["kind"] == UDP_ANSWERS:
+            extra[UDP_ANSWERS] = _udp_answers(testbed, traffic, flows, host_policy, on_progress)
+            results = []
         else:
             results = _short_flows(testbed, traffic, flows, seed, on_progress, window_clamp_bytes)
         for proc in background:
@@ -607,6 +624,38 @@ def _drive_traffic(
     finally:
         for proc in background:
             proc.stop()
+
+
+def _udp_answers(
+    testbed: Testbed,
+    traffic: dict[str, Any],
+    flows: list[tuple[str, str, int]],
+    host_policy: PolicySpec | None,
+    on_progress: Callable[[str], None] | None,
+) -> udp_answers.UdpAnswersResult:
+    """TACK Fig. 13's UDP on the first flow's pair: offered at ``offered_mbps`` of UDP payload, the
+    receiver answering by the arm's host policy (none: the UDP baseline); the traffic's times and
+    rates are the emulated network's, run k times slower."""
+    k = testbed.time_scale
+    sender, receiver, port = flows[0]
+    rule = udp_answers.rule_for(
+        host_policy.name if host_policy else None,
+        host_policy.params if host_policy else {},
+        float(traffic.get("tack_rtt_min_s", UDP_TACK_RTT_MIN_S)) * k,
+    )
+    if on_progress is not None:
+        bound = f", at least {rule.min_interval_s:.3f} s apart" if rule.min_interval_s else ""
+        on_progress(f"UDP, an answer every {rule.every or 'never'}{bound}")
+    return tr.run_udp_answers(
+        testbed.host(sender),
+        testbed.host(receiver),
+        rule,
+        rate_pps=float(traffic["offered_mbps"]) * 1e6 / k / (8 * udp_answers.PAYLOAD_BYTES),
+        warmup_s=float(traffic["warmup_s"]) * k,
+        measure_s=float(traffic["measure_s"]) * k,
+        port=port,
+        timeout_s=float(traffic.get("timeout_s", 60)),
+    )
 
 
 def _piggyback(
@@ -680,6 +729,34 @@ def _short_flows(
         window_clamp_bytes=window_clamp_bytes,
     )
     return [result for stream in per_stream for result in stream]
+
+
+def _fill_udp_metrics(
+    record: RunRecord,
+    scenario: Scenario,
+    flows: list[tuple[str, str, int]],
+    result: udp_answers.UdpAnswersResult,
+    link_stats: dict[str, Any],
+    k: float,
+) -> None:
+    """udp-answers: goodput and answers over the receiver's window (emulated time); the medium's
+    counters over the whole run (the sender's time, warm-up included), as the WLAN runs'."""
+    medium = link_stats.get("air", {}).get("media", [{}])[0] if scenario.topology == "wlan" else {}
+    m: dict[str, float | int | None] = {
+        "udp_goodput_mbps": result.goodput_bps(k) / 1e6,
+        "answers_per_datagram": result.answers_per_datagram,
+        "answer_frequency_hz": result.answer_frequency_hz(k),
+        "udp_rcvbuf_drops": result.rcvbuf_drops,
+    }
+    if medium:
+        m |= medium_metrics(medium, sorted({r for _, r, _ in flows[:1]}), "ap", result.send_duration_s / k)
+    record.metrics = {name: _plain(v) for name, v in m.items()}
+    record.series = {"udp_answers": [{"flow": f"{flows[0][0]}->{flows[0][1]}", **asdict(result)}]}
+    if medium:
+        record.series["medium"] = [{"name": n, **c} for n, c in transmitters(medium).items()]
+        record.series["wired_links"] = [
+            {"name": name, **stats} for name, stats in link_stats.items() if name != "air" and stats
+        ]
 
 
 def _plain(value: Any) -> float | int | None:
@@ -766,6 +843,9 @@ def _fill_metrics(
     k: float,
     mss: int = MSS_BYTES,
 ) -> None:
+    if record.config["traffic"]["kind"] == UDP_ANSWERS:
+        _fill_udp_metrics(record, scenario, flows, extra[UDP_ANSWERS], link_stats, k)
+        return
     record.flows = [
         asdict(
             FlowResult(

@@ -19,14 +19,19 @@ import yaml
 from ackwise.errors import InputError
 from ackwise.experiments.harness.figures import validate_figure_spec
 from ackwise.experiments.harness.schema import METRICS, PER_POINT, Arm, Point, PolicySpec, is_scale_factor
+from ackwise.experiments.measure.udp_answers import rule_for
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # experiments/scenarios: data
-TRAFFIC_KINDS = ("transfers", "short-flows", "piggyback")
+TRAFFIC_KINDS = ("transfers", "short-flows", "piggyback", "udp-answers")
+# TACK Fig. 13's UDP (experiments/measure/udp_answers.py): its keys, and the policies a host arm
+# may run there (the receiving application runs them: no agent, no TCP).
+UDP_ANSWERS = "udp-answers"
+UDP_ANSWERS_KEYS = ("kind", "offered_mbps", "warmup_s", "measure_s", "tack_rtt_min_s", "timeout_s", "flows")
 # A point parameter that is not a topology's (the runner passes no "_" key to the topology): the
 # traffic keys this point sets over the scenario's, and the keys it may set (the piggyback
 # traffic's mode and bytes written back per read: Shang and Wills' N sweep, 2Con, 1Con).
 POINT_TRAFFIC = "_traffic"
-POINT_TRAFFIC_KEYS = ("size_bytes", "timeout_s", "mode", "write_bytes")
+POINT_TRAFFIC_KEYS = ("size_bytes", "timeout_s", "mode", "write_bytes", "offered_mbps")
 
 
 class ScenarioError(InputError, ValueError):
@@ -135,6 +140,34 @@ def _arm(doc: Any, where: str) -> tuple[Arm, dict[str, Any]]:
     return arm, params
 
 
+def _check_udp_answers(traffic: dict[str, Any], arms: Any, where: str) -> None:
+    """udp-answers traffic: its keys, numbers where numbers go, and arms the receiving application
+    can run (the baseline, host every_d or tack); a switch or AP arm would change nothing there."""
+    unknown = set(traffic) - set(UDP_ANSWERS_KEYS)
+    if unknown:
+        raise ScenarioError(
+            f"{where}: traffic {UDP_ANSWERS} has no {', '.join(sorted(unknown))}; "
+            f"keys: {', '.join(UDP_ANSWERS_KEYS[1:])}"
+        )
+    for key in ("offered_mbps", "warmup_s", "measure_s"):
+        if not isinstance(traffic.get(key), int | float) or traffic[key] <= 0:
+            raise ScenarioError(f"{where}: traffic {UDP_ANSWERS} needs {key} > 0 (the emulated network's)")
+    for i, arm in enumerate(arms or []):
+        if not isinstance(arm, dict):
+            continue
+        if set(arm) - {"host"}:
+            raise ScenarioError(
+                f"{where}: arms[{i}]: with {UDP_ANSWERS} traffic an arm is the baseline or a host policy "
+                "(the receiving application answers), not a switch or AP"
+            )
+        spec = _policy(arm.get("host"), f"{where}: arms[{i}].host")
+        if spec is not None:
+            try:
+                rule_for(spec.name, spec.params, 1.0)
+            except ValueError as exc:
+                raise ScenarioError(f"{where}: arms[{i}]: {exc}") from None
+
+
 def load(name_or_path: str | Path) -> Scenario:
     path = Path(name_or_path)
     if not path.suffix:
@@ -182,6 +215,8 @@ def load(name_or_path: str | Path) -> Scenario:
     traffic = dict(_need(doc, "traffic", dict, where))
     if traffic.get("kind") not in TRAFFIC_KINDS:
         raise ScenarioError(f"{where}: traffic.kind must be one of {', '.join(TRAFFIC_KINDS)}")
+    if traffic["kind"] == UDP_ANSWERS:
+        _check_udp_answers(traffic, doc.get("arms"), where)
     metrics = tuple(_need(doc, "metrics", list, where))
     for m in metrics:
         if m not in METRICS:

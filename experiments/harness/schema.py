@@ -101,6 +101,16 @@ METRICS: dict[str, MetricInfo] = {
     ),
     "ap_mpdus_per_ppdu": MetricInfo("", "", "MPDUs per PPDU the AP sent: its mean A-MPDU size (linkem)"),
     "ap_queue_drops": MetricInfo("", "", "frames the AP's queue in front of the air refused (linkem)"),
+    # TACK Fig. 13 (udp-answers traffic, experiments/measure/udp_answers.py): UDP one way, an answer
+    # per L datagrams back; over the receiver's steady window, in the emulated network's time.
+    "udp_goodput_mbps": MetricInfo(
+        "Mbit/s", "higher", "UDP payload the receiver got per second of emulated time (ideal goodput)"
+    ),
+    "answers_per_datagram": MetricInfo("", "", "answers the UDP receiver sent per datagram it got"),
+    "answer_frequency_hz": MetricInfo("Hz", "", "the UDP receiver's answers per second of emulated time"),
+    "udp_rcvbuf_drops": MetricInfo(
+        "", "", "datagrams the receiver's kernel dropped from its full socket buffer (a late application)"
+    ),
 }
 
 

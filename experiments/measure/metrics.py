@@ -218,12 +218,23 @@ def wlan_metrics(
     span_s = traffic_span_s(transfers)
     real_s = span_s / k if span_s else None
     goodput = aggregate_goodput_bps(transfers)
-    ap_counters = transmitters(medium).get(ap, {})
     return {
         "aggregate_goodput_mbps": goodput * k / 1e6 if goodput is not None else None,
         "station_jain_index": jain_index(station_goodputs_bps) if len(station_goodputs_bps) > 1 else None,
         "pure_acks_per_segment": acks.acks_per_data_segment,
         "ack_frequency_hz": acks.pure_acks / real_s if real_s else None,
+        **medium_metrics(medium, stations, ap, real_s),
+    }
+
+
+def medium_metrics(
+    medium: dict[str, Any], stations: Iterable[str], ap: str, real_s: float | None
+) -> dict[str, float | int | None]:
+    """What the medium's counters say of a run (``real_s``: its traffic's span in the emulated
+    network's seconds): the stations' share of the busy air (their answers: TCP ACKs, or the UDP
+    tool's), collisions per second, the AP's A-MPDU size and its queue's drops."""
+    ap_counters = transmitters(medium).get(ap, {})
+    return {
         "ack_airtime_fraction": airtime_fraction(medium, stations),
         "collided_ppdus_per_s": collided_ppdus(medium) / real_s if real_s else None,
         "ap_mpdus_per_ppdu": mpdus_per_ppdu(medium, ap),

@@ -4,6 +4,7 @@
 - ``iperf3_bulk``: a timed bulk TCP flow with iperf3.
 - ``OnOffUdp``: on-off UDP cross traffic (experiments/measure/onoff.py).
 - ``run_piggyback``: Shang and Wills' piggyback, 1Con and 2Con runs (experiments/measure/piggyback.py).
+- ``run_udp_answers``: TACK Fig. 13's UDP with an answer per L datagrams (experiments/measure/udp_answers.py).
 - ``Capture``: tcpdump on an interface, summarised per flow direction by pcapstats.
 - ``TcpSampler``: cwnd/RTT samples (``ss -ti``) and retransmission/RTO counters (``nstat``) of a
   sending host.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ackwise.experiments.measure import udp_answers
 from ackwise.experiments.measure.pcapstats import DirectionStats, direction_stats
 from ackwise.experiments.measure.piggyback import PiggybackResult, summarize
 
@@ -395,6 +397,91 @@ def run_piggyback(
     )
     if not result.byte_exact:
         raise TrafficError(f"piggyback {mode} {server.name} <-> {client.name}: " + "; ".join(result.problems))
+    return result
+
+
+def run_udp_answers(
+    sender: Any,
+    receiver: Any,
+    rule: udp_answers.AnswerRule,
+    rate_pps: float,
+    warmup_s: float,
+    measure_s: float,
+    port: int = 5001,
+    timeout_s: float = 60,
+) -> udp_answers.UdpAnswersResult:
+    """One run of experiments/measure/udp_answers.py (times in the test bed's seconds): the
+    receiver answers by ``rule``; the sender sends for the warm-up, the window and a second more.
+    Raises TrafficError when a side fails or the window was not filled."""
+    module = "ackwise.experiments.measure.udp_answers"
+    drops_before = udp_receive_buffer_drops(receiver)
+    receiving = receiver.popen(
+        [
+            PYTHON,
+            "-m",
+            module,
+            "recv",
+            "--port",
+            str(port),
+            "--every",
+            str(rule.every),
+            "--min-interval",
+            repr(rule.min_interval_s),
+            "--warmup",
+            repr(warmup_s),
+            "--measure",
+            repr(measure_s),
+            "--timeout",
+            repr(timeout_s),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.3)  # the receiver binds its port (a datagram before that draws an ICMP error)
+    duration_s = warmup_s + measure_s + 1.0 + 0.5  # and the first datagram's way there
+    sending = sender.popen(
+        [
+            PYTHON,
+            "-m",
+            module,
+            "send",
+            "--host",
+            receiver.IP(),
+            "--port",
+            str(port),
+            "--rate-pps",
+            repr(rate_pps),
+            "--duration",
+            repr(duration_s),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        send_out, send_err = sending.communicate(timeout=duration_s + timeout_s)
+        recv_out, recv_err = receiving.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        raise TrafficError(f"UDP answers {sender.name} -> {receiver.name} timed out") from exc
+    finally:
+        for proc in (sending, receiving):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    try:
+        result = udp_answers.summarize(
+            _json_line(send_out + send_err, f"UDP sender on {sender.name}"),
+            _json_line(recv_out + recv_err, f"UDP receiver on {receiver.name}"),
+            udp_receive_buffer_drops(receiver) - drops_before,
+        )
+    except ValueError as exc:
+        raise TrafficError(f"UDP answers {sender.name} -> {receiver.name}: {exc}") from None
+    if result.ended_early:
+        raise TrafficError(
+            f"UDP answers {sender.name} -> {receiver.name}: the sender stopped before the receiver's "
+            f"{measure_s:g} s window ended ({result.datagrams} datagrams in it)"
+        )
     return result
 
 
