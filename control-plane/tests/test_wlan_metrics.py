@@ -15,7 +15,9 @@ from ackwise.experiments.measure.metrics import (
     airtime_fraction,
     collided_ppdus,
     mpdus_per_ppdu,
+    shared_medium,
     traffic_span_s,
+    transmitters,
     wlan_metrics,
 )
 
@@ -99,3 +101,15 @@ def test_a_reports_header_gives_each_wlan_points_bdp_scale_and_unscaled_timers()
     assert point_scale_notes({**scenario, "points": [{"label": "x", "params": {"n_pairs": 2}}]}) == []
     # a scenario with one scale factor (and the records published under it) keeps its header
     assert point_scale_notes({**scenario, "scale": {"factor": 4, "what": "x4"}}) == []
+
+
+def test_the_chain_s_medium_counters_are_found_like_the_wlan_s() -> None:
+    """The runner keeps every shared medium's per-transmitter counters (series.medium), the chain's
+    too: its retry-limit drops are where a segment is lost on the chain (issue 38)."""
+    chain_stats = {
+        "air": {"media": [{"busy_ns": 5, "transmitters": [{"name": "r1", "model": {"retry_drops": 3}}]}]},
+        "e1": {"rx": 1},
+    }
+    assert transmitters(shared_medium(chain_stats)) == {"r1": {"retry_drops": 3}}
+    assert shared_medium({"e1": {"rx": 1}}) == {}
+    assert shared_medium({"air": {}}) == {}

@@ -13,7 +13,10 @@
 //   tcp   one bulk TCP transfer (NewReno with SACK and timestamps, Linux's 200 ms minimum RTO and
 //         initial window of 10), 988-byte segments (1040-byte IP packets with timestamps), the
 //         receiver ACKing every `--delack` segments or after `--delack_ms`, the window limited to
-//         `--window` segments by the receiver's buffer.
+//         `--window` segments by the receiver's buffer; it also counts the sender's data segments
+//         and retransmissions.
+//   echo  `--echo_pps` 1040-byte UDP packets per second from the first node, each echoed back by
+//         the last: a two-way load at a set rate, the model's `offer` and `reply` rules.
 //
 // The ranges of the model (topologies/wireless.py CHAIN_RANGES: decode within 250 m, carrier sense
 // and interference within 550 m) are made physical here with two received power levels and a
@@ -30,7 +33,8 @@
 // (6.1 dB), as the model's interference range has it.
 //
 // It prints one JSON line: packets per second received by the last node over the measurement, and
-// the MAC's counters.
+// the MAC's counters (data and RTS failures, and those given up at the retry limits; frames dropped
+// from a full MAC queue are not among them: ns-3 3.37's MacTxDrop does not report them).
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -83,6 +87,11 @@ class ThresholdErrorModel : public ErrorRateModel {
 };
 
 uint64_t mac_tx_failed = 0, mac_tx_dropped = 0, mac_queue_dropped = 0;
+uint64_t mac_rts_failed = 0, mac_rts_dropped = 0;
+uint64_t tcp_data_sent = 0, tcp_retransmitted = 0;
+SequenceNumber32 tcp_highest_sent(0);
+bool tcp_seen_data = false;
+uint64_t echo_sent = 0, echo_received = 0;
 
 }  // namespace
 
@@ -92,7 +101,9 @@ int main(int argc, char **argv) {
     double delack_ms = 100, warmup_s = 5, measure_s = 60;
     bool sack = true;
     CommandLine cmd;
-    cmd.AddValue("mode", "udp or tcp", mode);
+    double echo_pps = 5;
+    cmd.AddValue("mode", "udp, tcp or echo", mode);
+    cmd.AddValue("echo_pps", "echo: packets per second the first node sends (each echoed back by the last)", echo_pps);
     cmd.AddValue("nodes", "nodes on the line (hops + 1)", nodes);
     cmd.AddValue("window", "tcp: the maximum window, segments (the receiver's buffer)", window);
     cmd.AddValue("delack", "tcp: the receiver ACKs every this many segments (1: an ACK per segment)", delack);
@@ -103,8 +114,8 @@ int main(int argc, char **argv) {
     cmd.AddValue("warmup", "seconds of traffic before measuring", warmup_s);
     cmd.AddValue("measure", "seconds measured", measure_s);
     cmd.Parse(argc, argv);
-    if (nodes < 2 || (mode != "udp" && mode != "tcp")) {
-        std::cerr << "give --mode=udp|tcp and --nodes >= 2\n";
+    if (nodes < 2 || (mode != "udp" && mode != "tcp" && mode != "echo")) {
+        std::cerr << "give --mode=udp|tcp|echo and --nodes >= 2\n";
         return 2;
     }
     RngSeedManager::SetSeed(12345);
@@ -178,6 +189,10 @@ int main(int argc, char **argv) {
                                   MakeCallback(+[](Mac48Address) { mac_tx_dropped++; }));
     Config::ConnectWithoutContext("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/RemoteStationManager/MacTxDataFailed",
                                   MakeCallback(+[](Mac48Address) { mac_tx_failed++; }));
+    Config::ConnectWithoutContext("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/RemoteStationManager/MacTxFinalRtsFailed",
+                                  MakeCallback(+[](Mac48Address) { mac_rts_dropped++; }));
+    Config::ConnectWithoutContext("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/RemoteStationManager/MacTxRtsFailed",
+                                  MakeCallback(+[](Mac48Address) { mac_rts_failed++; }));
     Config::ConnectWithoutContext("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Mac/MacTxDrop",
                                   MakeCallback(+[](Ptr<const Packet>) { mac_queue_dropped++; }));
 
@@ -195,10 +210,39 @@ int main(int argc, char **argv) {
         OnOffHelper onoff("ns3::UdpSocketFactory", InetSocketAddress(ifs.GetAddress(nodes - 1), port));
         onoff.SetConstantRate(DataRate("2Mbps"), payload);  // twice the PHY rate: the source queue stays full
         onoff.Install(chain.Get(0)).Start(start);
+    } else if (mode == "echo") {
+        // Both directions at the same full size: the model's "reply" rule, for comparing MAC
+        // failures under a two-way load (validation/chain.py --echo).
+        payload = 1012;
+        UdpEchoServerHelper server(port + 1);
+        server.Install(dst).Start(Seconds(0.5));
+        UdpEchoClientHelper client(ifs.GetAddress(nodes - 1), port + 1);
+        client.SetAttribute("MaxPackets", UintegerValue(1000000));
+        client.SetAttribute("Interval", TimeValue(Seconds(1.0 / echo_pps)));
+        client.SetAttribute("PacketSize", UintegerValue(payload));
+        ApplicationContainer c = client.Install(chain.Get(0));
+        c.Start(start);
+        c.Get(0)->TraceConnectWithoutContext("Tx", MakeCallback(+[](Ptr<const Packet>) { echo_sent++; }));
+        c.Get(0)->TraceConnectWithoutContext("Rx", MakeCallback(+[](Ptr<const Packet>) { echo_received++; }));
     } else {
         BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(ifs.GetAddress(nodes - 1), port));
         bulk.SetAttribute("MaxBytes", UintegerValue(0));
         bulk.Install(chain.Get(0)).Start(start);
+    }
+    if (mode == "tcp") {
+        // Count data segments sent and how many were sent again (a sequence number below the
+        // highest sent), from the sender's socket, over the whole run.
+        Simulator::Schedule(start + MilliSeconds(1), []() {
+            Config::ConnectWithoutContext(
+                "/NodeList/0/$ns3::TcpL4Protocol/SocketList/*/Tx",
+                MakeCallback(+[](Ptr<const Packet> p, const TcpHeader &h, Ptr<const TcpSocketBase>) {
+                    if (p->GetSize() == 0) return;
+                    tcp_data_sent++;
+                    if (tcp_seen_data && h.GetSequenceNumber() < tcp_highest_sent) tcp_retransmitted++;
+                    else tcp_highest_sent = h.GetSequenceNumber();
+                    tcp_seen_data = true;
+                }));
+        });
     }
     uint64_t at_start = 0, at_stop = 0;
     Time t0 = start + Seconds(warmup_s), t1 = t0 + Seconds(measure_s);
@@ -213,7 +257,10 @@ int main(int argc, char **argv) {
         << ", \"sack\": " << (sack ? "true" : "false") << ", \"seed\": " << seed << ", \"measure_s\": " << measure_s
         << ", \"payload_bytes\": " << payload << ", \"packets\": " << pkts << ", \"pkt_per_s\": " << pkts / measure_s
         << ", \"mac_data_failed\": " << mac_tx_failed << ", \"mac_retry_drops\": " << mac_tx_dropped
-        << ", \"mac_queue_drops\": " << mac_queue_dropped << "}";
+        << ", \"mac_queue_drops\": " << mac_queue_dropped << ", \"mac_rts_failed\": " << mac_rts_failed
+        << ", \"mac_rts_retry_drops\": " << mac_rts_dropped << ", \"tcp_data_sent\": " << tcp_data_sent
+        << ", \"tcp_retransmitted\": " << tcp_retransmitted << ", \"echo_sent\": " << echo_sent
+        << ", \"echo_received\": " << echo_received << "}";
     std::cout << out.str() << std::endl;
     Simulator::Destroy();
     return 0;
