@@ -41,9 +41,10 @@
 // ns-3's reason), frame lost to the rule (with the reason and the other transmitter) and MAC
 // failure, for frame-by-frame comparisons with the model's events.
 //
-// It prints one JSON line: packets per second received by the last node over the measurement, and
-// the MAC's counters (data and RTS failures, and those given up at the retry limits; frames dropped
-// from a full MAC queue are not among them: ns-3 3.37's MacTxDrop does not report them).
+// It prints one JSON line: packets per second received by the last node over the measurement, the
+// echoes sent and received (over the run, and over the measurement), and the MAC's counters over
+// the run (data PPDUs sent, data and RTS failures, and those given up at the retry limits; frames
+// dropped from a full MAC queue are not among them: ns-3 3.37's MacTxDrop does not report them).
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -195,6 +196,7 @@ uint64_t tcp_data_sent = 0, tcp_retransmitted = 0;
 SequenceNumber32 tcp_highest_sent(0);
 bool tcp_seen_data = false;
 uint64_t echo_sent = 0, echo_received = 0;
+uint64_t data_frames = 0;  // data PPDUs sent (every attempt), all nodes
 uint32_t ContextNode(const std::string &context) {  // "/NodeList/3/DeviceList/..." -> 3
     return std::stoul(context.substr(10, context.find('/', 10) - 10));
 }
@@ -421,10 +423,22 @@ int main(int argc, char **argv) {
                 }));
         });
     }
-    uint64_t at_start = 0, at_stop = 0;
+    // Data PPDUs, to put the data failures in proportion (the model's ppdus).
+    Config::ConnectWithoutContext("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Phy/PhyTxBegin",
+                                  MakeCallback(+[](Ptr<const Packet> p, double) {
+                                      WifiMacHeader h;
+                                      if (p->PeekHeader(h) && h.IsData()) data_frames++;
+                                  }));
+    uint64_t at_start = 0, at_stop = 0, echo_sent_t0 = 0, echo_received_t0 = 0, echo_sent_t1 = 0, echo_received_t1 = 0;
     Time t0 = start + Seconds(warmup_s), t1 = t0 + Seconds(measure_s);
-    Simulator::Schedule(t0, [&]() { at_start = rx->GetTotalRx(); });
-    Simulator::Schedule(t1, [&]() { at_stop = rx->GetTotalRx(); });
+    Simulator::Schedule(t0, [&]() {
+        at_start = rx->GetTotalRx();
+        echo_sent_t0 = echo_sent, echo_received_t0 = echo_received;
+    });
+    Simulator::Schedule(t1, [&]() {
+        at_stop = rx->GetTotalRx();
+        echo_sent_t1 = echo_sent, echo_received_t1 = echo_received;
+    });
     Simulator::Stop(t1 + MilliSeconds(1));
     Simulator::Run();
     double pkts = double(at_stop - at_start) / payload;
@@ -437,7 +451,9 @@ int main(int argc, char **argv) {
         << ", \"mac_queue_drops\": " << mac_queue_dropped << ", \"mac_rts_failed\": " << mac_rts_failed
         << ", \"mac_rts_retry_drops\": " << mac_rts_dropped << ", \"tcp_data_sent\": " << tcp_data_sent
         << ", \"tcp_retransmitted\": " << tcp_retransmitted << ", \"echo_sent\": " << echo_sent
-        << ", \"echo_received\": " << echo_received << "}";
+        << ", \"echo_received\": " << echo_received << ", \"echo_sent_measured\": " << echo_sent_t1 - echo_sent_t0
+        << ", \"echo_received_measured\": " << echo_received_t1 - echo_received_t0
+        << ", \"data_frames\": " << data_frames << "}";
     std::cout << out.str() << std::endl;
     Simulator::Destroy();
     return 0;
