@@ -37,6 +37,11 @@
 //   of 4-node echo at 25 packets/s, against 153 with the rule).
 //   - ChainRateManager: dot11ShortRetryLimit (7) applies to RTS failures (ns-3 3.37 never gives a
 //     frame up for them when every frame uses RTS/CTS; see the class).
+//   - ChainBackoff: a frame queued before the medium has been idle for DIFS backs off, as in ns-2
+//     and the model; ns-3 3.37 let a relay forward DIFS after its ACK with no backoff (see the
+//     struct; --ns2_backoff=0 restores ns-3's rule, for comparison).
+// In tcp mode the sender's buffer is W segments like the receiver's (ns-3 3.37's bug 991 crashed
+// the runs with small windows otherwise; see the SndBufSize default below).
 // --trace=PATH writes one line per PHY transmission, reception (ok or error, with SNR), drop (with
 // ns-3's reason), frame lost to the rule (with the reason and the other transmitter) and MAC
 // failure, for frame-by-frame comparisons with the model's events.
@@ -45,6 +50,7 @@
 // echoes sent and received (over the run, and over the measurement), and the MAC's counters over
 // the run (data PPDUs sent, data and RTS failures, and those given up at the retry limits; frames
 // dropped from a full MAC queue are not among them: ns-3 3.37's MacTxDrop does not report them).
+// backoffs_drawn counts the frames ChainBackoff gave a backoff that ns-3 would have sent at once.
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -116,9 +122,17 @@ class ChainReception : public ErrorModel {
 
   private:
     bool DoCorrupt(Ptr<Packet> p) override {
+        // The transmission whose reception ends here now. A packet keeps its UID from hop to hop
+        // and across TCP retransmissions (and a segment built from several application writes
+        // takes its first write's), so several transmissions on the air within the last 100 ms
+        // can share it: the latest of them, which this took until issue 38's TCP runs, was at
+        // times another node's, and a frame from a neighbour was lost as "out of range" (9 nodes,
+        // TCP, W = 2000: 1057 data frames in 25 s, 7.9 pkt/s instead of 15.2).
         const Transmission *f = nullptr;
-        for (auto it = on_air.rbegin(); it != on_air.rend() && !f; ++it)
-            if (it->uid == p->GetUid() && it->node != node) f = &*it;
+        for (const Transmission &t : on_air)
+            if (t.uid == p->GetUid() && t.node != node && !t.end.IsZero() &&
+                (!f || Abs(ArrivalEnd(t) - Simulator::Now()) < Abs(ArrivalEnd(*f) - Simulator::Now())))
+                f = &t;
         if (!f) return false;
         if (Distance(*f) > kDecodeRangeM) return Lost(p, f, "range", nullptr);
         // ns-2's receiver, replayed over the transmissions that reached this node: it locks onto
@@ -190,6 +204,43 @@ class ChainRateManager : public ConstantRateWifiManager {
     static const uint32_t kShortRetryLimit = 7;
 };
 
+// The backoff of a frame queued at a MAC that has nothing to send and no backoff pending. ns-3 3.37
+// (ChannelAccessManager::NeedBackoffUponAccess) draws one only if the medium is busy at that
+// instant, and a relay's frame is queued the instant its reception ends, when the PHY is idle for
+// a moment before the ACK: so a relay sent every frame DIFS after its ACK with no backoff at all.
+// ns-2 draws a backoff there (Mac802_11::send(): rx_state_ is still MAC_RECV, so
+// mhBackoff_.start(cw_)), and so does the model (medium_enqueue: a frame queued before the medium
+// has been idle for DIFS backs off), as 10.3.4.2 reads ("the medium ... remains idle for a period
+// of a DIFS"). ChainBackoff hooks each MAC queue's Enqueue and, where ns-3 has just granted such
+// an immediate access, starts a backoff drawn from [0, CW] instead; a frame queued after DIFS of
+// idle medium still goes at once, as in the model.
+struct ChainBackoff {
+    // GetBackoffSlots and GetCw are protected; a member pointer taken through a subclass reads them.
+    struct Peek : Txop {
+        static uint32_t Slots(const Txop &t) { return (t.*&Peek::GetBackoffSlots)(0); }
+        static uint32_t Cw(const Txop &t) { return (t.*&Peek::GetCw)(0); }
+    };
+    Ptr<Txop> txop;
+    Ptr<ChannelAccessManager> cam;
+    Time slot;
+    Ptr<UniformRandomVariable> rng;
+    uint64_t drawn = 0;
+    void Enqueued(Ptr<const WifiMpdu>) {
+        if (txop->GetWifiMacQueue()->GetNPackets() != 1 || txop->GetAccessStatus(0) == Txop::GRANTED) return;
+        if (cam->IsBusy() || Peek::Slots(*txop) != 0) return;  // ns-3 drew one, or one is pending
+        // GetAccessGrantStart: the end of the last busy period (EIFS after an error) plus SIFS
+        if (Simulator::Now() >= cam->GetAccessGrantStart() + txop->GetAifsn(0) * slot) return;
+        txop->StartBackoffNow(rng->GetInteger(0, Peek::Cw(*txop)), 0);
+        drawn++;
+    }
+};
+std::vector<ChainBackoff *> chain_backoffs;
+uint64_t backoffs_drawn() {
+    uint64_t n = 0;
+    for (const ChainBackoff *b : chain_backoffs) n += b->drawn;
+    return n;
+}
+
 uint64_t mac_tx_failed = 0, mac_tx_dropped = 0, mac_queue_dropped = 0;
 uint64_t mac_rts_failed = 0, mac_rts_dropped = 0;
 uint64_t tcp_data_sent = 0, tcp_retransmitted = 0;
@@ -226,7 +277,7 @@ int main(int argc, char **argv) {
     std::string mode = "udp", trace_path;
     uint32_t nodes = 3, window = 2000, delack = 1, queue_pkts = 50, seed = 1;
     double delack_ms = 100, warmup_s = 5, measure_s = 60;
-    bool sack = true;
+    bool sack = true, ns2_backoff = true;
     CommandLine cmd;
     double echo_pps = 5;
     cmd.AddValue("mode", "udp, tcp or echo", mode);
@@ -236,6 +287,7 @@ int main(int argc, char **argv) {
     cmd.AddValue("delack", "tcp: the receiver ACKs every this many segments (1: an ACK per segment)", delack);
     cmd.AddValue("delack_ms", "tcp: ... or this long after the first unacknowledged one", delack_ms);
     cmd.AddValue("sack", "tcp: SACK", sack);
+    cmd.AddValue("ns2_backoff", "a frame queued before DIFS of idle medium backs off (ns-2, the model; ChainBackoff)", ns2_backoff);
     cmd.AddValue("queue", "MAC queue, packets per node", queue_pkts);
     cmd.AddValue("seed", "run number", seed);
     cmd.AddValue("trace", "write every PHY transmission, reception and drop, and every MAC failure, to this file", trace_path);
@@ -257,7 +309,13 @@ int main(int argc, char **argv) {
     Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delack));
     Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(delack_ms)));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(window * segment));
-    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(4 << 20));
+    // The sender's buffer holds the window too (W segments, written a segment at a time): ns-3
+    // 3.37's TcpTxBuffer::NextSeg offers a zero-length segment of new data when the data sent and
+    // unacknowledged equals the receiver's window and a SACK block or a duplicate ACK (limited
+    // transmit) has taken some of it out of the pipe ("m_sentSize <= m_rWndCallback()"; ns-3 bug
+    // 991, fixed in 3.41 by "<"), and TcpRateLinux::SkbSent dereferences the null segment. With no
+    // unsent data beyond the window that rule is never reached; the window is W either way.
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(window * segment));
     Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack));
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
     Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
@@ -288,6 +346,13 @@ int main(int argc, char **argv) {
         Ptr<ChainReception> rule = CreateObject<ChainReception>();
         rule->node = i;
         DynamicCast<WifiNetDevice>(devs.Get(i))->GetPhy()->SetPostReceptionErrorModel(rule);
+        if (ns2_backoff) {
+            Ptr<WifiNetDevice> dev = DynamicCast<WifiNetDevice>(devs.Get(i));
+            auto *b = new ChainBackoff{dev->GetMac()->GetTxop(), dev->GetMac()->GetChannelAccessManager(),
+                                       dev->GetPhy()->GetSlot(), CreateObject<UniformRandomVariable>()};
+            b->txop->GetWifiMacQueue()->TraceConnectWithoutContext("Enqueue", MakeCallback(&ChainBackoff::Enqueued, b));
+            chain_backoffs.push_back(b);
+        }
     }
     // The transmissions the rule looks at: each from its start to its end, forgotten 100 ms later.
     Config::Connect("/NodeList/*/DeviceList/*/$ns3::WifiNetDevice/Phy/PhyTxBegin",
@@ -406,6 +471,7 @@ int main(int argc, char **argv) {
     } else {
         BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(ifs.GetAddress(nodes - 1), port));
         bulk.SetAttribute("MaxBytes", UintegerValue(0));
+        bulk.SetAttribute("SendSize", UintegerValue(segment));  // whole segments into the W-segment buffer
         bulk.Install(chain.Get(0)).Start(start);
     }
     if (mode == "tcp") {
@@ -453,7 +519,7 @@ int main(int argc, char **argv) {
         << ", \"tcp_retransmitted\": " << tcp_retransmitted << ", \"echo_sent\": " << echo_sent
         << ", \"echo_received\": " << echo_received << ", \"echo_sent_measured\": " << echo_sent_t1 - echo_sent_t0
         << ", \"echo_received_measured\": " << echo_received_t1 - echo_received_t0
-        << ", \"data_frames\": " << data_frames << "}";
+        << ", \"data_frames\": " << data_frames << ", \"backoffs_drawn\": " << backoffs_drawn() << "}";
     std::cout << out.str() << std::endl;
     Simulator::Destroy();
     return 0;
