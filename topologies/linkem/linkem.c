@@ -81,8 +81,8 @@
 // The link model's version, recorded with every experiment run (its provenance): raise it with
 // any change to what a wire or the medium does to frames, so that runs of two models never mix.
 #define LINKEM_MODEL_VERSION                                                                              \
-    "4 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack, " \
-    "responses as transmissions, positions and ranges, RTS/CTS, capture)"
+    "5 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack, " \
+    "responses as transmissions, positions and ranges, RTS/CTS, capture, NAV reset at PHY-RXSTART)"
 
 #define MAX_IFACES 64
 #define MAX_WIRES 64

@@ -118,6 +118,7 @@ struct medium {
     struct medium_params p;
     // scaled durations
     uint64_t slot, sifs, aifs, eifs_extra, ack_timeout, detect, ack, block_ack, max_ppdu, rts, cts, nav_reset;
+    uint64_t rx_start_delay;  // from a PPDU's start to its PHY-RXSTART.indication: the PHY preamble and header
     struct station sta[MEDIUM_MAX_STATIONS];
     int n;
     // the relations: [listener][talker]; interferes: [receiver][talker]
@@ -198,6 +199,7 @@ struct medium *medium_new(const struct medium_params *p, uint64_t seed, const ch
     // 2 x aSIFSTime + CTS_Time + aRxPHYStartDelay + 2 x aSlotTime of its end (aRxPHYStartDelay is
     // the ACK timeout's: aSIFSTime + aSlotTime + aRxPHYStartDelay).
     m->nav_reset = scaled(m, p->sifs_ns + p->cts_ns + p->ack_timeout_ns + p->slot_ns);
+    m->rx_start_delay = scaled(m, p->preamble_ns);
     memset(m->decodes, 1, sizeof m->decodes);
     memset(m->senses, 1, sizeof m->senses);
     memset(m->interferes, 1, sizeof m->interferes);
@@ -487,7 +489,11 @@ static void air_start(struct medium *m, int i, enum air_kind kind, int to, uint6
     for (int j = 0; j < m->n; j++) {
         struct station *o = &m->sta[j];
         if (!medium_senses(m, j, i)) continue;
-        o->nav_reset_at = 0;  // a frame followed the RTS
+        // 10.3.2.4: a frame followed the RTS if its PHY-RXSTART (the end of its PHY preamble and
+        // header, aRxPHYStartDelay after it starts) comes within NAVTimeout; one that starts
+        // later than that does not stop the reset (ns-3 3.37: FrameExchangeManager::
+        // RxStartIndication cancels m_navResetEvent, at PhyRxPayloadBegin).
+        if (o->nav_reset_at && t + m->rx_start_delay < o->nav_reset_at) o->nav_reset_at = 0;
         if (o->state == TRANSMITTING) {
             o->sent_during = 1;
         } else if (o->heard == 0) {
