@@ -456,7 +456,8 @@ def test_a_four_node_echo_loses_data_frames_as_rarely_as_ns3() -> None:
     cannot decode n1's CTS, so its RTS to n2 often starts while n1 receives n0's data; n1, 200 m
     from n0, captures the data against it (ns-2's rule). ns-3 3.37 with the same reception rule
     (chain_validation --mode=echo --echo_pps=25 --nodes=4, 60 s): 153 data failures in 6372
-    data frames (2.4 %), 56 % of the echoes back. The model without capture corrupted 44 % of its
+    data frames (2.4 %), 56 % of the echoes back; with its relays backing off as ns-2's do
+    (ChainBackoff), 71 in 6480 (1.1 %) and 50 %. The model without capture corrupted 44 % of its
     data frames (2431 of 5476) and got 22 % back."""
     vm = VirtualMedium(preset(CHAIN_PRESET), limit_pkts=50)
     n = vm.chain(4)
@@ -467,8 +468,8 @@ def test_a_four_node_echo_loses_data_frames_as_rarely_as_ns3() -> None:
     failed = sum(s["ppdus_collided"] + s["responses_lost"] for s in stations)
     back = r.delivered_frames(n[1], n[0]) / (25.0 * r.window_s)
     print(f"data frames {sent}, failed {failed} ({failed / sent:.1%}), echoes back {back:.0%}")
-    assert failed < 0.05 * sent  # ns-3: 2.4 %
-    assert back > 0.45  # ns-3: 56 %
+    assert failed < 0.05 * sent  # ns-3: 2.4 % (1.1 % with ChainBackoff)
+    assert back > 0.45  # ns-3: 56 % (50 %)
 
 
 @pytest.mark.parametrize(
