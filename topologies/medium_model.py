@@ -102,9 +102,12 @@ class VirtualMedium:
         self.lines.append(f"hears air {listener} {talker} {int(hears)}")
         return self
 
-    def ranges(self, tx_m: float, cs_m: float, interference_m: float) -> VirtualMedium:
-        """Decode, carrier-sense and interference ranges, for the stations placed with ``place``."""
-        self.lines.append(f"ranges air tx_m={tx_m:g} cs_m={cs_m:g} interference_m={interference_m:g}")
+    def ranges(self, tx_m: float, cs_m: float, interference_m: float, capture: float) -> VirtualMedium:
+        """Decode, carrier-sense and interference ranges, and the capture ratio (0: none;
+        wireless.ChainGeometry.capture_ratio), for the stations placed with ``place``."""
+        self.lines.append(
+            f"ranges air tx_m={tx_m:g} cs_m={cs_m:g} interference_m={interference_m:g} capture={capture:.4f}"
+        )
         return self
 
     def place(self, station: str, x_m: float, y_m: float = 0.0) -> VirtualMedium:

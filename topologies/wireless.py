@@ -299,6 +299,13 @@ class ChainGeometry:
     tx_m: float = 250.0  # a frame is decoded within this distance of its transmitter
     cs_m: float = 550.0  # ... and sensed (carrier sense, EIFS when not decoded) within this one
     interference_m: float = 550.0  # a transmitter this close to a receiver corrupts its frame
+    # ... unless the receiver was already receiving the frame and the interferer is at least this
+    # many times as far from it as the frame's transmitter: ns-2's capture (CPThresh_ 10 dB, a
+    # frame arriving while another is received is ignored when 10 dB weaker) under its two-ray
+    # ground path loss (d^-4 beyond 86 m): 10^(10/40). At 200 m spacing the hidden node two hops
+    # from a receiver (400 m, 12 dB weaker) cannot corrupt a frame from its neighbour once that is
+    # being received (issue 38: without this the model lost data frames ns-2 and ns-3 keep).
+    capture_ratio: float = 10 ** (10 / 40)
 
     def distance_m(self, a: int, b: int) -> float:
         return abs(a - b) * self.spacing_m
@@ -319,6 +326,9 @@ def placement_lines(medium: str, names: list[str], geometry: ChainGeometry = CHA
     """linkem's lines that put ``names`` on a line, in order, ``geometry.spacing_m`` apart, with
     the geometry's ranges (the emulator's chain and the virtual-time model alike)."""
     g = geometry
-    lines = [f"ranges {medium} tx_m={g.tx_m:g} cs_m={g.cs_m:g} interference_m={g.interference_m:g}"]
+    lines = [
+        f"ranges {medium} tx_m={g.tx_m:g} cs_m={g.cs_m:g} interference_m={g.interference_m:g} "
+        f"capture={g.capture_ratio:.4f}"
+    ]
     lines += [f"position {medium} {name} x_m={k * g.spacing_m:g} y_m=0" for k, name in enumerate(names)]
     return lines

@@ -132,7 +132,7 @@ def test_chain_preset_is_ns2s_default_mac() -> None:
 
 def test_placement_lines_put_the_nodes_on_a_line() -> None:
     assert placement_lines("air", ["src", "r1", "dst"]) == [
-        "ranges air tx_m=250 cs_m=550 interference_m=550",
+        "ranges air tx_m=250 cs_m=550 interference_m=550 capture=1.7783",
         "position air src x_m=0 y_m=0",
         "position air r1 x_m=200 y_m=0",
         "position air dst x_m=400 y_m=0",

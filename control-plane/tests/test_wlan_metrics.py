@@ -15,7 +15,9 @@ from ackwise.experiments.measure.metrics import (
     airtime_fraction,
     collided_ppdus,
     mpdus_per_ppdu,
+    shared_medium,
     traffic_span_s,
+    transmitters,
     wlan_metrics,
 )
 
@@ -116,3 +118,15 @@ def test_the_header_names_our_agents_timers_that_run_in_real_time_where_an_arm_r
     assert "real time" not in at_k1  # k = 1: real time is the emulated network's
     (udp, _) = point_scale_notes({**scenario, "traffic": {"kind": "udp-answers"}})
     assert "no TCP, so no kernel timer applies" in udp and "minimum RTO" not in udp
+
+
+def test_the_chain_s_medium_counters_are_found_like_the_wlan_s() -> None:
+    """The runner keeps every shared medium's per-transmitter counters (series.medium), the chain's
+    too: its retry-limit drops are where a segment is lost on the chain (issue 38)."""
+    chain_stats = {
+        "air": {"media": [{"busy_ns": 5, "transmitters": [{"name": "r1", "model": {"retry_drops": 3}}]}]},
+        "e1": {"rx": 1},
+    }
+    assert transmitters(shared_medium(chain_stats)) == {"r1": {"retry_drops": 3}}
+    assert shared_medium({"e1": {"rx": 1}}) == {}
+    assert shared_medium({"air": {}}) == {}

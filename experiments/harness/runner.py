@@ -46,6 +46,7 @@ from ackwise.experiments.measure.metrics import (
     medium_metrics,
     packets_each_way,
     percentile,
+    shared_medium,
     transmitters,
     window_clamp_check,
     wlan_metrics,
@@ -883,11 +884,12 @@ def _fill_metrics(
     if scenario.topology == "chain":
         m["throughput_mbps"] = m["goodput_mbps"]
         m["throughput_pkts_per_s"] = sum(goodputs) / 8 / mss if goodputs else None
-    medium: dict[str, Any] = {}
+    # The shared medium's own counters (retries, retry-limit and queue drops, collisions), on
+    # every topology that has one: on the chain they say where a segment was lost.
+    medium = shared_medium(link_stats)
     if scenario.topology == "wlan":
         # The WLAN metrics (issue 37) from the medium's own counters; ack_airtime_share, which
         # priced every ACK as a lone 66-byte exchange, is wrong where ACKs share an A-MPDU.
-        medium = link_stats.get("air", {}).get("media", [{}])[0]
         per_station: dict[str, float] = {}
         for r in results:
             per_station[r.receiver] = per_station.get(r.receiver, 0.0) + r.goodput_bps

@@ -175,6 +175,13 @@ def aggregate_goodput_bps(transfers: Sequence[TransferSpan]) -> float | None:
     return sum(t.size_bytes for t in transfers) * 8 / span
 
 
+def shared_medium(link_stats: dict[str, Any]) -> dict[str, Any]:
+    """The shared medium's counters from the test bed's link stats (the linkem node named "air":
+    WLAN and chain), or {} where the topology has none (wired only)."""
+    media = link_stats.get("air", {}).get("media") or [{}]
+    return dict(media[0])
+
+
 def transmitters(medium: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """linkem's per-transmitter counters of one medium ({name: its ``model`` counters})."""
     return {t["name"]: t.get("model", {}) for t in medium.get("transmitters", [])}

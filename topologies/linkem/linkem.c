@@ -23,11 +23,13 @@
 //   air IN OUT MEDIUM TRANSMITTER RECEIVER
 //   hears MEDIUM LISTENER TALKER 0|1 (LISTENER decodes, senses and is interfered with by TALKER;
 //                                     everyone hears everyone by default)
-//   ranges MEDIUM tx_m=T cs_m=C interference_m=I
+//   ranges MEDIUM tx_m=T cs_m=C interference_m=I capture=R
 //   position MEDIUM STATION x_m=X y_m=Y
 //                                    (stations with positions decode a talker within T metres,
 //                                     sense it within C, and are interfered with by it within I:
-//                                     a multihop chain; a later hears line overrides a pair)
+//                                     a multihop chain; a later hears line overrides a pair; a
+//                                     frame being received survives a later interferer R times
+//                                     as far away, ns-2's capture; R = 0: none)
 //
 // Virtual time (linkem --virtual CONFIG): no sockets and no clock; the model runs on its own
 // events as fast as it can, from these directives (with seed, medium and hears above):
@@ -79,8 +81,8 @@
 // The link model's version, recorded with every experiment run (its provenance): raise it with
 // any change to what a wire or the medium does to frames, so that runs of two models never mix.
 #define LINKEM_MODEL_VERSION                                                                              \
-    "3 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack, " \
-    "responses as transmissions, positions and ranges, RTS/CTS)"
+    "5 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack, " \
+    "responses as transmissions, positions and ranges, RTS/CTS, capture, NAV reset at PHY-RXSTART)"
 
 #define MAX_IFACES 64
 #define MAX_WIRES 64
@@ -379,10 +381,11 @@ static void parse_config(const char *path) {
             int m = medium_index(tokens[1], line);
             int a = station_index(m, tokens[2], line), b = station_index(m, tokens[3], line);
             medium_set_hears(media[m].model, a, b, atoi(tokens[4]));
-        } else if (strcmp(tokens[0], "ranges") == 0 && n == 5) {
+        } else if (strcmp(tokens[0], "ranges") == 0 && n == 6) {
             int m = medium_index(tokens[1], line);
             medium_set_ranges(media[m].model, kv_need(tokens + 2, n - 2, "tx_m", line),
                               kv_need(tokens + 2, n - 2, "cs_m", line), kv_need(tokens + 2, n - 2, "interference_m", line));
+            medium_set_capture(media[m].model, kv_need(tokens + 2, n - 2, "capture", line));
         } else if (strcmp(tokens[0], "position") == 0 && n == 5) {
             int m = medium_index(tokens[1], line);
             medium_set_position(media[m].model, station_index(m, tokens[2], line), kv_need(tokens + 3, n - 3, "x_m", line),

@@ -88,6 +88,10 @@ struct station {
     int sent_during;    // it transmitted in this busy period: what it heard was energy, not frames
     int eifs;           // the last busy period ended undecodable (10.3.2.3.7)
     uint64_t busy_end, nav, own_end;
+    // the transmission this station is receiving (-1: none) and when it ends: the first to reach
+    // it while it received nothing, or the survivor of a collision (air_start)
+    int rx_lock;
+    uint64_t rx_lock_end;
     int armed;
     uint64_t expiry;    // when armed: the moment its backoff reaches 0 and it transmits
     enum station_state state;  // TRANSMITTING while a PPDU of its own is on the air
@@ -114,6 +118,7 @@ struct medium {
     struct medium_params p;
     // scaled durations
     uint64_t slot, sifs, aifs, eifs_extra, ack_timeout, detect, ack, block_ack, max_ppdu, rts, cts, nav_reset;
+    uint64_t rx_start_delay;  // from a PPDU's start to its PHY-RXSTART.indication: the PHY preamble and header
     struct station sta[MEDIUM_MAX_STATIONS];
     int n;
     // the relations: [listener][talker]; interferes: [receiver][talker]
@@ -124,6 +129,7 @@ struct medium {
     double x[MEDIUM_MAX_STATIONS], y[MEDIUM_MAX_STATIONS];
     uint8_t placed[MEDIUM_MAX_STATIONS];
     double tx_m, cs_m, if_m;
+    double capture;  // medium_set_capture's distance ratio; 0: none
     int ranged;
     uint64_t rng, now, order, busy_total, busy_mark;
 };
@@ -193,6 +199,7 @@ struct medium *medium_new(const struct medium_params *p, uint64_t seed, const ch
     // 2 x aSIFSTime + CTS_Time + aRxPHYStartDelay + 2 x aSlotTime of its end (aRxPHYStartDelay is
     // the ACK timeout's: aSIFSTime + aSlotTime + aRxPHYStartDelay).
     m->nav_reset = scaled(m, p->sifs_ns + p->cts_ns + p->ack_timeout_ns + p->slot_ns);
+    m->rx_start_delay = scaled(m, p->preamble_ns);
     memset(m->decodes, 1, sizeof m->decodes);
     memset(m->senses, 1, sizeof m->senses);
     memset(m->interferes, 1, sizeof m->interferes);
@@ -230,6 +237,7 @@ int medium_station(struct medium *m, const char *name) {
     strcpy(s->name, name);
     s->cw = m->p.cw_min;
     s->cur_rx = -1;
+    s->rx_lock = -1;
     update_imask(m, m->n);
     for (int j = 0; j < m->n; j++) update_imask(m, j);
     return m->n++;
@@ -261,6 +269,18 @@ void medium_set_ranges(struct medium *m, double tx_m, double cs_m, double interf
     m->tx_m = tx_m, m->cs_m = cs_m, m->if_m = interference_m;
     m->ranged = 1;
     apply_geometry(m);
+}
+
+void medium_set_capture(struct medium *m, double ratio) { m->capture = ratio; }
+
+static double distance(const struct medium *m, int a, int b) { return hypot(m->x[a] - m->x[b], m->y[a] - m->y[b]); }
+
+// Whether station r, receiving `held`'s frame, ignores `newcomer`'s (medium_set_capture): all
+// three placed, and the newcomer at least `capture` times as far from r as the held frame's
+// transmitter. On received power alone, as ns-2 compares them.
+static int captures(const struct medium *m, int r, int held, int newcomer) {
+    if (m->capture <= 0 || !m->placed[r] || !m->placed[held] || !m->placed[newcomer]) return 0;
+    return distance(m, r, newcomer) >= m->capture * distance(m, r, held);
 }
 
 void medium_set_position(struct medium *m, int station, double x_m, double y_m) {
@@ -430,18 +450,50 @@ static void air_start(struct medium *m, int i, enum air_kind kind, int to, uint6
     s->state = TRANSMITTING;
     s->armed = 0;
     if (s->heard) s->sent_during = 1;
-    // Collisions: a frame is lost at every station where another transmission that interferes
-    // there overlaps it, and at a station that is itself transmitting.
+    // A station cannot receive while it transmits.
     for (int j = 0; j < m->n; j++) {
         struct station *o = &m->sta[j];
         if (j == i || o->state != TRANSMITTING) continue;
-        o->air.corrupt_at |= m->imask[i] | BIT(i);
-        s->air.corrupt_at |= m->imask[j] | BIT(j);
+        o->air.corrupt_at |= BIT(i);
+        s->air.corrupt_at |= BIT(j);
+    }
+    // Collisions, as ns-2's MAC decides them (mac-802_11.cc recv()): a station where this frame
+    // interferes and that is receiving nothing locks onto it (even while transmitting, or when
+    // it cannot decode it); one already receiving a frame ignores this one if it captures the
+    // held frame against it (the newcomer is lost there and forgotten: it disturbs nothing that
+    // arrives later), and otherwise both are lost and it goes on receiving the one that ends
+    // later. Without capture this is "a frame is lost wherever another one that interferes there
+    // overlaps it". Two frames that start at the same moment reach a station nearer one first.
+    for (int r = 0; r < m->n; r++) {
+        if (!(m->imask[i] & BIT(r))) continue;
+        struct station *rs = &m->sta[r];
+        if (rs->rx_lock >= 0 && rs->rx_lock_end <= t) rs->rx_lock = -1;
+        if (rs->rx_lock < 0) {
+            rs->rx_lock = i;
+            rs->rx_lock_end = s->air.end;
+            continue;
+        }
+        int held = rs->rx_lock, newcomer = i;
+        if (m->sta[held].air.start == t && m->capture > 0 && distance(m, r, i) < distance(m, r, held))
+            held = i, newcomer = rs->rx_lock;
+        if (captures(m, r, held, newcomer)) {
+            m->sta[newcomer].air.corrupt_at |= BIT(r);
+            rs->rx_lock = held;
+            rs->rx_lock_end = m->sta[held].air.end;
+        } else {
+            m->sta[held].air.corrupt_at |= BIT(r);
+            m->sta[newcomer].air.corrupt_at |= BIT(r);
+            if (s->air.end > rs->rx_lock_end) rs->rx_lock = i, rs->rx_lock_end = s->air.end;
+        }
     }
     for (int j = 0; j < m->n; j++) {
         struct station *o = &m->sta[j];
         if (!medium_senses(m, j, i)) continue;
-        o->nav_reset_at = 0;  // a frame followed the RTS
+        // 10.3.2.4: a frame followed the RTS if its PHY-RXSTART (the end of its PHY preamble and
+        // header, aRxPHYStartDelay after it starts) comes within NAVTimeout; one that starts
+        // later than that does not stop the reset (ns-3 3.37: FrameExchangeManager::
+        // RxStartIndication cancels m_navResetEvent, at PhyRxPayloadBegin).
+        if (o->nav_reset_at && t + m->rx_start_delay < o->nav_reset_at) o->nav_reset_at = 0;
         if (o->state == TRANSMITTING) {
             o->sent_during = 1;
         } else if (o->heard == 0) {
@@ -731,9 +783,12 @@ static void sensed_end(struct medium *m, int i, uint64_t t) {
         if (!medium_senses(m, j, i)) continue;
         o->heard--;
         o->busy_end = max64(o->busy_end, t);
-        if ((a->corrupt_at & BIT(j)) || !medium_decodes(m, j, i)) o->garbled = 1;
+        int decoded = !(a->corrupt_at & BIT(j)) && medium_decodes(m, j, i);
+        if (!decoded) o->garbled = 1;
         int own = j == a->to && (a->kind == AIR_RTS || a->kind == AIR_CTS);
-        if (!o->garbled && !o->sent_during && o->state == IDLE && !own) {
+        // A frame it decoded sets the NAV even when the busy period also had one it could not (a
+        // later transmission it captured against): EIFS still follows that period.
+        if (decoded && !o->sent_during && o->state == IDLE && !own) {
             if (a->kind == AIR_RTS && a->nav_until > o->nav) {
                 o->nav_before = o->nav;
                 o->nav_reset_at = t + m->nav_reset;

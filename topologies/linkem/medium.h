@@ -11,10 +11,13 @@
 //     while the medium is busy, binary exponential backoff after a failure, retry limits, EIFS
 //     after a frame that could not be decoded;
 //   - collisions: a frame is lost at a station where another transmission that interferes there
-//     overlaps it. Three relations per pair of stations say who decodes, who senses (carrier
+//     overlaps it (with capture, medium_set_capture: ns-2's receiver, which locks onto the first
+//     frame and ignores a later one that is weak enough). Three relations per pair of stations say who decodes, who senses (carrier
 //     sense) and who interferes with whom: everyone with everyone by default (one collision
 //     domain), per pair (medium_set_hears), or from positions and ranges (medium_set_position,
-//     medium_set_ranges: a multihop chain with hidden terminals and spatial reuse). Transmitters
+//     medium_set_ranges: a multihop chain with hidden terminals and spatial reuse), where a
+//     station receiving a frame may capture it against a weaker later one (medium_set_capture,
+//     ns-2's rule). Transmitters
 //     whose backoffs end within the carrier-detect time of each other cannot defer to each other
 //     and collide; a station that senses a frame it cannot decode waits EIFS after it, one that
 //     decodes it sets its NAV from the frame's Duration;
@@ -117,6 +120,15 @@ void medium_set_hears(struct medium *m, int listener, int talker, int hears);
 // medium_set_hears overrides one direction of a pair).
 void medium_set_ranges(struct medium *m, double tx_m, double cs_m, double interference_m);
 void medium_set_position(struct medium *m, int station, double x_m, double y_m);
+// Capture, as ns-2's 802.11 has it (mac-802_11.cc recv()): a station locks onto the first frame
+// that reaches it while it receives nothing (even one it cannot decode, even while it transmits);
+// a frame that arrives while it receives another is ignored, and forgotten, when the one it
+// receives is at least CPThresh (10 dB) stronger, otherwise both are lost and it goes on with the
+// one that ends later. Between placed stations "10 dB stronger" is "the newcomer at least `ratio`
+// times as far away" (10^(10/40) = 1.78 under ns-2's two-ray ground path loss, d^-4 beyond
+// 86 m). 0 (the default, and always between stations without positions): no capture, and the
+// rule is "a frame is lost wherever another one that interferes there overlaps it".
+void medium_set_capture(struct medium *m, double ratio);
 // Whether `listener` decodes / senses `talker` (the relations in force; never itself).
 int medium_decodes(const struct medium *m, int listener, int talker);
 int medium_senses(const struct medium *m, int listener, int talker);
