@@ -47,13 +47,12 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         }
         queue_peek.apply(standard_metadata.egress_spec, standard_metadata.ingress_global_timestamp, meta.work.queue);
-        // IPv4 only until the flow key and the policy tables cover IPv6 (issue 40): TCP over IPv6
-        // is parsed, and passes every policy untouched.
-        if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()) {
+        // TCP over IPv4 or IPv6 (the parser reads TCP behind nothing else).
+        if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
             // Held ACKs and the queue share's get a copy for the agent (made inside: tests here
             // would be steps every packet pays for), and filter's pure ACKs are recorded there
             // as the newest in the queue.
-            ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
+            ack_thinning.apply(hdr.ipv4, hdr.ipv6, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
                                standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
                                meta.work.queue, meta.work.agent,
                                meta.ack_policy, meta.ack, meta.hold_ms, meta.agent_kind, meta.agent_arg,

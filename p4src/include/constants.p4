@@ -220,6 +220,15 @@ const agent_kind_t AGENT_KIND_SHARE_TAKEN = 3;
 #define SHARE_PKTS 2
 const bit<48> SHARE_STALL_US = 1000000;
 
+// An IPv6 flow's record (flow_key.p4, ack_thinning.p4): its key's first address word, where an
+// IPv4 key has its lower address, and ack_thinning.key_a's value; ack_thinning.key_b is 0, so that
+// (key_a, key_b) is never an IPv4 key's (lower address first). The addresses are in
+// ack_thinning.key6_a and key6_b, KEY6_WORDS 32-bit words per slot, the highest first.
+const bit<32> FLOW_KEY_IPV6 = 1;
+// ...and what an IPv6 packet's key has there when the slot's addresses are not its own: no record's.
+const bit<32> FLOW_KEY_IPV6_OTHER = 2;
+#define KEY6_WORDS 4
+
 // Records idle this long may be taken over by another flow (ack_thinning.config[0] overrides).
 const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;
 // RTTmin is a windowed minimum over this long.
