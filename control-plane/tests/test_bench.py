@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments.stress import instructions
+from ackwise.experiments.stress import bench, instructions
 from ackwise.experiments.stress.bench import (
     LOSS_MAX,
     Probe,
@@ -389,3 +389,17 @@ def test_a_late_sender_starts_its_schedule_again_instead_of_sending_a_burst(
     rawsend.send_paced({1: Port()}, [(1, b"x")] * 40, rate_pps=1000.0, batch=4)  # type: ignore[dict-item]
     # catching up, the default (instructions.py's one frame per batch at 25-200 pps)
     assert max(gaps) > 2 * 4
+
+
+def test_configs_picks_programs_and_policies_by_name() -> None:
+    """--configs: a program alone takes all its configurations, PROGRAM:POLICY one (by the
+    policy's name, its parameters aside); a name that matches nothing is refused with the list."""
+    configs = list(bench.CONFIGS)
+    assert bench.select_configs(configs, "ack_switch:dynamic_d, thinning_floor") == [
+        ("ack_switch", "dynamic_d"),
+        ("thinning_floor", "every_d d=8"),
+    ]
+    assert bench.select_configs(configs, "ack_switch:every_d") == [("ack_switch", "every_d d=8")]
+    assert len(bench.select_configs(configs, "ack_switch")) == 7
+    with pytest.raises(ValueError, match="ack_switch:fast_d not known"):
+        bench.select_configs(configs, "ack_switch:fast_d")

@@ -665,6 +665,13 @@ def _parser() -> argparse.ArgumentParser:
         "with the same policy table), named NAME in the tables: before and after in one run",
     )
     parser.add_argument(
+        "--configs",
+        metavar="LIST",
+        help="only these configurations: comma-separated PROGRAM or PROGRAM:POLICY (the policy's "
+        "name, its parameters aside), e.g. ack_switch:dynamic_d,ack_switch:coalesce,thinning_floor; "
+        "a --baseline program by its NAME",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
     )
     parser.add_argument(
@@ -674,6 +681,26 @@ def _parser() -> argparse.ArgumentParser:
         "one build does not replace another's",
     )
     return parser
+
+
+def select_configs(configs: list[tuple[str, str | None]], spec: str) -> list[tuple[str, str | None]]:
+    """The configurations ``spec`` names (``--configs``: PROGRAM or PROGRAM:POLICY, comma-separated,
+    a policy by its name without parameters), in the bench's order; a name that matches none is an
+    error that lists the known ones."""
+
+    def name(program: str, policy: str | None) -> str:
+        return program if policy is None else f"{program}:{policy.split()[0]}"
+
+    wanted = [item.strip() for item in spec.split(",") if item.strip()]
+    chosen = [
+        (program, policy)
+        for program, policy in configs
+        if any(w in (program, name(program, policy)) for w in wanted)
+    ]
+    known = {name(p, q) for p, q in configs} | {p for p, _ in configs}
+    if unknown := [w for w in wanted if w not in known]:
+        raise ValueError(f"--configs: {', '.join(unknown)} not known; known: {', '.join(sorted(known))}")
+    return chosen
 
 
 def _main(argv: list[str] | None) -> int:
@@ -686,6 +713,13 @@ def _main(argv: list[str] | None) -> int:
             parser.error(f"--baseline {args.baseline}: give NAME=PATH of a compiled program JSON")
         PROGRAM_JSONS[name] = Path(path).resolve()
         configs += [(name, policy) for program, policy in CONFIGS if program == "ack_switch"]
+    if args.configs:
+        try:
+            configs = select_configs(configs, args.configs)
+        except ValueError as exc:
+            parser.error(str(exc))
+        if args.write_docs:
+            parser.error("--write-docs needs every configuration: drop --configs")
     if (args.steps_only or args.instructions_only) and args.write_docs:
         parser.error("--write-docs needs the full run: drop --steps-only / --instructions-only")
     if args.instructions_only and args.no_instructions:

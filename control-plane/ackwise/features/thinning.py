@@ -239,11 +239,15 @@ HALF_FIELDS: dict[str, tuple[str, int, int]] = {
 # Per slot: the key's addresses (lower endpoint first), and (REGISTER_ACK_THINNING_SLOT) its ports |
 # last seen (30 bits of 1.024 ms ticks) | closed.
 KEY_REGISTERS = (REGISTER_ACK_THINNING_KEY_A, REGISTER_ACK_THINNING_KEY_B)
+# An IPv6 flow's record has (FLOW_KEY_IPV6, 0) there, and its addresses in these: KEY6_WORDS 32-bit
+# words each at slot * KEY6_WORDS, the highest first (ack_thinning.p4's take_over6).
+KEY6_REGISTERS = (REGISTER_ACK_THINNING_KEY6_A, REGISTER_ACK_THINNING_KEY6_B)
 TICK_US = 1024  # the slot's clock: the switch's microseconds >> 10
 # Thrift reads a register cell as a signed 64-bit value and saturates anything larger, so every
 # register read here must be at most 63 bits wide (control-plane/tests/test_register_widths.py).
 READ_REGISTERS = (
     *KEY_REGISTERS,
+    *KEY6_REGISTERS,
     REGISTER_ACK_THINNING_SLOT,
     *sorted({r for r, _, _ in HALF_FIELDS.values()}),
 )
@@ -351,8 +355,8 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
         if (a, b) == (FLOW_KEY_IPV6, 0):  # an IPv6 flow's record: its addresses are in key6_a/_b
             if words6 is None:
                 words6 = (
-                    client.register_read_all(REGISTER_ACK_THINNING_KEY6_A),
-                    client.register_read_all(REGISTER_ACK_THINNING_KEY6_B),
+                    client.register_read_all(KEY6_REGISTERS[0]),
+                    client.register_read_all(KEY6_REGISTERS[1]),
                 )
             a, b = (address6(w, slot) for w in words6)
             key = FlowKey.from_registers(a, b, ports, version=6)
