@@ -9,6 +9,8 @@
 #define ACKWISE_ACK_SWITCH
 // IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
 #define ACKWISE_IPV6
+// The TCP checksum over IPv6's pseudo-header of a rewritten pure ACK (coalescing: checksums.p4).
+#define ACKWISE_IPV6_TCP_HEADER_REWRITE
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
@@ -94,10 +96,14 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
         }
         // Only ECT packets can be marked, and only acc flows' ACKs need the queue signal: others
         // skip the lookup.
-        // (meta.ack.tracked: an acc flow's packet, ack_thinning.p4.)
-        if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2 || meta.ack.tracked)) {
+        // (meta.ack.tracked: an acc flow's packet, ack_thinning.p4.) IPv4 or IPv6 with a payload
+        // (l4_len, 0 for any other packet), its ECN field in hdr.ipv4.ecn (parser.p4: the parser
+        // copies IPv6's there): a test of either header's validity and both fields would be steps
+        // every IPv4 packet pays for.
+        if (meta.l4_len != 0 && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2 || meta.ack.tracked)) {
             ecn_work();
-            ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth, meta.work.ecn);
+            ecn_marking.apply(hdr.ipv4, hdr.ipv6, standard_metadata.egress_port, standard_metadata.enq_qdepth,
+                              meta.work.ecn);
             if (meta.work.ecn.marked) {
                 meta.ipv4_rewritten = true;
             }

@@ -44,14 +44,16 @@ class SafetyContractTest(ThinningTest):
             self.assertEqual(self.collect(flow.data_port), [], "thinned ACKs came out")
 
     def runTest(self) -> None:
-        flows = iter(self.flow(sport=41000 + n) for n in range(100))
+        flows = iter(self.new_flow(sport=41000 + n) for n in range(100))
         for name, steps in SCENARIOS:
             f = next(flows)
             self.run_steps(name, f, steps(f))
         f = next(flows)
         self.run_steps("ACK carrying data", f, [Step(f.ack(1), KeepReason.FIRST_ACK), Step(f.ack(2), None)])
         # A segment with payload from the ACKing side is data, never a thinning candidate.
-        reverse = self.flow(data_port=2, ack_port=1, sport=f.dport, dport=f.sport, isn=f.irs, irs=f.seq(3))
+        reverse = self.new_flow(
+            data_port=2, ack_port=1, sport=f.dport, dport=f.sport, isn=f.irs, irs=f.seq(3)
+        )
         for k in range(3):
             pkt = reverse.data(k)
             self.send(2, pkt)

@@ -18,9 +18,9 @@ class ThinningTest(AckwiseTest):
     """Routes installed; helpers to run a flow's data through and check which ACKs come back."""
 
     policy: PolicyParams | None = None
-    ip_version = 4  # the IP version of the flows self.flow() makes
+    ip_version = 4  # the IP version of the flows self.new_flow() makes
 
-    def flow(self, **kwargs: Any) -> TcpFlow:
+    def new_flow(self, **kwargs: Any) -> TcpFlow:
         """A TcpFlow over the test's IP version."""
         return TcpFlow(ip_version=self.ip_version, **kwargs)
 
@@ -75,7 +75,7 @@ class EveryDTest(ThinningTest):
     policy = PolicyParams.parse("every_d", ["d=4"])
 
     def runTest(self) -> None:
-        flow = self.flow()
+        flow = self.new_flow()
         self.send_data(flow, range(16))
         acks = [flow.ack(k) for k in range(1, 17)]
         # ack(1): first ACK; ack(5), ack(9), ack(13): 4 segments since the last forwarded;
@@ -96,7 +96,7 @@ class EveryDTimestampsTest(ThinningTest):
     policy = PolicyParams.parse("every_d", ["d=3"])
 
     def runTest(self) -> None:
-        flow = self.flow()
+        flow = self.new_flow()
         self.send_data(flow, range(12))
         acks = [flow.ack(k) for k in range(1, 13)]
         for pkt in acks:
@@ -122,7 +122,7 @@ class DynamicDTest(ThinningTest):
     policy = PolicyParams.parse("dynamic_d", [])
 
     def runTest(self) -> None:
-        flow = self.flow()
+        flow = self.new_flow()
         self.send_data(flow, range(20))
         acks = [flow.ack(k) for k in range(1, 21)]
         # Acknowledged so far (from the first ACK) -> d: 1 -> 1, 2..4 -> 2, 5..8 -> 3, 9.. -> 4.
@@ -136,7 +136,7 @@ class TackTest(ThinningTest):
     policy = PolicyParams.parse("tack", ["rtt_min_us=40000"])
 
     def runTest(self) -> None:
-        flow = self.flow()
+        flow = self.new_flow()
         self.send_data(flow, range(12))
         acks = [flow.ack(k) for k in (1, 3, 5, 7, 8, 9, 12)]
         # ack(1) first; ack(3) too soon; ack(5) 20 ms later; ack(7) too soon; ack(8) 20 ms later
@@ -151,7 +151,7 @@ class TackMeasuredRttTest(ThinningTest):
     policy = PolicyParams.parse("tack", [])
 
     def runTest(self) -> None:
-        flow = self.flow()
+        flow = self.new_flow()
         self.send_data(flow, range(10))  # the first segment starts the RTT probe
         time.sleep(0.03)
         acks = [flow.ack(k) for k in (1, 3, 5, 7, 9, 10)]
@@ -182,9 +182,9 @@ class PolicyTableTest(ThinningTest):
 
     def runTest(self) -> None:
         thinned, exempt, other = (
-            self.flow(dport=5001),
-            self.flow(sport=40001, dport=5002),
-            self.flow(ack_port=3, sport=40002),
+            self.new_flow(dport=5001),
+            self.new_flow(sport=40001, dport=5002),
+            self.new_flow(ack_port=3, sport=40002),
         )
         for flow in (thinned, exempt, other):
             self.send_data(flow, range(10))

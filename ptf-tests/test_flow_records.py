@@ -48,7 +48,7 @@ class SerialWrapTest(ThinningTest):
     policy = EVERY_4
 
     def runTest(self) -> None:
-        flow = self.flow(isn=2**32 - 5 * 1448 - 7, ts_base=2**32 - 8)
+        flow = self.new_flow(isn=2**32 - 5 * 1448 - 7, ts_base=2**32 - 8)
         self.assertLess(flow.seq(16), flow.seq(0))
         self.send_data(flow, range(16))
         self.run_acks(flow, [flow.ack(k) for k in range(1, 17)], [0, 4, 8, 12, 15])
@@ -62,7 +62,7 @@ class HashCollisionTest(ThinningTest):
 
     def runTest(self) -> None:
         assert self.client is not None
-        owner = self.flow()
+        owner = self.new_flow()
         other = colliding_flow(owner)
         self.send_data(owner, range(12))
         self.run_acks(owner, [owner.ack(k) for k in range(1, 6)], [0, 4])
@@ -85,7 +85,7 @@ class ReclaimIdleTest(ThinningTest):
         set_reclaim_idle_ms(self.client, 100)
 
     def runTest(self) -> None:
-        owner = self.flow()
+        owner = self.new_flow()
         other = colliding_flow(owner)
         self.send_data(owner, range(8))
         self.run_acks(owner, [owner.ack(k) for k in range(1, 4)], [0])
@@ -104,7 +104,7 @@ class ReclaimClosedTest(ThinningTest):
     def runTest(self) -> None:
         for closing in ("FA", "RA"):
             with self.subTest(closing):
-                owner = self.flow(sport=40000 if closing == "FA" else 42000)
+                owner = self.new_flow(sport=40000 if closing == "FA" else 42000)
                 other = colliding_flow(owner)
                 self.send_data(owner, range(4))
                 fin = owner.data(4, flags=closing, payload_len=0)
@@ -132,7 +132,7 @@ class RttMinTest(ThinningTest):
         self.expect_next(routed(ack, flow.data_port), flow.data_port)  # each acknowledges all data
 
     def runTest(self) -> None:
-        flow = self.flow()
+        flow = self.new_flow()
         self.pair(flow, 0, 0.03, retransmit=True)
         self.assertEqual(self.rtt_min(flow), 0, "a retransmitted segment gave an RTT sample")
         self.pair(flow, 1, 0.03)

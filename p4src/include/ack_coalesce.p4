@@ -362,11 +362,19 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
         truncate(w.frame_bytes);
     }
 
+    // ...over IPv6: the fixed header and the payload length (depart() took IPv4's total length).
+    action frame_bytes6() {
+        w.frame_bytes = (bit<32>)hdr.ipv6.payload_len + 54;
+    }
+
     apply {
         w.setValid();
         departing_slot();
         depart();
         if (w.rewrite == 1) {
+            if (hdr.ipv6.isValid()) {
+                frame_bytes6();
+            }
             rewrite_header();
             if (opts.ts_present) {
                 set_timestamps.apply(hdr, opts.ts_index, w.newest_ts);

@@ -21,8 +21,6 @@
 // IPv6 packets look up `flow_policy6` and `policy6` instead, whose key is the same over 128-bit
 // addresses (288 bits), in the thinning stage's working field `w.own` (made valid here for them):
 // a local would be a metadata field, which every packet, IPv4 too, pays for (docs/performance.md).
-// Until coalescing and acc rewrite TCP over IPv6 and mark its traffic class, those two tables offer
-// the policies that only thin: off, every_d, dynamic_d, tack and filter.
 control AckPolicySelect(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in bit<16> payload_len,
                         inout ack_policy_params_t params, inout thinning_work_h w) {
     bit<96> ack_flow;
@@ -134,7 +132,7 @@ control AckPolicySelect(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in bit<16>
             w.own: exact @name("flow");
         }
         actions = {
-            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter;
+            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
             @defaultonly NoAction;
         }
         const default_action = NoAction();
@@ -147,7 +145,7 @@ control AckPolicySelect(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in bit<16>
             w.own: ternary @name("flow");
         }
         actions = {
-            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter;
+            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
         }
         default_action = policy_off();
         size = ACK_POLICY_TABLE_SIZE;

@@ -63,8 +63,8 @@ def policy_versions(client: SwitchClient) -> tuple[int, ...]:
 
 
 def offers(client: SwitchClient, version: int, params: PolicyParams) -> bool:
-    """Whether ``version``'s tables offer the policy: IPv6's offer those that only thin (off,
-    every_d, dynamic_d, tack, filter) until coalescing and acc handle TCP over IPv6 (issue 40)."""
+    """Whether ``version``'s tables offer the policy (ack_switch's offer every policy for both
+    versions; a program whose IPv6 tables lacked one would leave IPv6 flows off under it)."""
     table = client.program.tables.get(POLICY_TABLES[version][0])
     return table is not None and params.action()[0] in table.actions
 
@@ -89,8 +89,8 @@ def set_policy(
         if version == 6 and not offers(client, 6, params):
             if match.version == 6:
                 raise SwitchOperationError(
-                    f"{params.policy.value} is not offered for IPv6 flows yet (issue 40): give off, every_d, "
-                    "dynamic_d, tack or filter"
+                    f"{params.policy.value} is not offered for IPv6 flows by the switch's program: "
+                    "load ack_switch"
                 )
             continue
         handles.append(
@@ -107,7 +107,7 @@ def set_policy(
 
 def set_default_policy(client: SwitchClient, params: PolicyParams) -> None:
     """The policy of flows no rule matches, for each IP version the program thins; IPv6's is
-    ``off`` for a policy its tables do not offer yet (see ``offers``)."""
+    ``off`` for a policy its tables do not offer (see ``offers``)."""
     action, action_params = params.action()
     for version in policy_versions(client):
         if offers(client, version, params):
