@@ -403,3 +403,23 @@ def test_configs_picks_programs_and_policies_by_name() -> None:
     assert len(bench.select_configs(configs, "ack_switch")) == 7
     with pytest.raises(ValueError, match="ack_switch:fast_d not known"):
         bench.select_configs(configs, "ack_switch:fast_d")
+
+
+def test_ipv6_traffic_is_the_same_segments_over_ipv6() -> None:
+    """--ip-version 6: each frame of the mix with an IPv6 header instead of IPv4's (fd00:0:0:C::D
+    for 10.0.C.D, hop limit the TTL), the TCP segment the same bytes but for its checksum, which is
+    valid over IPv6's pseudo-header."""
+    from ackwise.twins.packets import fix_tcp_checksum
+
+    v4, v6 = bench.build_traffic("ack-heavy", 2), bench.build_traffic("ack-heavy", 2, ip_version=6)
+    assert [p for p, _ in v4] == [p for p, _ in v6]
+    for (_, a), (_, b) in zip(v4, v6, strict=True):
+        assert b[12:14] == b"\x86\xdd" and len(b) == len(a) + 20
+        assert b[14 + 8 : 14 + 40] == bytes.fromhex(
+            f"fd000000000000{a[28]:02x}00000000000000{a[29]:02x}fd000000000000{a[32]:02x}00000000000000{a[33]:02x}"
+        )
+        assert b[14 + 7] == a[14 + 8]  # hop limit = TTL
+        assert b[54:70] == a[34:50] and b[72:] == a[52:]  # TCP but its checksum
+        fixed = bytearray(b)
+        fix_tcp_checksum(fixed)
+        assert bytes(fixed) == b
