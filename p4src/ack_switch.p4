@@ -9,8 +9,6 @@
 #define ACKWISE_ACK_SWITCH
 // IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
 #define ACKWISE_IPV6
-// The TCP checksum over IPv6's pseudo-header of a rewritten pure ACK (coalescing: checksums.p4).
-#define ACKWISE_IPV6_TCP_HEADER_REWRITE
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"

@@ -95,14 +95,16 @@ class ExtensionHeadersFollowedTest(Ipv6HeaderTest):
     the longest IPV6_EXT_LEN_MAX allows, are followed: routed byte for byte, nothing counted."""
 
     def runTest(self) -> None:
-        self.assertEqual(IPV6_EXT_HEADERS_MAX, 4)
+        self.assertEqual(IPV6_EXT_HEADERS_MAX, 2)
         cases = {
             "hop-by-hop": ipv6_frame(IPv6ExtHdrHopByHop(options=[RouterAlert()]), payload=b"a" * 10),
-            "four, in RFC 8200's order": ipv6_frame(
+            "two, in RFC 8200's order": ipv6_frame(
                 IPv6ExtHdrHopByHop(options=[RouterAlert()]),
-                dest_opts(1),
                 IPv6ExtHdrRouting(addresses=["fd00:0:0:2::1"], segleft=0),
-                dest_opts(0),
+            ),
+            "routing, then destination options": ipv6_frame(
+                IPv6ExtHdrRouting(addresses=["fd00:0:0:2::1"], segleft=0),
+                dest_opts(1),
             ),
             "the longest followed": ipv6_frame(dest_opts(IPV6_EXT_LEN_MAX)),
             "no next header": with_next_header(ipv6_frame(payload=b"n" * 8), IPV6_NO_NEXT_HEADER),
@@ -116,8 +118,9 @@ class ExtensionHeadersFollowedTest(Ipv6HeaderTest):
 
 
 class ExtensionHeadersSkippedTest(Ipv6HeaderTest):
-    """A Fragment header, AH, ESP, a fifth extension header and one longer than IPV6_EXT_LEN_MAX
-    are not followed: each packet is routed byte for byte all the same, and counted."""
+    """A Fragment header, AH, ESP, one extension header more than IPV6_EXT_HEADERS_MAX (RFC 8200's
+    four in its order among them) and one longer than IPV6_EXT_LEN_MAX are not followed: each
+    packet is routed byte for byte all the same, and counted."""
 
     def runTest(self) -> None:
         cases = {
@@ -125,7 +128,13 @@ class ExtensionHeadersSkippedTest(Ipv6HeaderTest):
             "atomic fragment": ipv6_frame(IPv6ExtHdrFragment(offset=0, m=0, id=9)),
             "AH": ipv6_frame(raw_ext(b"\x01" + b"\0" * 14)),
             "ESP": ipv6_frame(raw_ext()),
-            "five": ipv6_frame(*(dest_opts(0) for _ in range(IPV6_EXT_HEADERS_MAX + 1))),
+            "one too many": ipv6_frame(*(dest_opts(0) for _ in range(IPV6_EXT_HEADERS_MAX + 1))),
+            "four, in RFC 8200's order": ipv6_frame(
+                IPv6ExtHdrHopByHop(options=[RouterAlert()]),
+                dest_opts(1),
+                IPv6ExtHdrRouting(addresses=["fd00:0:0:2::1"], segleft=0),
+                dest_opts(0),
+            ),
             "one too long": ipv6_frame(dest_opts(IPV6_EXT_LEN_MAX + 1)),
         }
         cases["AH"] = with_next_header(cases["AH"], IPV6_EXT_AH)

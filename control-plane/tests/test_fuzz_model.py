@@ -4,7 +4,7 @@ cases ptf-tests/test_ipv6_headers.py sends through bmv2, with the verdict the sw
 from __future__ import annotations
 
 from ackwise.experiments.stress.fuzz import model_ipv6
-from ackwise.twins.p4names import IPV6_EXT_FRAGMENT, IPV6_EXT_LEN_MAX
+from ackwise.twins.p4names import IPV6_EXT_FRAGMENT, IPV6_EXT_HEADERS_MAX, IPV6_EXT_LEN_MAX
 
 TCP_HEADER = bytes(12) + bytes([5 << 4]) + bytes(7)  # data offset 5, no options
 
@@ -22,13 +22,18 @@ def ext(next_header: int, hdr_ext_len: int) -> bytes:
 
 
 def test_followed_extension_headers_are_neither_malformed_nor_dropped() -> None:
-    m = model_ipv6(ipv6(0, ext(60, 0) + ext(43, 1) + ext(60, 2) + ext(6, IPV6_EXT_LEN_MAX)))
+    assert IPV6_EXT_HEADERS_MAX == 2
+    m = model_ipv6(ipv6(0, ext(43, 1) + ext(6, IPV6_EXT_LEN_MAX)))
     assert (m.malformed, m.must_drop) == ("", False)
 
 
 def test_too_many_or_too_long_or_not_followed_are_skipped_and_forwarded() -> None:
-    five = ext(60, 0) * 4 + ext(6, 0)
-    for frame in (ipv6(60, five), ipv6(60, ext(6, IPV6_EXT_LEN_MAX + 1)), ipv6(IPV6_EXT_FRAGMENT, ext(6, 0))):
+    one_too_many = ext(60, 0) * IPV6_EXT_HEADERS_MAX + ext(6, 0)
+    for frame in (
+        ipv6(60, one_too_many),
+        ipv6(60, ext(6, IPV6_EXT_LEN_MAX + 1)),
+        ipv6(IPV6_EXT_FRAGMENT, ext(6, 0)),
+    ):
         m = model_ipv6(frame)
         assert (m.malformed, m.must_drop) == ("ipv6_ext_skipped", False)
 
@@ -48,9 +53,9 @@ def test_unreadable_ipv6_is_malformed_and_dropped() -> None:
 
 
 def test_payload_length_is_checked_at_the_chains_end_as_the_parser_does() -> None:
-    # Ends inside the first of five: the check at the end comes before the fifth is skipped.
-    five = ext(60, 0) * 4 + ext(6, 0)
-    assert model_ipv6(ipv6(60, five, payload_len=4)).malformed == "ipv6_header"
+    # Ends inside the first of one too many: the check at the end comes before the last is skipped.
+    one_too_many = ext(60, 0) * IPV6_EXT_HEADERS_MAX + ext(6, 0)
+    assert model_ipv6(ipv6(60, one_too_many, payload_len=4)).malformed == "ipv6_header"
     # A header too long is skipped where it is met, before the end's check.
     assert model_ipv6(ipv6(60, ext(60, 0) + ext(6, IPV6_EXT_LEN_MAX + 1), payload_len=4)).malformed == (
         "ipv6_ext_skipped"

@@ -594,9 +594,9 @@ def set_floor_policy(client: SwitchClient, params: PolicyParams) -> None:
     )
 
 
-def _routes_and_policy(thrift_port: int, policy: str | None, program: str) -> None:
+def _routes_and_policy(thrift_port: int, policy: str | None, program: str, ipv6: bool = False) -> None:
     with SwitchClient("localhost", thrift_port) as client:
-        install_routes(client)
+        install_routes(client, ipv6=ipv6)
         if policy is None:
             return
         params = PolicyParams.parse(policy.split()[0], policy.split()[1:])
@@ -849,7 +849,9 @@ def count_instructions_of(
         for program, policy in configs:
             per_packet, phv, parts = instructions.count(
                 program_json(program),
-                lambda port, program=program, policy=policy: _routes_and_policy(port, policy, program),
+                lambda port, program=program, policy=policy: _routes_and_policy(
+                    port, policy, program, ipv6=ip_version == 6
+                ),
                 frames,
                 warmup,
                 ifaces,

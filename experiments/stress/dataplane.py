@@ -101,13 +101,13 @@ def over_ipv6(frame_v4: bytes) -> bytes:
     return bytes(out)
 
 
-def install_routes(client: Any, l2_across: bool = False) -> None:
-    """A route to each host's /24 (and, where the program routes IPv6, its /64) out of its port,
-    rewriting the MACs; with ``l2_across``, frames that are not IPv4 are switched on their
-    destination, the switch's MAC, to the other host."""
+def install_routes(client: Any, l2_across: bool = False, ipv6: bool = False) -> None:
+    """A route to each host's /24 (with ``ipv6``, and its /64) out of its port, rewriting the MACs;
+    with ``l2_across``, frames that are not IPv4 are switched on their destination, the switch's
+    MAC, to the other host (the fuzzer's IPv6, which its model expects switched, not routed)."""
     for port in (UPLINK, DOWNLINK):
         routes = [(TABLE_FORWARDING_IPV4_LPM, f"10.0.{port}.0/24")]
-        if TABLE_FORWARDING_IPV6_LPM in client.program.tables:
+        if ipv6:
             routes.append((TABLE_FORWARDING_IPV6_LPM, f"fd00:0:0:{port}::/64"))
         for table, prefix in routes:
             client.table_add(

@@ -362,9 +362,21 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
         truncate(w.frame_bytes);
     }
 
-    // ...over IPv6: the fixed header and the payload length (depart() took IPv4's total length).
-    action frame_bytes6() {
+    // ...over IPv6: the frame is the fixed header and the payload length (depart() took IPv4's
+    // total length); and the TCP checksum's pseudo-header, which checksums.p4 computes over the
+    // IPv4 header's addresses and protocol, l4_len and the segment, is made IPv6's (RFC 8200 8.1:
+    // both addresses, the upper-layer length, Next Header TCP) in the invalid IPv4 header, which is
+    // not emitted: the addresses' 16 words summed with end-around carry (the same ones'-complement
+    // sum as the words themselves) as the source address, 0 as the destination, TCP's protocol.
+#define WORDS8(a) ((bit<32>)a[127:112] + (bit<32>)a[111:96] + (bit<32>)a[95:80] + (bit<32>)a[79:64] \
+    + (bit<32>)a[63:48] + (bit<32>)a[47:32] + (bit<32>)a[31:16] + (bit<32>)a[15:0])
+    action pseudo_header6() {
         w.frame_bytes = (bit<32>)hdr.ipv6.payload_len + 54;
+        bit<32> sum = WORDS8(hdr.ipv6.src_addr) + WORDS8(hdr.ipv6.dst_addr);
+        sum = (bit<32>)sum[15:0] + (sum >> 16);
+        hdr.ipv4.src_addr = (bit<32>)sum[15:0] + (sum >> 16);
+        hdr.ipv4.dst_addr = 0;
+        hdr.ipv4.protocol = IP_PROTO_TCP;
     }
 
     apply {
@@ -373,7 +385,7 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
         depart();
         if (w.rewrite == 1) {
             if (hdr.ipv6.isValid()) {
-                frame_bytes6();
+                pseudo_header6();
             }
             rewrite_header();
             if (opts.ts_present) {

@@ -61,6 +61,10 @@ control AckwiseComputeChecksum(inout headers_t hdr, inout local_metadata_t meta)
               TCP_OPTIONS_IN_ORDER, hdr.tcp_padding, hdr.spoof_ts },
             hdr.tcp.checksum, HashAlgorithm.csum16);
 #endif
+        // Over IPv6 too (ack_switch's coalescing): the rewriting control puts into the invalid IPv4
+        // header's address and protocol fields the ones'-complement sum of IPv6's pseudo-header
+        // (ack_coalesce.p4, pseudo_header6), so that this sum is IPv6's (the upper-layer length is
+        // l4_len either way). A calculation of its own would be a condition every packet pays for.
         update_checksum(hdr.tcp.isValid() && meta.tcp_rewritten_header_only,
             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, meta.l4_len,
               hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
@@ -68,18 +72,6 @@ control AckwiseComputeChecksum(inout headers_t hdr, inout local_metadata_t meta)
               hdr.tcp.urgent_ptr, hdr.tcp_nnts, hdr.tcp_nnsack1, hdr.tcp_nnsack2, hdr.tcp_nnsack3,
               TCP_OPTIONS_IN_ORDER, hdr.tcp_padding },
             hdr.tcp.checksum, HashAlgorithm.csum16);
-#ifdef ACKWISE_IPV6_TCP_HEADER_REWRITE
-        // The same over IPv6's pseudo-header (as above, after IPv4's, which runs too), in programs
-        // that rewrite pure ACKs over IPv6 (ack_switch's coalescing): its condition is a step every
-        // packet pays for (docs/performance.md, "Issue 40").
-        update_checksum(hdr.ipv6.isValid() && meta.tcp_rewritten_header_only,
-            { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, 16w0, meta.l4_len, 24w0, IP_PROTO_TCP,
-              hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
-              hdr.tcp.data_offset, hdr.tcp.reserved, hdr.tcp.flags, hdr.tcp.window,
-              hdr.tcp.urgent_ptr, hdr.tcp_nnts, hdr.tcp_nnsack1, hdr.tcp_nnsack2, hdr.tcp_nnsack3,
-              TCP_OPTIONS_IN_ORDER, hdr.tcp_padding },
-            hdr.tcp.checksum, HashAlgorithm.csum16);
-#endif
         // A segment that leaves without its payload (truncate()): the checksum must not cover
         // the payload bmv2 still holds when it computes it.
         update_checksum(hdr.tcp.isValid() && meta.tcp_rewritten_no_payload,
