@@ -64,8 +64,31 @@ def test_payload_length_is_checked_at_the_chains_end_as_the_parser_does() -> Non
 
 def test_tcp_over_ipv6_is_modelled_as_the_parser_reads_it_behind_the_extension_headers() -> None:
     m = model_ipv6(ipv6(60, ext(6, 0)))
-    assert (m.malformed, m.tcp, m.thinnable, m.must_drop) == ("", False, False, False)  # parsed, left alone
+    assert (m.malformed, m.tcp, m.thinnable, m.must_drop) == ("", False, False, False)  # no ACK flag
+    ack = bytearray(ipv6(60, ext(6, 0)))
+    ack[40 + 8 + 13] = 0x10
+    assert (model_ipv6(bytes(ack), "every_d").pure_ack, model_ipv6(bytes(ack), "every_d").thinnable) == (
+        True,
+        True,
+    )
+    assert model_ipv6(bytes(ack), "off").thinnable is False  # off: a pure ACK, never thinned
+    assert model_ipv6(bytes(ack), "ap_proxy").pure_ack is False  # the AP proxy leaves IPv6 alone
     assert model_ipv6(ipv6(60, ext(6, 0))[:-1]).malformed == "truncated"
     offset_4 = bytearray(ipv6(60, ext(6, 0)))
     offset_4[40 + 8 + 12] = 4 << 4
     assert model_ipv6(bytes(offset_4)).malformed == "tcp_data_offset"
+
+
+def test_an_ipv6_segments_checksum_is_checked_over_its_pseudo_header() -> None:
+    """tcp_ok over IPv6's pseudo-header (the upper-layer length without the extension headers):
+    what the fuzzer compares before and after a coalesced ACK's rewrite."""
+    from scapy.layers.inet import TCP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrHopByHop
+
+    ack = bytes(
+        IPv6(src="fd00::1", dst="fd00::2")
+        / IPv6ExtHdrHopByHop()
+        / TCP(flags="A", options=[("Timestamp", (1, 2))])
+    )
+    assert model_ipv6(ack, "coalesce").tcp_ok
+    assert not model_ipv6(ack[:-1] + bytes([ack[-1] ^ 1]), "coalesce").tcp_ok
