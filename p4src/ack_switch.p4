@@ -123,7 +123,7 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
             if (meta.ack.coalesce_serial != 0) {
                 coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial,
                                          standard_metadata.egress_global_timestamp, hdr, meta.tcp_opts,
-                                         meta.tcp_rewritten_header_only, meta.work.coalesce);
+                                         meta.tcp_rewritten_header_only, meta.l4_len, meta.work.coalesce);
             }
             if (meta.ack.filter_candidate) {
                 bool drop;
