@@ -47,13 +47,12 @@ control AckSwitchIngress(inout headers_t hdr, inout local_metadata_t meta,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
         }
         queue_peek.apply(standard_metadata.egress_spec, standard_metadata.ingress_global_timestamp, meta.work.queue);
-        // IPv4 only until the flow key and the policy tables cover IPv6 (issue 40): TCP over IPv6
-        // is parsed, and passes every policy untouched.
-        if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()) {
+        // TCP over IPv4 or IPv6 (the parser reads TCP behind nothing else).
+        if (!malformed && !drop_forwarding && hdr.tcp.isValid()) {
             // Held ACKs and the queue share's get a copy for the agent (made inside: tests here
             // would be steps every packet pays for), and filter's pure ACKs are recorded there
             // as the newest in the queue.
-            ack_thinning.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
+            ack_thinning.apply(hdr.ipv4, hdr.ipv6, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
                                standard_metadata.ingress_global_timestamp, standard_metadata.egress_spec,
                                meta.work.queue, meta.work.agent,
                                meta.ack_policy, meta.ack, meta.hold_ms, meta.agent_kind, meta.agent_arg,
@@ -95,10 +94,14 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
         }
         // Only ECT packets can be marked, and only acc flows' ACKs need the queue signal: others
         // skip the lookup.
-        // (meta.ack.tracked: an acc flow's packet, ack_thinning.p4.)
-        if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2 || meta.ack.tracked)) {
+        // (meta.ack.tracked: an acc flow's packet, ack_thinning.p4.) IPv4 or IPv6 with a payload
+        // (l4_len, 0 for any other packet), its ECN field in hdr.ipv4.ecn (parser.p4: the parser
+        // copies IPv6's there): a test of either header's validity and both fields would be steps
+        // every IPv4 packet pays for.
+        if (meta.l4_len != 0 && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2 || meta.ack.tracked)) {
             ecn_work();
-            ecn_marking.apply(hdr.ipv4, standard_metadata.egress_port, standard_metadata.enq_qdepth, meta.work.ecn);
+            ecn_marking.apply(hdr.ipv4, hdr.ipv6, standard_metadata.egress_port, standard_metadata.enq_qdepth,
+                              meta.work.ecn);
             if (meta.work.ecn.marked) {
                 meta.ipv4_rewritten = true;
             }
@@ -120,7 +123,7 @@ control AckSwitchEgress(inout headers_t hdr, inout local_metadata_t meta,
             if (meta.ack.coalesce_serial != 0) {
                 coalesce_departure.apply(meta.ack.half, meta.ack.coalesce_serial,
                                          standard_metadata.egress_global_timestamp, hdr, meta.tcp_opts,
-                                         meta.tcp_rewritten_header_only, meta.work.coalesce);
+                                         meta.tcp_rewritten_header_only, meta.l4_len, meta.work.coalesce);
             }
             if (meta.ack.filter_candidate) {
                 bool drop;

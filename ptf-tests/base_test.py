@@ -27,6 +27,7 @@ from scapy.packet import Packet, Raw
 
 from ackwise.bmv2.client import SwitchClient
 from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
+from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import TABLE_FORWARDING_IPV4_LPM, TABLE_FORWARDING_IPV6_LPM
 from ackwise.twins.packets import checksum
 
@@ -45,12 +46,25 @@ def host_ip(port: int, ip_version: int = 4) -> str:
     return f"10.0.{port}.1" if ip_version == 4 else f"fd00:0:0:{port}::1"
 
 
+def host_prefix(port: int, ip_version: int = 4) -> str:
+    """The prefix of host ``port``'s network, routed to port ``port``."""
+    return f"10.0.{port}.0/24" if ip_version == 4 else f"fd00:0:0:{port}::/64"
+
+
 def ip_header(
-    src_port_id: int, dst_port_id: int, ip_version: int, ttl: int = 64, ecn: int = 0, ip_id: int = 1
+    src_port_id: int,
+    dst_port_id: int,
+    ip_version: int,
+    ttl: int = 64,
+    ecn: int = 0,
+    ip_id: int = 1,
+    src_ip: str | None = None,
+    dst_ip: str | None = None,
 ) -> Packet:
-    """The IP header from host src_port_id to host dst_port_id: IPv4, or IPv6 with the TTL as its
-    hop limit and the ECN bits in its traffic class."""
-    src, dst = host_ip(src_port_id, ip_version), host_ip(dst_port_id, ip_version)
+    """The IP header from host src_port_id to host dst_port_id (or from src_ip to dst_ip): IPv4,
+    or IPv6 with the TTL as its hop limit and the ECN bits in its traffic class."""
+    src = src_ip or host_ip(src_port_id, ip_version)
+    dst = dst_ip or host_ip(dst_port_id, ip_version)
     if ip_version == 6:
         return IPv6(src=src, dst=dst, hlim=ttl, tc=ecn)
     return IP(src=src, dst=dst, ttl=ttl, tos=ecn, id=ip_id)
@@ -86,6 +100,8 @@ def tcp_segment(
     dataofs: int | None = None,
     eth_dst: str | None = None,
     ip_version: int = 4,
+    src_ip: str | None = None,
+    dst_ip: str | None = None,
 ) -> Packet:
     """A TCP segment from host src_port_id to host dst_port_id, addressed to the switch (routed).
 
@@ -111,7 +127,7 @@ def tcp_segment(
             tcp = tcp / Raw(load=payload)
     pkt = (
         Ether(src=host_mac(src_port_id), dst=eth_dst or switch_mac(src_port_id))
-        / ip_header(src_port_id, dst_port_id, ip_version, ttl, ecn, ip_id)
+        / ip_header(src_port_id, dst_port_id, ip_version, ttl, ecn, ip_id, src_ip, dst_ip)
         / tcp
     )
     return Ether(bytes(pkt))  # freeze lengths and checksums
@@ -141,7 +157,9 @@ class TcpFlow:
     """A crafted TCP flow: data from host ``data_port`` to host ``ack_port``, ACKs back.
 
     ``data(k)`` is the k-th full-sized segment (from 0); ``ack(k)`` acknowledges the first k
-    segments. Timestamps advance with k unless given. Sequence numbers wrap like TCP's.
+    segments. Timestamps advance with k unless given. Sequence numbers wrap like TCP's. Over IPv4
+    or IPv6 (``ip_version``), between the hosts' addresses unless ``data_ip``/``ack_ip`` give
+    others (in the same prefixes, so routed alike).
     """
 
     def __init__(
@@ -154,9 +172,29 @@ class TcpFlow:
         irs: int = 5000,
         mss: int = 1448,
         ts_base: int = 1_000_000,
+        ip_version: int = 4,
+        data_ip: str | None = None,
+        ack_ip: str | None = None,
     ) -> None:
         self.data_port, self.ack_port, self.sport, self.dport = data_port, ack_port, sport, dport
         self.isn, self.irs, self.mss, self.ts_base = isn, irs, mss, ts_base
+        self.ip_version = ip_version
+        self.data_ip = data_ip or host_ip(data_port, ip_version)
+        self.ack_ip = ack_ip or host_ip(ack_port, ip_version)
+
+    def key(self) -> tuple[FlowKey, int]:
+        """The flow's key and the direction of its ACKs (the half-flow that sends them)."""
+        key, data_direction = FlowKey.of(self.data_ip, self.ack_ip, self.sport, self.dport)
+        return key, 1 - data_direction
+
+    def data_sender(self) -> str:
+        """The data sender as flow records name it (address:port, [address]:port for IPv6)."""
+        key, ack_direction = self.key()
+        return key.endpoint(1 - ack_direction)
+
+    def ack_sender(self) -> str:
+        key, ack_direction = self.key()
+        return key.endpoint(ack_direction)
 
     def seq(self, k: int) -> int:
         return (self.isn + k * self.mss) % 2**32
@@ -178,6 +216,9 @@ class TcpFlow:
                 flags=flags,
                 options=options,
                 payload=bytes([k % 251]) * n,
+                ip_version=self.ip_version,
+                src_ip=self.data_ip,
+                dst_ip=self.ack_ip,
                 **kwargs,
             )
         )
@@ -212,6 +253,9 @@ class TcpFlow:
                 options=options,
                 raw_options=raw_options,  # when given, these bytes instead of ``options``
                 ecn=ecn,
+                ip_version=self.ip_version,
+                src_ip=self.ack_ip,
+                dst_ip=self.data_ip,
             )
         )
 
@@ -310,9 +354,9 @@ class AckwiseTest(BaseTest):
         """A route to each host's IPv4 /24 and, where the program handles IPv6, its IPv6 /64."""
         assert self.client is not None
         for port in PORTS:
-            routes = [(TABLE_FORWARDING_IPV4_LPM, f"10.0.{port}.0/24")]
+            routes = [(TABLE_FORWARDING_IPV4_LPM, host_prefix(port))]
             if self.ipv6:
-                routes.append((TABLE_FORWARDING_IPV6_LPM, f"fd00:0:0:{port}::/64"))
+                routes.append((TABLE_FORWARDING_IPV6_LPM, host_prefix(port, 6)))
             for table, prefix in routes:
                 self.client.table_add(
                     table,

@@ -12,9 +12,8 @@ from collections.abc import Callable
 
 from ackwise.bmv2.toolchain import compiled_program
 from ackwise.features.queues import set_queue_depth, set_queue_rate
-from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import COALESCE_SLOTS, COALESCE_WAITING, COUNTER_ACK_THINNING_STATS, ThinningStat
-from ackwise.twins.packets import fix_tcp_checksum
+from ackwise.twins.packets import fix_tcp_checksum, tcp_offset
 from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, routed, udp_datagram
 from test_ack_thinning import ThinningTest
@@ -30,7 +29,7 @@ def rewritten(waiting: bytes, newest: bytes) -> bytes:
     its TCP checksum recomputed: what a coalesced ACK must look like. Options are found by walking
     them, independently of the switch's parser."""
     frame = bytearray(waiting)
-    tcp_at = 14 + (frame[14] & 0x0F) * 4
+    tcp_at = tcp_offset(frame)[0]
     frame[tcp_at + 8 : tcp_at + 12] = newest[tcp_at + 8 : tcp_at + 12]  # ACK number
     frame[tcp_at + 14 : tcp_at + 16] = newest[tcp_at + 14 : tcp_at + 16]  # window
     ts_waiting, ts_newest = timestamps_at(bytes(frame)), timestamps_at(newest)
@@ -54,14 +53,14 @@ def sack_rewritten(waiting: bytes, newest: bytes) -> bytes:
 
 
 def timestamps_at(frame: bytes) -> int | None:
-    """Offset of the Timestamps option's TSval in an Ethernet/IPv4/TCP frame."""
+    """Offset of the Timestamps option's TSval in an Ethernet/IPv4/TCP or Ethernet/IPv6/TCP frame."""
     at = option_at(frame, 8)
     return None if at is None else at + 2
 
 
 def option_at(frame: bytes, wanted: int) -> int | None:
-    """Offset of the first option of kind ``wanted`` in an Ethernet/IPv4/TCP frame."""
-    tcp_at = 14 + (frame[14] & 0x0F) * 4
+    """Offset of the first option of kind ``wanted`` in an Ethernet/IPv4/TCP or Ethernet/IPv6/TCP frame."""
+    tcp_at = tcp_offset(frame)[0]
     end = tcp_at + (frame[tcp_at + 12] >> 4) * 4
     i = tcp_at + 20
     while i < end:
@@ -78,7 +77,7 @@ def option_at(frame: bytes, wanted: int) -> int | None:
 
 
 def ack_fields(frame: bytes) -> tuple[int, int, int, int]:
-    tcp_at = 14 + (frame[14] & 0x0F) * 4
+    tcp_at = tcp_offset(frame)[0]
     (ack,) = struct.unpack_from("!I", frame, tcp_at + 8)
     (window,) = struct.unpack_from("!H", frame, tcp_at + 14)
     ts = timestamps_at(frame)
@@ -105,9 +104,7 @@ class CoalesceTest(ThinningTest):
     def coalesce_flags(self, flow: TcpFlow) -> int:
         """The flags of the ACK side's coalescing state (COALESCE_WAITING: an ACK waits in the queue)."""
         record = self.flow_record(flow)["record"]
-        _, direction = FlowKey.of(
-            f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
-        )
+        _, direction = flow.key()
         half = record.slot << 1 | direction
         open_slot = self.register("coalesce.last_serial", half) & (COALESCE_SLOTS - 1)
         return self.register("coalesce.state", half * COALESCE_SLOTS + open_slot) & 0xFF
@@ -153,7 +150,7 @@ class CoalesceRewritesTheWaitingAckTest(CoalesceTest):
     acknowledges all data the switch saw: the end of the burst leaves inside ack(2)."""
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(10))
         self.first_ack_out(flow)
         acks = [flow.ack(k, window=500 + k) for k in range(2, 11)]
@@ -170,7 +167,10 @@ class CoalesceTwoFlowsTest(CoalesceTest):
     """Two flows share the queue: each one's waiting ACK takes in only its own flow's ACKs."""
 
     def runTest(self) -> None:
-        a, b = TcpFlow(sport=40000), TcpFlow(sport=40001, isn=900_000, irs=700_000, ts_base=3_000_000)
+        a, b = (
+            self.new_flow(sport=40000),
+            self.new_flow(sport=40001, isn=900_000, irs=700_000, ts_base=3_000_000),
+        )
         self.send_data(a, range(8))
         self.send_data(b, range(8))
         self.first_ack_out(a)
@@ -204,7 +204,7 @@ class CoalesceNeverAbsorbsTest(CoalesceTest):
             "timestamps older": lambda f: f.ack(3, ts=(f.ts(400), f.ts(2))),
         }
         for i, (name, make) in enumerate(cases.items()):
-            flow = TcpFlow(sport=41000 + i, isn=1000 + i * 100_000)
+            flow = self.new_flow(sport=41000 + i, isn=1000 + i * 100_000)
             self.send_data(flow, range(8))
             special = make(flow)
             after = flow.ack(5, flags="AE") if name == "ECE appears" else flow.ack(5)
@@ -234,11 +234,11 @@ class CoalesceFoldsSackTest(CoalesceTest):
 
     def runTest(self) -> None:
         one, two, below = (
-            TcpFlow(sport=42000),
-            TcpFlow(sport=42001, isn=300_000),
-            TcpFlow(sport=42002, isn=600_000),
+            self.new_flow(sport=42000),
+            self.new_flow(sport=42001, isn=300_000),
+            self.new_flow(sport=42002, isn=600_000),
         )
-        wrap = TcpFlow(sport=42003, isn=2**32 - 4 * 1448, ts_base=2**32 - 3)
+        wrap = self.new_flow(sport=42003, isn=2**32 - 4 * 1448, ts_base=2**32 - 3)
 
         def growing(flow: TcpFlow, blocks: Callable[[int], list[tuple[int, int]]], n: int) -> list[bytes]:
             """ACKs of 2 segments, the k-th with blocks(k) and a newer TSval."""
@@ -264,7 +264,7 @@ class CoalesceFoldsSackTest(CoalesceTest):
         # next slot; the waiting ACK ahead of it leaves with the block it took in. (Until
         # 2026-11-24, with one open slot, the plain ACK took the state over and the waiting ACK
         # left as it came: the extended block reached the sender one departure later.)
-        flow = TcpFlow(sport=42004, isn=900_000)
+        flow = self.new_flow(sport=42004, isn=900_000)
         self.send_data(flow, range(10))
         self.first_ack_out(flow)
         waiting, extends, filled = flow.ack(2, sack=[(3, 4)]), flow.ack(2, sack=[(3, 5)]), flow.ack(9)
@@ -283,7 +283,7 @@ class CoalesceFoldsWindowUpdatesTest(CoalesceTest):
     each duplicate ACK carried a grown window, so none was folded and the ACK queue filled.)"""
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(10))
         self.first_ack_out(flow)
         waiting = flow.ack(2)
@@ -310,7 +310,7 @@ class CoalesceKeepsFoldedStateTest(CoalesceTest):
     was queued as it is."""
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(20))
         self.first_ack_out(flow)
 
@@ -345,7 +345,7 @@ class CoalesceClosedByNewsTest(CoalesceTest):
         }
         for i, (name, make) in enumerate(cases.items()):
             with self.subTest(name):
-                flow = TcpFlow(sport=43000 + i, isn=1000 + i * 100_000)
+                flow = self.new_flow(sport=43000 + i, isn=1000 + i * 100_000)
                 self.send_data(flow, range(8))
                 self.first_ack_out(flow)
                 waiting, folded, news = flow.ack(2), flow.ack(3), make(flow)
@@ -371,7 +371,7 @@ class CoalesceRecoveryTest(CoalesceTest):
         set_queue_rate(self.client, 1, 2)
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(60))
         self.first_ack_out(flow)
 
@@ -420,7 +420,7 @@ class CoalesceSackNeverFoldedTest(CoalesceTest):
             ),
         }
         for i, (name, make) in enumerate(cases.items()):
-            flow = TcpFlow(sport=43000 + i, isn=1000 + i * 100_000)
+            flow = self.new_flow(sport=43000 + i, isn=1000 + i * 100_000)
             self.send_data(flow, range(10))
             waiting = flow.ack(2, sack=[(3, 4)], ts=(flow.ts(503), flow.ts(2)))
             self.case(name, make(flow), flow.ack(9), flow, waiting)
@@ -437,7 +437,7 @@ class CoalesceTailDropTest(CoalesceTest):
         set_queue_depth(self.client, 1, 2)
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(8))
         fillers = self.queue_two_fillers()  # the queue is full
         for k in (1, 2, 3):
@@ -467,7 +467,7 @@ class CoalesceOneShortOfFullTest(CoalesceTest):
         set_queue_depth(self.client, 1, 3)
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(8))
         fillers = self.queue_two_fillers()  # one slot left
         acks = [flow.ack(k) for k in (1, 2, 3)]
@@ -491,7 +491,7 @@ class CoalesceDeadlineTest(CoalesceTest):
         self.client.set_queue_depth(1, 1)  # bmv2 only, on purpose
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(8))
         fillers = [udp_datagram(2, 1, payload=bytes([i]) * 32) for i in range(2)]
         self.send(2, fillers[0])
@@ -521,7 +521,7 @@ class CoalesceProgramSwapTest(CoalesceTest):
 
     def runTest(self) -> None:
         assert self.client is not None
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(8))
         self.first_ack_out(flow)
         waiting, absorbed = flow.ack(2), flow.ack(3)
@@ -533,9 +533,7 @@ class CoalesceProgramSwapTest(CoalesceTest):
         self.assertGreater(time.monotonic() - asked, 0.5, "the swap did not wait for the queued ACK")
         self.expect_next(routed(rewritten(waiting, absorbed), flow.data_port), flow.data_port)
         self.install_entries()  # tables start empty after a swap
-        key, direction = FlowKey.of(
-            f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
-        )
+        key, direction = flow.key()
         half = key.half(direction)
         self.assertEqual(
             [self.register("coalesce.last_serial", half)]
@@ -553,7 +551,7 @@ class CoalesceWrapTest(CoalesceTest):
     """Sequence numbers and timestamps wrap across 2^32 while ACKs are absorbed."""
 
     def runTest(self) -> None:
-        flow = TcpFlow(isn=2**32 - 3 * 1448, ts_base=2**32 - 3)
+        flow = self.new_flow(isn=2**32 - 3 * 1448, ts_base=2**32 - 3)
         self.send_data(flow, range(10))
         self.first_ack_out(flow)
         acks = [flow.ack(k) for k in range(2, 9)]
@@ -561,3 +559,62 @@ class CoalesceWrapTest(CoalesceTest):
             self.send(flow.ack_port, pkt)
         self.assertLess(ack_fields(acks[-1])[0], ack_fields(acks[0])[0], "the test's ACK numbers wrap")
         self.check_out(flow, [rewritten(acks[0], acks[-1])])
+
+
+# ---- the same over IPv6 (the TCP checksum of a rewritten ACK over IPv6's pseudo-header) ----
+
+
+class CoalesceRewritesTheWaitingAckTest6(CoalesceRewritesTheWaitingAckTest):
+    ip_version = 6
+
+
+class CoalesceTwoFlowsTest6(CoalesceTwoFlowsTest):
+    ip_version = 6
+
+
+class CoalesceNeverAbsorbsTest6(CoalesceNeverAbsorbsTest):
+    ip_version = 6
+
+
+class CoalesceFoldsSackTest6(CoalesceFoldsSackTest):
+    ip_version = 6
+
+
+class CoalesceFoldsWindowUpdatesTest6(CoalesceFoldsWindowUpdatesTest):
+    ip_version = 6
+
+
+class CoalesceKeepsFoldedStateTest6(CoalesceKeepsFoldedStateTest):
+    ip_version = 6
+
+
+class CoalesceClosedByNewsTest6(CoalesceClosedByNewsTest):
+    ip_version = 6
+
+
+class CoalesceRecoveryTest6(CoalesceRecoveryTest):
+    ip_version = 6
+
+
+class CoalesceSackNeverFoldedTest6(CoalesceSackNeverFoldedTest):
+    ip_version = 6
+
+
+class CoalesceTailDropTest6(CoalesceTailDropTest):
+    ip_version = 6
+
+
+class CoalesceOneShortOfFullTest6(CoalesceOneShortOfFullTest):
+    ip_version = 6
+
+
+class CoalesceDeadlineTest6(CoalesceDeadlineTest):
+    ip_version = 6
+
+
+class CoalesceProgramSwapTest6(CoalesceProgramSwapTest):
+    ip_version = 6
+
+
+class CoalesceWrapTest6(CoalesceWrapTest):
+    ip_version = 6

@@ -6,7 +6,6 @@ from __future__ import annotations
 from ackwise.features.queues import set_queue_depth, set_queue_rate
 from ackwise.twins.p4names import COUNTER_ACK_FILTER_STATS, FilterStat
 from ackwise.twins.policies import PolicyParams
-from base_test import TcpFlow
 from test_ack_thinning import ThinningTest
 
 FILTER = PolicyParams.parse("filter", [])
@@ -29,7 +28,7 @@ class QueuedFilterTest(SlowQueueFilterTest):
     come out; the eight in between are superseded."""
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(12))
         self.run_acks(flow, [flow.ack(k) for k in range(1, 11)], [0, 9], quiet_s=2.5)
         self.assertEqual(self.counter(COUNTER_ACK_FILTER_STATS, FilterStat.FILTERED), 8)
@@ -40,7 +39,7 @@ class FilterKeepsNewsTest(SlowQueueFilterTest):
     an ECE/CWR change."""
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(12))
         acks = [
             flow.ack(1),
@@ -61,7 +60,7 @@ class NoQueueNoFilterTest(ThinningTest):
     policy = FILTER
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(10))
         acks = [flow.ack(k) for k in range(1, 11)]
         self.run_acks(flow, acks, list(range(10)), gaps_s={i: 0.02 for i in range(1, 10)})
@@ -80,7 +79,7 @@ class FilterTailDropTest(SlowQueueFilterTest):
         set_queue_depth(self.client, 1, 4)
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(12))
         # ack(1) leaves at once, the queue holds four: ack(2) to ack(5); ack(6) to ack(10) are
         # tail-dropped.
@@ -88,3 +87,22 @@ class FilterTailDropTest(SlowQueueFilterTest):
         self.assertEqual(self.counter(COUNTER_ACK_FILTER_STATS, FilterStat.FILTERED), 0)
         # ack(2) to ack(5), each behind a dropped one
         self.assertEqual(self.counter(COUNTER_ACK_FILTER_STATS, FilterStat.KEPT_QUEUE_FULL), 4)
+
+
+# ---- the same over IPv6 ----
+
+
+class QueuedFilterTest6(QueuedFilterTest):
+    ip_version = 6
+
+
+class FilterKeepsNewsTest6(FilterKeepsNewsTest):
+    ip_version = 6
+
+
+class NoQueueNoFilterTest6(NoQueueNoFilterTest):
+    ip_version = 6
+
+
+class FilterTailDropTest6(FilterTailDropTest):
+    ip_version = 6

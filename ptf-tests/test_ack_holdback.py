@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ackwise.bmv2.launcher import state_dir
 from ackwise.features.thinning import read_half_field
-from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, param, routed
 from test_ack_thinning import ThinningTest
@@ -85,9 +84,7 @@ class HoldbackTest(ThinningTest):
         the switch has seen. The next data segment is sent only once the switch has taken the ACK
         in (bmv2 reads each port on its own, so a packet sent on one port right after one sent on
         another may overtake it). Returns the ACKs and when each was sent."""
-        key, direction = FlowKey.of(
-            f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
-        )
+        key, direction = flow.key()
         acks, sent_at = [], {}
         for k in range(n):
             data = flow.data(k)
@@ -120,7 +117,7 @@ class HoldbackOneInFourTest(HoldbackTest):
     by the agent within the hold time of the first ACK held after ack(197)."""
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         acks, sent_at = self.interleave(flow, 200)
         out = self.received(flow, acks, quiet_s=HOLD_MS / 1000 + 0.5)
         indices = [i for i, _ in out]
@@ -151,7 +148,7 @@ class HoldbackFailOpenTest(HoldbackTest):
         holdback.setup(self.client, CPU_PORT)
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         acks, _ = self.interleave(flow, 12)
         self.assertEqual([i for i, _ in self.received(flow, acks, 0.3)], list(range(12)))
 
@@ -165,7 +162,7 @@ class HoldbackAgentKilledTest(HoldbackTest):
         self.agent.send_signal(signal.SIGKILL)
         self.agent.wait()
         time.sleep(0.6)
-        flow = TcpFlow()
+        flow = self.new_flow()
         acks, _ = self.interleave(flow, 12)
         self.assertEqual([i for i, _ in self.received(flow, acks, 0.3)], list(range(12)))
 
@@ -176,9 +173,28 @@ class HoldbackStopReleasesTest(HoldbackTest):
 
     def runTest(self) -> None:
         assert self.agent is not None
-        flow = TcpFlow()
+        flow = self.new_flow()
         acks, _ = self.interleave(flow, 3)  # ack(1) out; ack(2), ack(3) held
         time.sleep(0.05)
         self.agent.terminate()
         self.agent.communicate(timeout=10)
         self.assertEqual([i for i, _ in self.received(flow, acks, 0.3)], [0, 2])
+
+
+# ---- the same over IPv6 ----
+
+
+class HoldbackOneInFourTest6(HoldbackOneInFourTest):
+    ip_version = 6
+
+
+class HoldbackFailOpenTest6(HoldbackFailOpenTest):
+    ip_version = 6
+
+
+class HoldbackAgentKilledTest6(HoldbackAgentKilledTest):
+    ip_version = 6
+
+
+class HoldbackStopReleasesTest6(HoldbackStopReleasesTest):
+    ip_version = 6

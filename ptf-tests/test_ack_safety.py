@@ -1,5 +1,7 @@
 """The safety contract: every rule keeps the ACK it protects, under a policy (every_d, d = 100)
-that would otherwise thin every ACK after the first. Each scenario runs on its own flow."""
+that would otherwise thin every ACK after the first. Each scenario runs on its own flow, over IPv4
+and (SafetyContractTest6) over IPv6. The keep reason is read at the half-flow the Python twin's
+FlowKey computes: the P4 key and hash agree with it (issue 40's sync test)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ackwise.features.thinning import read_half_field
-from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import KeepReason
 from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, routed
@@ -27,9 +28,7 @@ class SafetyContractTest(ThinningTest):
 
     def keep_reason(self, flow: TcpFlow) -> KeepReason:
         assert self.client is not None
-        key, direction = FlowKey.of(
-            f"10.0.{flow.ack_port}.1", f"10.0.{flow.data_port}.1", flow.dport, flow.sport
-        )
+        key, direction = flow.key()
         return KeepReason(read_half_field(self.client, "last_keep_reason", key.half(direction)))
 
     def run_steps(self, name: str, flow: TcpFlow, steps: list[Step]) -> None:
@@ -45,18 +44,24 @@ class SafetyContractTest(ThinningTest):
             self.assertEqual(self.collect(flow.data_port), [], "thinned ACKs came out")
 
     def runTest(self) -> None:
-        flows = iter(TcpFlow(sport=41000 + n) for n in range(100))
+        flows = iter(self.new_flow(sport=41000 + n) for n in range(100))
         for name, steps in SCENARIOS:
             f = next(flows)
             self.run_steps(name, f, steps(f))
         f = next(flows)
         self.run_steps("ACK carrying data", f, [Step(f.ack(1), KeepReason.FIRST_ACK), Step(f.ack(2), None)])
         # A segment with payload from the ACKing side is data, never a thinning candidate.
-        reverse = TcpFlow(data_port=2, ack_port=1, sport=f.dport, dport=f.sport, isn=f.irs, irs=f.seq(3))
+        reverse = self.new_flow(
+            data_port=2, ack_port=1, sport=f.dport, dport=f.sport, isn=f.irs, irs=f.seq(3)
+        )
         for k in range(3):
             pkt = reverse.data(k)
             self.send(2, pkt)
             self.expect_next(routed(pkt, 1), 1)
+
+
+class SafetyContractTest6(SafetyContractTest):
+    ip_version = 6
 
 
 # ---- the scenarios: one flow each, every step's ACK and whether (and why) it is kept ----

@@ -140,7 +140,7 @@ class ShareHandsOverInOrderTest(ShareTest):
     def runTest(self) -> None:
         assert self.agent is not None
         self.agent.start_beating()
-        a, b = TcpFlow(), TcpFlow(sport=40001, isn=900_000, irs=700_000, ts_base=3_000_000)
+        a, b = self.new_flow(), self.new_flow(sport=40001, isn=900_000, irs=700_000, ts_base=3_000_000)
         self.send_data(b, range(4))
         waiting, dsack = self.fill_share(a)
         later = [a.ack(k) for k in (4, 5, 6)]
@@ -171,7 +171,7 @@ class ShareBounceAndTakeTest(ShareTest):
     def runTest(self) -> None:
         assert self.agent is not None
         self.agent.start_beating()
-        a = TcpFlow()
+        a = self.new_flow()
         waiting, dsack = self.fill_share(a)
         ack4, ack5 = a.ack(4, window=600), a.ack(5, window=601)
         self.send(a.ack_port, ack4)
@@ -213,7 +213,7 @@ class ShareAgentSilentTest(ShareTest):
 
     def runTest(self) -> None:
         assert self.agent is not None
-        a = TcpFlow()
+        a = self.new_flow()
         waiting, dsack = self.fill_share(a)
         later = [a.ack(k) for k in (4, 5, 6)]
         for pkt in later:
@@ -230,7 +230,7 @@ class ShareAgentGoneTakesWhatComesBackTest(ShareTest):
     def runTest(self) -> None:
         assert self.agent is not None
         self.agent.start_beating()
-        a = TcpFlow()
+        a = self.new_flow()
         waiting, dsack = self.fill_share(a)
         ack4 = a.ack(4)
         self.send(a.ack_port, ack4)
@@ -260,7 +260,7 @@ class SharePolicyChangedTest(ShareTest):
     def runTest(self) -> None:
         assert self.agent is not None and self.client is not None
         self.agent.start_beating()
-        a = TcpFlow()
+        a = self.new_flow()
         waiting, dsack = self.fill_share(a)
         held = [a.ack(4), a.ack(4, sack=[(5, 6)]), a.ack(4, flags="FA")]
         for pkt in held:
@@ -306,7 +306,7 @@ class ShareRealAgentTest(HoldbackTest):
         set_queue_rate(self.client, 1, QUEUE_PPS)
 
     def runTest(self) -> None:
-        a = TcpFlow()
+        a = self.new_flow()
         self.send_data(a, range(12))
         first = a.ack(1)
         self.send(a.ack_port, first)
@@ -326,3 +326,34 @@ class ShareRealAgentTest(HoldbackTest):
         self.assertEqual(
             (counters["share_kept"], counters["share_replaced"], counters["share_taken"]), (8, 6, 2)
         )
+
+
+# ---- the same over IPv6 ----
+
+
+class ShareHandsOverInOrderTest6(ShareHandsOverInOrderTest):
+    ip_version = 6
+
+
+class ShareBounceAndTakeTest6(ShareBounceAndTakeTest):
+    ip_version = 6
+
+
+class ShareAgentSilentTest6(ShareAgentSilentTest):
+    ip_version = 6
+
+
+class ShareAgentGoneTakesWhatComesBackTest6(ShareAgentGoneTakesWhatComesBackTest):
+    ip_version = 6
+
+
+class SharePolicyChangedTest6(SharePolicyChangedTest):
+    ip_version = 6
+
+
+class SharePolicyChangedToOffTest6(SharePolicyChangedToOffTest):
+    ip_version = 6
+
+
+class ShareRealAgentTest6(ShareRealAgentTest):
+    ip_version = 6

@@ -1,22 +1,28 @@
-"""ACK policies against crafted ACK streams: exactly which ACKs leave the switch, byte for byte."""
+"""ACK policies against crafted ACK streams: exactly which ACKs leave the switch, byte for byte.
+Each test runs over IPv4 and, in its subclass named ...6, over IPv6 (the same segments)."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from scapy.layers.inet import TCP
 from scapy.layers.l2 import Ether
 
 from ackwise.features.thinning import read_flows, set_default_policy, set_policy
-from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.policies import PolicyMatch, PolicyParams
-from base_test import AckwiseTest, TcpFlow, routed
+from base_test import AckwiseTest, TcpFlow, host_ip, host_prefix, routed
 
 
 class ThinningTest(AckwiseTest):
     """Routes installed; helpers to run a flow's data through and check which ACKs come back."""
 
     policy: PolicyParams | None = None
+    ip_version = 4  # the IP version of the flows self.new_flow() makes
+
+    def new_flow(self, **kwargs: Any) -> TcpFlow:
+        """A TcpFlow over the test's IP version."""
+        return TcpFlow(ip_version=self.ip_version, **kwargs)
 
     def install_entries(self) -> None:
         self.install_routes()
@@ -51,13 +57,13 @@ class ThinningTest(AckwiseTest):
 
     def flow_record(self, flow: TcpFlow) -> dict:
         assert self.client is not None
-        key, _ = FlowKey.of(f"10.0.{flow.data_port}.1", f"10.0.{flow.ack_port}.1", flow.sport, flow.dport)
+        key, _ = flow.key()
         for record in read_flows(self.client):
             if record.key == key:
                 by_sender = {h.sender: h for h in record.halves}
                 return {
-                    "ack_side": by_sender[f"10.0.{flow.ack_port}.1:{flow.dport}"],
-                    "data_side": by_sender[f"10.0.{flow.data_port}.1:{flow.sport}"],
+                    "ack_side": by_sender[flow.ack_sender()],
+                    "data_side": by_sender[flow.data_sender()],
                     "record": record,
                 }
         self.fail(f"no flow record for {key}")
@@ -69,7 +75,7 @@ class EveryDTest(ThinningTest):
     policy = PolicyParams.parse("every_d", ["d=4"])
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(16))
         acks = [flow.ack(k) for k in range(1, 17)]
         # ack(1): first ACK; ack(5), ack(9), ack(13): 4 segments since the last forwarded;
@@ -90,7 +96,7 @@ class EveryDTimestampsTest(ThinningTest):
     policy = PolicyParams.parse("every_d", ["d=3"])
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(12))
         acks = [flow.ack(k) for k in range(1, 13)]
         for pkt in acks:
@@ -116,7 +122,7 @@ class DynamicDTest(ThinningTest):
     policy = PolicyParams.parse("dynamic_d", [])
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(20))
         acks = [flow.ack(k) for k in range(1, 21)]
         # Acknowledged so far (from the first ACK) -> d: 1 -> 1, 2..4 -> 2, 5..8 -> 3, 9.. -> 4.
@@ -130,7 +136,7 @@ class TackTest(ThinningTest):
     policy = PolicyParams.parse("tack", ["rtt_min_us=40000"])
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(12))
         acks = [flow.ack(k) for k in (1, 3, 5, 7, 8, 9, 12)]
         # ack(1) first; ack(3) too soon; ack(5) 20 ms later; ack(7) too soon; ack(8) 20 ms later
@@ -145,7 +151,7 @@ class TackMeasuredRttTest(ThinningTest):
     policy = PolicyParams.parse("tack", [])
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.send_data(flow, range(10))  # the first segment starts the RTT probe
         time.sleep(0.03)
         acks = [flow.ack(k) for k in (1, 3, 5, 7, 9, 10)]
@@ -162,18 +168,23 @@ class PolicyTableTest(ThinningTest):
     def install_entries(self) -> None:
         self.install_routes()
         assert self.client is not None
+        v = self.ip_version
         set_policy(
-            self.client, PolicyMatch.parse(["src=10.0.2.0/24"]), PolicyParams.parse("every_d", ["d=8"])
+            self.client,
+            PolicyMatch.parse([f"src={host_prefix(2, v)}"]),
+            PolicyParams.parse("every_d", ["d=8"]),
         )
         set_policy(
-            self.client, PolicyMatch.parse(["src=10.0.2.1", "sport=5002"]), PolicyParams.parse("off", [])
+            self.client,
+            PolicyMatch.parse([f"src={host_ip(2, v)}", "sport=5002"]),
+            PolicyParams.parse("off", []),
         )
 
     def runTest(self) -> None:
         thinned, exempt, other = (
-            TcpFlow(dport=5001),
-            TcpFlow(sport=40001, dport=5002),
-            TcpFlow(ack_port=3, sport=40002),
+            self.new_flow(dport=5001),
+            self.new_flow(sport=40001, dport=5002),
+            self.new_flow(ack_port=3, sport=40002),
         )
         for flow in (thinned, exempt, other):
             self.send_data(flow, range(10))
@@ -181,3 +192,32 @@ class PolicyTableTest(ThinningTest):
         self.run_acks(thinned, acks, [0, 8, 9])  # first, 8 segments later, the last
         for flow in (exempt, other):  # off: every ACK goes through
             self.run_acks(flow, [flow.ack(k) for k in range(1, 11)], list(range(10)))
+
+
+# ---- the same over IPv6 ----
+
+
+class EveryDTest6(EveryDTest):
+    ip_version = 6
+
+
+class EveryDTimestampsTest6(EveryDTimestampsTest):
+    ip_version = 6
+
+
+class DynamicDTest6(DynamicDTest):
+    ip_version = 6
+
+
+class TackTest6(TackTest):
+    ip_version = 6
+
+
+class TackMeasuredRttTest6(TackMeasuredRttTest):
+    ip_version = 6
+
+
+class PolicyTableTest6(PolicyTableTest):
+    """IPv6 rules (policy6) select IPv6 flows as IPv4 rules select IPv4 ones."""
+
+    ip_version = 6

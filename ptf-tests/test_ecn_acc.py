@@ -1,6 +1,7 @@
 """ECN marking at the egress queue threshold, and the ACC delay factor: doubling on congestion
 signals at most once per RTT, falling by one per quiet RTT, bounded by the flight, and one ACK
-forwarded per d segments acknowledged."""
+forwarded per d segments acknowledged. Over IPv4 and (the subclasses named ...6) IPv6, whose ECN
+field is its traffic class's low two bits."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ import time
 from scapy.utils import checksum
 
 from ackwise.features import ecn
-from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.policies import PolicyParams
 from base_test import TcpFlow, routed, tcp_segment
 from test_ack_thinning import ThinningTest
 
 
 def with_ce(frame: bytes) -> bytes:
-    """``frame`` with its IPv4 ECN field set to CE and the header checksum recomputed."""
+    """``frame`` with its IPv4 ECN field set to CE and the header checksum recomputed, or its IPv6
+    ECN field (bits 2-3 of the second byte: the traffic class's low two) set to CE."""
     raw = bytearray(frame)
+    if raw[12:14] == b"\x86\xdd":
+        raw[15] |= 0x30
+        return bytes(raw)
     raw[15] |= 0x03
     raw[24:26] = b"\0\0"
     ihl = (raw[14] & 0x0F) * 4
@@ -42,7 +46,11 @@ class EcnTestBase(ThinningTest):
         received before the others are sent, so it has left the queue (depth 0 for the second)
         however late the egress thread runs; the others then queue behind each other."""
         pkts = [
-            bytes(tcp_segment(1, 2, seq=1000 + i * 100, payload=b"p" * 100, ecn=e, ip_id=i))
+            bytes(
+                tcp_segment(
+                    1, 2, seq=1000 + i * 100, payload=b"p" * 100, ecn=e, ip_id=i, ip_version=self.ip_version
+                )
+            )
             for i, e in enumerate(ecns)
         ]
         self.send(1, pkts[0])
@@ -100,7 +108,7 @@ class AccTestBase(ThinningTest):
     def acc_state(self) -> tuple[int, int, int]:
         """(d, d_max, signals) of the flow's ACKs."""
         assert self.client is not None
-        key, direction = FlowKey.of("10.0.2.1", "10.0.1.1", self.flow.dport, self.flow.sport)
+        key, direction = self.flow.key()
         h = key.half(direction)
         return (
             self.client.register_read("acc.d", h),
@@ -234,3 +242,39 @@ class AccFirstSignalTest(AccTestBase):
         self.ack(2)
         self.assertEqual(self.acc_state()[0::2], (2, 1))
         self.collect(self.flow.data_port)
+
+
+# ---- the same over IPv6 ----
+
+
+class EcnThresholdTest6(EcnThresholdTest):
+    ip_version = 6
+
+
+class EcnRedTest6(EcnRedTest):
+    ip_version = 6
+
+
+class AccDoublingTest6(AccDoublingTest):
+    ip_version = 6
+    flow = TcpFlow(ip_version=6)
+
+
+class AccFlightBoundTest6(AccFlightBoundTest):
+    ip_version = 6
+    flow = TcpFlow(ip_version=6)
+
+
+class AccForwardingTest6(AccForwardingTest):
+    ip_version = 6
+    flow = TcpFlow(ip_version=6)
+
+
+class AccQueueSignalTest6(AccQueueSignalTest):
+    ip_version = 6
+    flow = TcpFlow(ip_version=6)
+
+
+class AccFirstSignalTest6(AccFirstSignalTest):
+    ip_version = 6
+    flow = TcpFlow(ip_version=6)

@@ -1,25 +1,42 @@
-"""Flow records: serial-number wrap, hash collisions, reclamation, RTTmin from data->ACK pairs."""
+"""Flow records: serial-number wrap, hash collisions, reclamation, RTTmin from data->ACK pairs; over
+IPv4 and (the subclasses named ...6) IPv6, and IPv4 and IPv6 flows sharing the slots: a record is
+only ever its own flow's (issue 40: the IPv6 key keeps what the IPv4 key guarantees)."""
 
 from __future__ import annotations
 
 import time
 
 from ackwise.features.thinning import read_flows, set_reclaim_idle_ms
-from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import COUNTER_ACK_THINNING_STATS, ThinningStat
 from ackwise.twins.policies import PolicyParams
-from base_test import TcpFlow, routed
+from base_test import TcpFlow, host_ip, routed
 from test_ack_thinning import ThinningTest
 
 
-def colliding_flow(flow: TcpFlow) -> TcpFlow:
-    """Another flow between the same hosts whose record lands in the same slot."""
-    slot = FlowKey.of(f"10.0.{flow.data_port}.1", f"10.0.{flow.ack_port}.1", flow.sport, flow.dport)[0].slot
+def colliding_flow(flow: TcpFlow, ip_version: int | None = None) -> TcpFlow:
+    """Another flow between the same hosts (over ``ip_version``, the flow's own by default) whose
+    record lands in the same slot."""
+    version = ip_version or flow.ip_version
+    slot = flow.key()[0].slot
     for sport in range(flow.sport + 1, 65536):
-        key, _ = FlowKey.of(f"10.0.{flow.data_port}.1", f"10.0.{flow.ack_port}.1", sport, flow.dport)
-        if key.slot == slot:
-            return TcpFlow(flow.data_port, flow.ack_port, sport, flow.dport)
+        other = TcpFlow(flow.data_port, flow.ack_port, sport, flow.dport, ip_version=version)
+        if other.key()[0].slot == slot:
+            return other
     raise AssertionError("no colliding port found")
+
+
+def same_ports_other_address(flow: TcpFlow) -> TcpFlow:
+    """An IPv6 flow with the same ports whose data sender is another address of the same /64, and
+    whose record lands in the same slot: only the addresses tell the two keys apart."""
+    slot = flow.key()[0].slot
+    prefix = host_ip(flow.data_port, 6).removesuffix("::1")
+    for host in range(2, 1 << 20):
+        other = TcpFlow(
+            flow.data_port, flow.ack_port, flow.sport, flow.dport, ip_version=6, data_ip=f"{prefix}::{host:x}"
+        )
+        if other.key()[0].slot == slot:
+            return other
+    raise AssertionError("no colliding address found")
 
 
 EVERY_4 = PolicyParams.parse("every_d", ["d=4"])
@@ -31,7 +48,7 @@ class SerialWrapTest(ThinningTest):
     policy = EVERY_4
 
     def runTest(self) -> None:
-        flow = TcpFlow(isn=2**32 - 5 * 1448 - 7, ts_base=2**32 - 8)
+        flow = self.new_flow(isn=2**32 - 5 * 1448 - 7, ts_base=2**32 - 8)
         self.assertLess(flow.seq(16), flow.seq(0))
         self.send_data(flow, range(16))
         self.run_acks(flow, [flow.ack(k) for k in range(1, 17)], [0, 4, 8, 12, 15])
@@ -45,7 +62,7 @@ class HashCollisionTest(ThinningTest):
 
     def runTest(self) -> None:
         assert self.client is not None
-        owner = TcpFlow()
+        owner = self.new_flow()
         other = colliding_flow(owner)
         self.send_data(owner, range(12))
         self.run_acks(owner, [owner.ack(k) for k in range(1, 6)], [0, 4])
@@ -54,9 +71,7 @@ class HashCollisionTest(ThinningTest):
         self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.COLLISIONS), 16)
         self.run_acks(owner, [owner.ack(k) for k in range(6, 13)], [3, 6])  # ack(9), then ack(12) (all data)
         flows = read_flows(self.client)
-        self.assertEqual(
-            [str(f.key) for f in flows], [str(FlowKey.of("10.0.1.1", "10.0.2.1", owner.sport, 5001)[0])]
-        )
+        self.assertEqual([str(f.key) for f in flows], [str(owner.key()[0])])
 
 
 class ReclaimIdleTest(ThinningTest):
@@ -70,7 +85,7 @@ class ReclaimIdleTest(ThinningTest):
         set_reclaim_idle_ms(self.client, 100)
 
     def runTest(self) -> None:
-        owner = TcpFlow()
+        owner = self.new_flow()
         other = colliding_flow(owner)
         self.send_data(owner, range(8))
         self.run_acks(owner, [owner.ack(k) for k in range(1, 4)], [0])
@@ -89,7 +104,7 @@ class ReclaimClosedTest(ThinningTest):
     def runTest(self) -> None:
         for closing in ("FA", "RA"):
             with self.subTest(closing):
-                owner = TcpFlow(sport=40000 if closing == "FA" else 42000)
+                owner = self.new_flow(sport=40000 if closing == "FA" else 42000)
                 other = colliding_flow(owner)
                 self.send_data(owner, range(4))
                 fin = owner.data(4, flags=closing, payload_len=0)
@@ -117,7 +132,7 @@ class RttMinTest(ThinningTest):
         self.expect_next(routed(ack, flow.data_port), flow.data_port)  # each acknowledges all data
 
     def runTest(self) -> None:
-        flow = TcpFlow()
+        flow = self.new_flow()
         self.pair(flow, 0, 0.03, retransmit=True)
         self.assertEqual(self.rtt_min(flow), 0, "a retransmitted segment gave an RTT sample")
         self.pair(flow, 1, 0.03)
@@ -128,3 +143,75 @@ class RttMinTest(ThinningTest):
         self.assertTrue(10_000 <= second <= 20_000, f"RTTmin {second} us after a 10 ms pair")
         self.pair(flow, 3, 0.05)
         self.assertEqual(self.rtt_min(flow), second, "a longer sample replaced the minimum")
+
+
+# ---- the same over IPv6 ----
+
+
+class SerialWrapTest6(SerialWrapTest):
+    ip_version = 6
+
+
+class HashCollisionTest6(HashCollisionTest):
+    ip_version = 6
+
+
+class ReclaimIdleTest6(ReclaimIdleTest):
+    ip_version = 6
+
+
+class ReclaimClosedTest6(ReclaimClosedTest):
+    ip_version = 6
+
+
+class RttMinTest6(RttMinTest):
+    ip_version = 6
+
+
+# ---- IPv6 keys against each other and against IPv4's ----
+
+
+class CollisionTest(ThinningTest):
+    """``owner`` takes its slot; every ACK of ``other``, whose slot is the same, passes untouched
+    and is counted as a collision; the owner's thinning goes on as if alone, and the only record
+    is the owner's."""
+
+    policy = EVERY_4
+
+    def check(self, owner: TcpFlow, other: TcpFlow) -> None:
+        assert self.client is not None
+        self.assertEqual(owner.key()[0].slot, other.key()[0].slot)
+        self.assertNotEqual(owner.key()[0], other.key()[0])
+        before = self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.COLLISIONS)
+        self.send_data(owner, range(12))
+        self.run_acks(owner, [owner.ack(k) for k in range(1, 6)], [0, 4])
+        self.send_data(other, range(8))
+        self.run_acks(other, [other.ack(k) for k in range(1, 9)], list(range(8)))  # untouched
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.COLLISIONS), before + 16)
+        self.run_acks(owner, [owner.ack(k) for k in range(6, 13)], [3, 6])
+        self.assertEqual([str(f.key) for f in read_flows(self.client)], [str(owner.key()[0])])
+
+
+class Ipv6SamePortsOtherAddressTest(CollisionTest):
+    """Two IPv6 flows with the same ports in one slot: the record's 96-bit key is the same for
+    both (FLOW_KEY_IPV6 and the ports); the addresses in ack_thinning.key6 tell them apart."""
+
+    def runTest(self) -> None:
+        owner = TcpFlow(ip_version=6)
+        self.check(owner, same_ports_other_address(owner))
+
+
+class Ipv4OwnerIpv6OtherTest(CollisionTest):
+    """An IPv6 flow in an IPv4 flow's slot is a collision (and not the IPv4 flow's)."""
+
+    def runTest(self) -> None:
+        owner = TcpFlow()
+        self.check(owner, colliding_flow(owner, ip_version=6))
+
+
+class Ipv6OwnerIpv4OtherTest(CollisionTest):
+    """An IPv4 flow in an IPv6 flow's slot is a collision (and not the IPv6 flow's)."""
+
+    def runTest(self) -> None:
+        owner = TcpFlow(ip_version=6)
+        self.check(owner, colliding_flow(owner, ip_version=4))

@@ -1,8 +1,8 @@
-"""IPv6's headers: TCP over IPv6 parsed but left alone by the policies (for now), the extension
-headers the parser follows (Hop-by-Hop, Routing, Destination Options, up to IPV6_EXT_HEADERS_MAX of
-them, each up to IPV6_EXT_LEN_MAX), those it does not (a Fragment header, AH, ESP, too many, too
-long: forwarded untouched and counted), and malformed IPv6 (dropped and counted, as an unreadable
-IPv4 header is). Every routed packet is compared byte for byte with what went in, its MACs and hop
+"""IPv6's headers: the extension headers the parser follows (Hop-by-Hop, Routing, Destination
+Options, up to IPV6_EXT_HEADERS_MAX of them, each up to IPV6_EXT_LEN_MAX), those it does not (a
+Fragment header, AH, ESP, too many, too long: forwarded untouched and counted), TCP behind them
+thinned or (behind one not followed) left alone, and malformed IPv6 (dropped and counted, as an
+unreadable IPv4 header is). Every routed packet is compared byte for byte with what went in, its MACs and hop
 limit aside."""
 
 from __future__ import annotations
@@ -25,16 +25,20 @@ from ackwise.twins.p4names import (
     COUNTER_ACK_THINNING_STATS,
     COUNTER_PARSER_MALFORMED,
     IPV6_EXT_AH,
+    IPV6_EXT_DEST_OPTIONS,
     IPV6_EXT_ESP,
+    IPV6_EXT_FRAGMENT,
     IPV6_EXT_HEADERS_MAX,
+    IPV6_EXT_HOP_BY_HOP,
     IPV6_EXT_LEN_MAX,
+    IPV6_EXT_ROUTING,
     IPV6_NO_NEXT_HEADER,
     MALFORMED_REASONS,
     MalformedReason,
     ThinningStat,
 )
 from ackwise.twins.policies import PolicyParams
-from base_test import AckwiseTest, host_ip, host_mac, pure_ack, routed, switch_mac, tcp_segment
+from base_test import AckwiseTest, TcpFlow, host_ip, host_mac, routed, switch_mac
 
 
 def ipv6_frame(*layers: Packet, payload: bytes = b"", **ipv6_fields: object) -> bytes:
@@ -91,14 +95,16 @@ class ExtensionHeadersFollowedTest(Ipv6HeaderTest):
     the longest IPV6_EXT_LEN_MAX allows, are followed: routed byte for byte, nothing counted."""
 
     def runTest(self) -> None:
-        self.assertEqual(IPV6_EXT_HEADERS_MAX, 4)
+        self.assertEqual(IPV6_EXT_HEADERS_MAX, 2)
         cases = {
             "hop-by-hop": ipv6_frame(IPv6ExtHdrHopByHop(options=[RouterAlert()]), payload=b"a" * 10),
-            "four, in RFC 8200's order": ipv6_frame(
+            "two, in RFC 8200's order": ipv6_frame(
                 IPv6ExtHdrHopByHop(options=[RouterAlert()]),
-                dest_opts(1),
                 IPv6ExtHdrRouting(addresses=["fd00:0:0:2::1"], segleft=0),
-                dest_opts(0),
+            ),
+            "routing, then destination options": ipv6_frame(
+                IPv6ExtHdrRouting(addresses=["fd00:0:0:2::1"], segleft=0),
+                dest_opts(1),
             ),
             "the longest followed": ipv6_frame(dest_opts(IPV6_EXT_LEN_MAX)),
             "no next header": with_next_header(ipv6_frame(payload=b"n" * 8), IPV6_NO_NEXT_HEADER),
@@ -112,8 +118,9 @@ class ExtensionHeadersFollowedTest(Ipv6HeaderTest):
 
 
 class ExtensionHeadersSkippedTest(Ipv6HeaderTest):
-    """A Fragment header, AH, ESP, a fifth extension header and one longer than IPV6_EXT_LEN_MAX
-    are not followed: each packet is routed byte for byte all the same, and counted."""
+    """A Fragment header, AH, ESP, one extension header more than IPV6_EXT_HEADERS_MAX (RFC 8200's
+    four in its order among them) and one longer than IPV6_EXT_LEN_MAX are not followed: each
+    packet is routed byte for byte all the same, and counted."""
 
     def runTest(self) -> None:
         cases = {
@@ -121,7 +128,13 @@ class ExtensionHeadersSkippedTest(Ipv6HeaderTest):
             "atomic fragment": ipv6_frame(IPv6ExtHdrFragment(offset=0, m=0, id=9)),
             "AH": ipv6_frame(raw_ext(b"\x01" + b"\0" * 14)),
             "ESP": ipv6_frame(raw_ext()),
-            "five": ipv6_frame(*(dest_opts(0) for _ in range(IPV6_EXT_HEADERS_MAX + 1))),
+            "one too many": ipv6_frame(*(dest_opts(0) for _ in range(IPV6_EXT_HEADERS_MAX + 1))),
+            "four, in RFC 8200's order": ipv6_frame(
+                IPv6ExtHdrHopByHop(options=[RouterAlert()]),
+                dest_opts(1),
+                IPv6ExtHdrRouting(addresses=["fd00:0:0:2::1"], segleft=0),
+                dest_opts(0),
+            ),
             "one too long": ipv6_frame(dest_opts(IPV6_EXT_LEN_MAX + 1)),
         }
         cases["AH"] = with_next_header(cases["AH"], IPV6_EXT_AH)
@@ -161,34 +174,55 @@ class MalformedIpv6Test(Ipv6HeaderTest):
         self.expect(routed(good, 2), 2)
 
 
-class Ipv6TcpUntouchedByPoliciesTest(Ipv6HeaderTest):
-    """Until the flow key covers IPv6, TCP over IPv6 is parsed but left alone by the policies: under
-    every_d d=2 every IPv6 data segment and pure ACK leaves byte for byte, none is thinned, and the
-    thinning stage counts none of them (its ACKs-seen counter stays 0), while IPv4's ACKs of the
-    same shape are seen (the policy is on)."""
+def with_extension_headers(frame: bytes, *layers: Packet) -> bytes:
+    """``frame`` (Ethernet, IPv6, TCP) with ``layers`` between the fixed header and TCP: each
+    layer's Next Header chained to the next one's, the last one's TCP's, and the payload length
+    grown to match. The TCP segment, its checksum too, is unchanged (the upper-layer length of the
+    pseudo-header does not change)."""
+    if not layers:
+        return frame
+    kinds = {
+        IPv6ExtHdrHopByHop: IPV6_EXT_HOP_BY_HOP,
+        IPv6ExtHdrDestOpt: IPV6_EXT_DEST_OPTIONS,
+        IPv6ExtHdrRouting: IPV6_EXT_ROUTING,
+        IPv6ExtHdrFragment: IPV6_EXT_FRAGMENT,
+    }
+    chain = [kinds[type(layer)] for layer in layers] + [6]
+    ext = b"".join(bytes([chain[i + 1]]) + bytes(layer)[1:] for i, layer in enumerate(layers))
+    raw = bytearray(frame[: 14 + 40] + ext + frame[14 + 40 :])
+    raw[14 + 4 : 14 + 6] = (int.from_bytes(frame[14 + 4 : 14 + 6], "big") + len(ext)).to_bytes(2, "big")
+    raw[14 + 6] = chain[0]
+    return bytes(raw)
+
+
+class Ipv6TcpBehindExtensionHeadersTest(Ipv6HeaderTest):
+    """TCP behind the extension headers the parser follows is thinned as without them (every_d
+    d=2: the first ACK, every second, the one that acknowledges all data), every packet that leaves
+    byte for byte what came in; TCP behind a Fragment header (an atomic fragment) is not read, so
+    every ACK of such a flow leaves, and the thinning stage sees none of them."""
 
     def install_entries(self) -> None:
         self.install_routes()
         assert self.client is not None
         set_default_policy(self.client, PolicyParams.parse("every_d", ["d=2"]))
 
+    def run_flow(self, flow: TcpFlow, layers: tuple[Packet, ...], forwarded: list[int]) -> None:
+        for k in range(8):
+            data = with_extension_headers(flow.data(k), *layers)
+            self.send(flow.data_port, data)
+            self.expect_next(routed(data, flow.ack_port), flow.ack_port)
+        acks = [with_extension_headers(flow.ack(k), *layers) for k in range(1, 9)]
+        for ack in acks:
+            self.send(flow.ack_port, ack)
+        self.assertEqual(self.collect(flow.data_port), [routed(acks[i], flow.data_port) for i in forwarded])
+
     def runTest(self) -> None:
-        for k in range(1, 9):
-            data = bytes(
-                tcp_segment(1, 2, seq=1000 + 100 * (k - 1), ack=5000, payload=b"d" * 100, ip_version=6)
-            )
-            self.send(1, data)
-            self.expect_next(routed(data, 2), 2)
-            ack = bytes(pure_ack(ack=1000 + 100 * k, ts=(100 + k, 200 + k), ip_version=6))
-            self.send(2, ack)
-            self.expect_next(routed(ack, 1), 1)
+        followed = (IPv6ExtHdrHopByHop(options=[RouterAlert()]), dest_opts(2))
+        self.run_flow(TcpFlow(ip_version=6), followed, [0, 2, 4, 6, 7])
+        seen = self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SEEN)
+        self.assertEqual(seen, 8)
+        fragment = (IPv6ExtHdrFragment(offset=0, m=0, id=9),)
+        self.run_flow(TcpFlow(ip_version=6, sport=40001), fragment, list(range(8)))
+        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SEEN), seen)
+        self.assertEqual(self.malformed(), {MalformedReason.IPV6_EXT_SKIPPED.name: 16})
         self.expect_nothing_else()
-        self.assertEqual(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SEEN), 0)
-        self.assertEqual(self.malformed(), {})
-        # The policy is on: IPv4's ACKs of the same shape are seen by the thinning stage.
-        for k in range(1, 5):
-            self.send(1, tcp_segment(1, 2, seq=1000 + 100 * (k - 1), ack=5000, payload=b"d" * 100))
-            self.send(2, pure_ack(ack=1000 + 100 * k, ts=(100 + k, 200 + k)))
-        self.collect(1)
-        self.collect(2)
-        self.assertGreater(self.counter(COUNTER_ACK_THINNING_STATS, ThinningStat.ACKS_SEEN), 0)

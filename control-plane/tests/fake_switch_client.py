@@ -18,13 +18,15 @@ from ackwise.bmv2.client import (
     SwitchUnreachable,
     TableEntry,
 )
-from ackwise.features.thinning import HALF_FIELDS, KEY_REGISTERS, TICK_US
+from ackwise.features.thinning import HALF_FIELDS, KEY6_REGISTERS, KEY_REGISTERS, TICK_US
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import (
     ACK_POLICY_TABLE_SIZE,
+    FLOW_KEY_IPV6,
     FLOW_POLICY_TABLE_SIZE,
     FLOW_SLOTS,
     HALF_FLOWS,
+    KEY6_WORDS,
     KEY_FLOW,
     REGISTER_ACK_THINNING_SLOT,
     TABLE_ACK_THINNING_FLOW_POLICY,
@@ -90,8 +92,16 @@ class FakeSwitchClient:
         the dst's (it sends the ACKs), by HalfFlow field name, e.g. ``data={"data_end": ...}``."""
         key, direction = FlowKey.of(src, dst, sport, dport)
         slot = key.slot
-        self._array(KEY_REGISTERS[0], FLOW_SLOTS)[slot] = key.addr_lo
-        self._array(KEY_REGISTERS[1], FLOW_SLOTS)[slot] = key.addr_hi
+        if key.version == 6:  # as ack_switch's take_over6: the marker, and the addresses' words
+            self._array(KEY_REGISTERS[0], FLOW_SLOTS)[slot] = FLOW_KEY_IPV6
+            self._array(KEY_REGISTERS[1], FLOW_SLOTS)[slot] = 0
+            for register, address in zip(KEY6_REGISTERS, (key.addr_lo, key.addr_hi), strict=True):
+                words = self._array(register, FLOW_SLOTS * KEY6_WORDS)
+                for i in range(KEY6_WORDS):
+                    words[slot * KEY6_WORDS + i] = address >> 32 * (KEY6_WORDS - 1 - i) & 0xFFFFFFFF
+        else:
+            self._array(KEY_REGISTERS[0], FLOW_SLOTS)[slot] = key.addr_lo
+            self._array(KEY_REGISTERS[1], FLOW_SLOTS)[slot] = key.addr_hi
         ticks = (last_seen_us // TICK_US) & (2**30 - 1)
         self._array(REGISTER_ACK_THINNING_SLOT, FLOW_SLOTS)[slot] = key.ports << 31 | ticks << 1 | int(closed)
         for role, values in halves.items():
@@ -165,6 +175,7 @@ class FakeSwitchClient:
     def register_read_all(self, name: str) -> list[int]:
         self._check()
         size = FLOW_SLOTS if name in SLOT_REGISTERS else HALF_FLOWS
+        size = FLOW_SLOTS * KEY6_WORDS if name in KEY6_REGISTERS else size
         return list(self.registers.get(name, [0] * size))
 
     def counter_read(self, name: str, index: int) -> CounterValue:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ackwise.experiments.stress import instructions
+from ackwise.experiments.stress import bench, instructions
 from ackwise.experiments.stress.bench import (
     LOSS_MAX,
     Probe,
@@ -389,3 +389,37 @@ def test_a_late_sender_starts_its_schedule_again_instead_of_sending_a_burst(
     rawsend.send_paced({1: Port()}, [(1, b"x")] * 40, rate_pps=1000.0, batch=4)  # type: ignore[dict-item]
     # catching up, the default (instructions.py's one frame per batch at 25-200 pps)
     assert max(gaps) > 2 * 4
+
+
+def test_configs_picks_programs_and_policies_by_name() -> None:
+    """--configs: a program alone takes all its configurations, PROGRAM:POLICY one (by the
+    policy's name, its parameters aside); a name that matches nothing is refused with the list."""
+    configs = list(bench.CONFIGS)
+    assert bench.select_configs(configs, "ack_switch:dynamic_d, thinning_floor") == [
+        ("ack_switch", "dynamic_d"),
+        ("thinning_floor", "every_d d=8"),
+    ]
+    assert bench.select_configs(configs, "ack_switch:every_d") == [("ack_switch", "every_d d=8")]
+    assert len(bench.select_configs(configs, "ack_switch")) == 7
+    with pytest.raises(ValueError, match="ack_switch:fast_d not known"):
+        bench.select_configs(configs, "ack_switch:fast_d")
+
+
+def test_ipv6_traffic_is_the_same_segments_over_ipv6() -> None:
+    """--ip-version 6: each frame of the mix with an IPv6 header instead of IPv4's (fd00:0:0:C::D
+    for 10.0.C.D, hop limit the TTL), the TCP segment the same bytes but for its checksum, which is
+    valid over IPv6's pseudo-header."""
+    from ackwise.twins.packets import fix_tcp_checksum
+
+    v4, v6 = bench.build_traffic("ack-heavy", 2), bench.build_traffic("ack-heavy", 2, ip_version=6)
+    assert [p for p, _ in v4] == [p for p, _ in v6]
+    for (_, a), (_, b) in zip(v4, v6, strict=True):
+        assert b[12:14] == b"\x86\xdd" and len(b) == len(a) + 20
+        assert b[14 + 8 : 14 + 40] == bytes.fromhex(
+            f"fd000000000000{a[28]:02x}00000000000000{a[29]:02x}fd000000000000{a[32]:02x}00000000000000{a[33]:02x}"
+        )
+        assert b[14 + 7] == a[14 + 8]  # hop limit = TTL
+        assert b[54:70] == a[34:50] and b[72:] == a[52:]  # TCP but its checksum
+        fixed = bytearray(b)
+        fix_tcp_checksum(fixed)
+        assert bytes(fixed) == b

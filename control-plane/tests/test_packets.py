@@ -6,7 +6,7 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop, IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from ackwise.twins.packets import ACK, fix_tcp_checksum, parse_ipv4_tcp, tcp_offset
+from ackwise.twins.packets import ACK, fix_tcp_checksum, parse_frame_tcp, parse_ipv4_tcp, tcp_offset
 
 
 def test_options_and_payload() -> None:
@@ -110,3 +110,29 @@ def test_fix_tcp_checksum_refuses_a_routing_header_with_segments_left() -> None:
     )
     with pytest.raises(ValueError, match="segments left"):
         fix_tcp_checksum(frame)
+
+
+def test_a_frame_is_parsed_over_either_ip_version() -> None:
+    """parse_frame_tcp: the same TCP segment over IPv4 and over IPv6 (behind Hop-by-Hop and
+    Destination Options) gives the same fields, its addresses aside; IPv6's ECN is in the traffic
+    class; anything but TCP is None (the hold-back agent's parser)."""
+    tcp = TCP(sport=5001, dport=40000, seq=7, ack=1448, flags="A", window=9, options=[("Timestamp", (5, 6))])
+    v4 = bytes(Ether() / IP(src="10.0.2.1", dst="10.0.1.1", tos=3) / tcp / Raw(b"ab"))
+    v6 = bytes(
+        Ether()
+        / IPv6(src="fd00:0:0:2::1", dst="fd00:0:0:1::1", tc=3)
+        / IPv6ExtHdrHopByHop()
+        / IPv6ExtHdrDestOpt(options=[PadN(optdata=b"\0" * 4)])
+        / tcp
+        / Raw(b"ab")
+    )
+    a, b = parse_frame_tcp(v4), parse_frame_tcp(v6)
+    assert a is not None and b is not None
+    assert (b.src, b.dst) == ("fd00:0:0:2::1", "fd00:0:0:1::1")
+    fields = ("sport", "dport", "seq", "ack", "flags", "window", "payload_len", "ecn", "ts_val", "ts_ecr")
+    assert (
+        [getattr(a, f) for f in fields]
+        == [getattr(b, f) for f in fields]
+        == [5001, 40000, 7, 1448, ACK, 9, 2, 3, 5, 6]
+    )
+    assert parse_frame_tcp(bytes(Ether() / IPv6(nh=17) / Raw(b"\0" * 8))) is None

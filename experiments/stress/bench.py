@@ -61,7 +61,7 @@ from ackwise.bmv2.toolchain import (
 from ackwise.experiments.measure.rawsend import BURST_FRAMES, send_paced, senders
 from ackwise.experiments.measure.versions import tool_versions
 from ackwise.experiments.stress import holdback_bench, instructions
-from ackwise.experiments.stress.dataplane import cpu_s, install_routes, segment
+from ackwise.experiments.stress.dataplane import cpu_s, install_routes, over_ipv6, segment
 from ackwise.features.thinning import set_default_policy
 from ackwise.netdev import add_veth, delete_link
 from ackwise.processes import run_until_stopped
@@ -170,9 +170,10 @@ class TrafficStream:
     does not replay what the switch has seen (old numbers would be retransmissions and duplicate
     ACKs, another path through the program)."""
 
-    def __init__(self, mix: str, n_flows: int = N_FLOWS) -> None:
+    def __init__(self, mix: str, n_flows: int = N_FLOWS, ip_version: int = 4) -> None:
         self.n_data, self.n_acks = MIXES[mix]
         self.n_flows = n_flows
+        self.ip_version = ip_version  # 6: every frame over_ipv6 (the same segments)
         self.rounds = 0
         self.sent = [0] * n_flows  # bytes of data per flow
 
@@ -192,6 +193,8 @@ class TrafficStream:
                 acked = max(0, self.sent[f] - 16 * MSS_BYTES - (self.n_acks - 1 - i) * step)
                 frames.append((2, segment(2, host2, host1, 5001, sport, 1, 1000 + acked, 0)))
         self.rounds += rounds
+        if self.ip_version == 6:
+            return [(port, over_ipv6(f)) for port, f in frames]
         return frames
 
     def take(self, n_frames: int) -> list[tuple[int, bytes]]:
@@ -200,9 +203,11 @@ class TrafficStream:
         return self.take_rounds(-(-n_frames // per_round))
 
 
-def build_traffic(mix: str, rounds: int, n_flows: int = N_FLOWS) -> list[tuple[int, bytes]]:
+def build_traffic(
+    mix: str, rounds: int, n_flows: int = N_FLOWS, ip_version: int = 4
+) -> list[tuple[int, bytes]]:
     """(ingress port, frame) in sending order: the stream's first `rounds` rounds of the mix."""
-    return TrafficStream(mix, n_flows).take_rounds(rounds)
+    return TrafficStream(mix, n_flows, ip_version).take_rounds(rounds)
 
 
 def bench_interfaces(pid: int) -> dict[int, tuple[str, str]]:
@@ -589,9 +594,9 @@ def set_floor_policy(client: SwitchClient, params: PolicyParams) -> None:
     )
 
 
-def _routes_and_policy(thrift_port: int, policy: str | None, program: str) -> None:
+def _routes_and_policy(thrift_port: int, policy: str | None, program: str, ipv6: bool = False) -> None:
     with SwitchClient("localhost", thrift_port) as client:
-        install_routes(client)
+        install_routes(client, ipv6=ipv6)
         if policy is None:
             return
         params = PolicyParams.parse(policy.split()[0], policy.split()[1:])
@@ -665,6 +670,21 @@ def _parser() -> argparse.ArgumentParser:
         "with the same policy table), named NAME in the tables: before and after in one run",
     )
     parser.add_argument(
+        "--ip-version",
+        type=int,
+        choices=(4, 6),
+        default=4,
+        help="the instruction counts' traffic over IPv4 (default) or IPv6 (the same segments; "
+        "with --instructions-only)",
+    )
+    parser.add_argument(
+        "--configs",
+        metavar="LIST",
+        help="only these configurations: comma-separated PROGRAM or PROGRAM:POLICY (the policy's "
+        "name, its parameters aside), e.g. ack_switch:dynamic_d,ack_switch:coalesce,thinning_floor; "
+        "a --baseline program by its NAME",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
     )
     parser.add_argument(
@@ -674,6 +694,26 @@ def _parser() -> argparse.ArgumentParser:
         "one build does not replace another's",
     )
     return parser
+
+
+def select_configs(configs: list[tuple[str, str | None]], spec: str) -> list[tuple[str, str | None]]:
+    """The configurations ``spec`` names (``--configs``: PROGRAM or PROGRAM:POLICY, comma-separated,
+    a policy by its name without parameters), in the bench's order; a name that matches none is an
+    error that lists the known ones."""
+
+    def name(program: str, policy: str | None) -> str:
+        return program if policy is None else f"{program}:{policy.split()[0]}"
+
+    wanted = [item.strip() for item in spec.split(",") if item.strip()]
+    chosen = [
+        (program, policy)
+        for program, policy in configs
+        if any(w in (program, name(program, policy)) for w in wanted)
+    ]
+    known = {name(p, q) for p, q in configs} | {p for p, _ in configs}
+    if unknown := [w for w in wanted if w not in known]:
+        raise ValueError(f"--configs: {', '.join(unknown)} not known; known: {', '.join(sorted(known))}")
+    return chosen
 
 
 def _main(argv: list[str] | None) -> int:
@@ -686,6 +726,15 @@ def _main(argv: list[str] | None) -> int:
             parser.error(f"--baseline {args.baseline}: give NAME=PATH of a compiled program JSON")
         PROGRAM_JSONS[name] = Path(path).resolve()
         configs += [(name, policy) for program, policy in CONFIGS if program == "ack_switch"]
+    if args.configs:
+        try:
+            configs = select_configs(configs, args.configs)
+        except ValueError as exc:
+            parser.error(str(exc))
+        if args.write_docs:
+            parser.error("--write-docs needs every configuration: drop --configs")
+    if args.ip_version == 6 and not args.instructions_only:
+        parser.error("--ip-version 6: only with --instructions-only")
     if (args.steps_only or args.instructions_only) and args.write_docs:
         parser.error("--write-docs needs the full run: drop --steps-only / --instructions-only")
     if args.instructions_only and args.no_instructions:
@@ -723,7 +772,7 @@ def _main(argv: list[str] | None) -> int:
         if count_instructions:
             for build in builds:
                 with using(build):
-                    counted += count_instructions_of(configs, ifaces, 9592, build.label)
+                    counted += count_instructions_of(configs, ifaces, 9592, build.label, args.ip_version)
         runs: list[tuple[Build, str, int, str, str | None]] = []  # (build, mix, flows, program, policy)
         if not args.steps_only and not args.instructions_only:
             for build in builds:
@@ -789,17 +838,20 @@ def count_instructions_of(
     ifaces: dict[int, tuple[str, str]],
     thrift_port: int,
     build: str = "",
+    ip_version: int = 4,
 ) -> list[instructions.Instructions]:
     """Every configuration's instructions per packet on each mix (experiments/stress/instructions.py)."""
     counted = []
     for mix, (n_data, n_acks) in MIXES.items():
         per_round = n_data + n_acks
         warmup = instructions.WARMUP_ROUNDS_PER_FLOW * N_FLOWS * per_round
-        frames = build_traffic(mix, (warmup + instructions.N_PACKETS) // per_round + 1)
+        frames = build_traffic(mix, (warmup + instructions.N_PACKETS) // per_round + 1, ip_version=ip_version)
         for program, policy in configs:
             per_packet, phv, parts = instructions.count(
                 program_json(program),
-                lambda port, program=program, policy=policy: _routes_and_policy(port, policy, program),
+                lambda port, program=program, policy=policy: _routes_and_policy(
+                    port, policy, program, ipv6=ip_version == 6
+                ),
                 frames,
                 warmup,
                 ifaces,

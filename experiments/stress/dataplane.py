@@ -2,8 +2,9 @@
 switch between two hosts, the ports and addresses they use, frames built with ackwise.twins.packets,
 routes, raw sockets on the test ends of the veths, and a process's CPU time.
 
-Ports: 1 the data senders (10.0.1.x), 2 the receivers (10.0.2.x; the station side for ap_proxy),
-3 a CPU port. Switch MACs 00:00:00:00:0N:fe, hosts 00:00:00:00:0N:01 (as ptf-tests)."""
+Ports: 1 the data senders (10.0.1.x, fd00:0:0:1::x), 2 the receivers (10.0.2.x, fd00:0:0:2::x; the
+station side for ap_proxy), 3 a CPU port. Switch MACs 00:00:00:00:0N:fe, hosts 00:00:00:00:0N:01
+(as ptf-tests)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,22 @@ from ackwise.twins import packets
 from ackwise.twins.p4names import (
     ACTION_FORWARDING_L2_FORWARD,
     ACTION_FORWARDING_ROUTE,
+    ETHERTYPE_IPV6,
+    IP_PROTO_TCP,
     KEY_DST_ADDR,
     TABLE_FORWARDING_IPV4_LPM,
+    TABLE_FORWARDING_IPV6_LPM,
     TABLE_FORWARDING_L2_EXACT,
 )
-from ackwise.twins.packets import ETHERTYPE_IPV4, NOP, ethernet, ipv4_header, tcp_header, timestamps_option
+from ackwise.twins.packets import (
+    ETHERTYPE_IPV4,
+    NOP,
+    ethernet,
+    fix_tcp_checksum,
+    ipv4_header,
+    tcp_header,
+    timestamps_option,
+)
 from ackwise.twins.policies import PolicyParams
 
 UPLINK, DOWNLINK, CPU = 1, 2, 3
@@ -66,16 +78,44 @@ def segment(
     return frame(in_port, bytes(ipv4_header(src, dst, len(tcp))) + bytes(tcp))
 
 
-def install_routes(client: Any, l2_across: bool = False) -> None:
-    """A route to each host's /24 out of its port, rewriting the MACs; with ``l2_across``, frames
-    that are not IPv4 are switched on their destination, the switch's MAC, to the other host."""
+def over_ipv6(frame_v4: bytes) -> bytes:
+    """The same frame over IPv6: the IPv4 header (without options) replaced by an IPv6 one from
+    fd00:0:0:C::D for 10.0.C.D (traffic class from the TOS byte, hop limit from the TTL), the TCP
+    segment the same but for its checksum (over IPv6's pseudo-header)."""
+    ip = frame_v4[14:34]
+    tcp = frame_v4[34:]
+
+    def address(v4: bytes) -> bytes:
+        return bytes.fromhex(f"fd00 0000 0000 00{v4[2]:02x} 0000 0000 0000 00{v4[3]:02x}")
+
+    fixed = struct.pack("!IHBB", 6 << 28 | ip[1] << 20, len(tcp), IP_PROTO_TCP, ip[8])
+    out = bytearray(
+        frame_v4[:12]
+        + ETHERTYPE_IPV6.to_bytes(2, "big")
+        + fixed
+        + address(ip[12:16])
+        + address(ip[16:20])
+        + tcp
+    )
+    fix_tcp_checksum(out)
+    return bytes(out)
+
+
+def install_routes(client: Any, l2_across: bool = False, ipv6: bool = False) -> None:
+    """A route to each host's /24 (with ``ipv6``, and its /64) out of its port, rewriting the MACs;
+    with ``l2_across``, frames that are not IPv4 are switched on their destination, the switch's
+    MAC, to the other host (the fuzzer's IPv6, which its model expects switched, not routed)."""
     for port in (UPLINK, DOWNLINK):
-        client.table_add(
-            TABLE_FORWARDING_IPV4_LPM,
-            ACTION_FORWARDING_ROUTE,
-            {KEY_DST_ADDR: f"10.0.{port}.0/24"},
-            {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
-        )
+        routes = [(TABLE_FORWARDING_IPV4_LPM, f"10.0.{port}.0/24")]
+        if ipv6:
+            routes.append((TABLE_FORWARDING_IPV6_LPM, f"fd00:0:0:{port}::/64"))
+        for table, prefix in routes:
+            client.table_add(
+                table,
+                ACTION_FORWARDING_ROUTE,
+                {KEY_DST_ADDR: prefix},
+                {"port": port, "src_mac": f"00:00:00:00:0{port}:fe", "dst_mac": f"00:00:00:00:0{port}:01"},
+            )
     if l2_across:
         for switch_mac, port in (("00:00:00:00:01:fe", DOWNLINK), ("00:00:00:00:02:fe", UPLINK)):
             client.table_add(

@@ -159,11 +159,11 @@ IPV6_EXT_NOT_FOLLOWED = {
 }
 
 
-def model_ipv6(ip: bytes) -> Model:
+def model_ipv6(ip: bytes, policy: str = "off") -> Model:
     """What the parser makes of what follows the IPv6 EtherType (no IPv6 routes here: a readable
-    packet is switched on its MAC, untouched). In the parser's order: each extension header's
-    first 4 bytes looked at, one too long skipped, the header extracted; the payload length checked
-    against them all at the chain's end."""
+    packet is switched on its MAC, untouched unless a policy thins or rewrites it). In the parser's
+    order: each extension header's first 4 bytes looked at, one too long skipped, the header
+    extracted; the payload length checked against them all at the chain's end."""
     m = Model()
     cut_short = "ipv6_header", "bad ipv6 header", True
     if len(ip) < 40 or ip[0] >> 4 != 6:
@@ -191,9 +191,19 @@ def model_ipv6(ip: bytes) -> Model:
     elif next_header == IP_PROTO_UDP and len(ip) < at + 8:
         m.malformed = "truncated"
     elif next_header == IP_PROTO_TCP:
-        # Parsed, but left alone by the policies and the AP proxy until the flow key covers IPv6:
-        # never thinnable, never spoofed for (m.tcp stays False).
-        m.malformed, _ = tcp_verdict(ip[at:])
+        # Thinned by ack_switch's policies as over IPv4 (issue 40); left alone by the AP proxy,
+        # which never spoofs for it (m.tcp stays False, and it is no pure ACK to the AP proxy).
+        tcp = ip[at:]
+        m.malformed, unknown = tcp_verdict(tcp)
+        upper_len = payload_len - (at - 40)
+        if 20 <= upper_len <= len(tcp):
+            pseudo = ip[8:40] + struct.pack("!IxxxB", upper_len, IP_PROTO_TCP)
+            m.tcp_ok = checksum(bytes(pseudo) + bytes(tcp[:upper_len])) == 0
+        if m.malformed or policy == "ap_proxy":
+            return m
+        flags, doff = tcp[13], (tcp[12] >> 4) * 4
+        m.pure_ack = bool(flags & 0x10) and upper_len - doff == 0 and not flags & 0x07
+        m.thinnable = m.pure_ack and policy != "off" and not flags & 0x28 and not unknown
     return m
 
 
@@ -238,7 +248,7 @@ def tcp_verdict(tcp: bytes) -> tuple[str, bool]:
 def model(f: bytes, policy: str) -> Model:
     m = Model()
     if len(f) >= 14 and int.from_bytes(f[12:14], "big") == ETHERTYPE_IPV6:
-        return model_ipv6(f[14:])
+        return model_ipv6(f[14:], policy)
     if len(f) < 14 or f[12:14] != b"\x08\x00":
         return m
     m.ipv4 = True

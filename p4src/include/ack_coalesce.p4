@@ -316,9 +316,11 @@ control SetSackBlocks(inout headers_t hdr, in bit<192> sack) {
 // state of the ACKs folded into it. The slot then says, for COALESCE_SAID_US, that its state has
 // left (the next slot's waiting ACK may rely on it). The rewrite is done here, from this control's
 // working header: values handed out to the caller would be metadata fields every packet pays for.
+// `l4_len`: the TCP pseudo-header's length (meta.l4_len), which an IPv6 ACK's rewrite folds its
+// pseudo-header's sum into (pseudo_header6).
 control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t now, inout headers_t hdr,
                              in tcp_options_meta_t opts, inout bool tcp_rewritten_header_only,
-                             inout coalesce_work_h w) {
+                             inout bit<16> l4_len, inout coalesce_work_h w) {
     SetTimestamps() set_timestamps;
     SetSackBlocks() set_sack_blocks;
 
@@ -362,11 +364,30 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
         truncate(w.frame_bytes);
     }
 
+    // ...over IPv6: the frame is the fixed header and the payload length (depart() took IPv4's
+    // total length); and IPv4's header-only TCP checksum (checksums.p4), whose pseudo-header
+    // fields of the invalid IPv4 header bmv2 leaves out, is made IPv6's (RFC 8200 8.1: both
+    // addresses, the upper-layer length, Next Header TCP, a constant there) by folding the
+    // addresses into the one field of it that counts, l4_len: their 16 words and the length summed
+    // with end-around carry (the same ones'-complement sum as the words themselves). Nothing reads
+    // l4_len after this.
+#define WORDS8(a) ((bit<32>)a[127:112] + (bit<32>)a[111:96] + (bit<32>)a[95:80] + (bit<32>)a[79:64] \
+    + (bit<32>)a[63:48] + (bit<32>)a[47:32] + (bit<32>)a[31:16] + (bit<32>)a[15:0])
+    action pseudo_header6() {
+        w.frame_bytes = (bit<32>)hdr.ipv6.payload_len + 54;
+        bit<32> sum = WORDS8(hdr.ipv6.src_addr) + WORDS8(hdr.ipv6.dst_addr) + (bit<32>)l4_len;
+        sum = (bit<32>)sum[15:0] + (sum >> 16);
+        l4_len = sum[15:0] + (bit<16>)(sum >> 16);
+    }
+
     apply {
         w.setValid();
         departing_slot();
         depart();
         if (w.rewrite == 1) {
+            if (hdr.ipv6.isValid()) {
+                pseudo_header6();
+            }
             rewrite_header();
             if (opts.ts_present) {
                 set_timestamps.apply(hdr, opts.ts_index, w.newest_ts);

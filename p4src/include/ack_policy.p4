@@ -17,13 +17,25 @@
 #include <v1model.p4>
 #include "headers.p4"
 
-control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, inout ack_policy_params_t params) {
+//
+// IPv6 packets look up `flow_policy6` and `policy6` instead, whose key is the same over 128-bit
+// addresses (288 bits), in the thinning stage's working field `w.own` (made valid here for them):
+// a local would be a metadata field, which every packet, IPv4 too, pays for (docs/performance.md).
+control AckPolicySelect(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in bit<16> payload_len,
+                        inout ack_policy_params_t params, inout thinning_work_h w) {
     bit<96> ack_flow;
 
     // The tables see the flow from its ACKs' side: data looks them up reversed.
     action orient() {
         ack_flow = payload_len != 0 ? ipv4.dst_addr ++ ipv4.src_addr ++ tcp.dst_port ++ tcp.src_port
                             : ipv4.src_addr ++ ipv4.dst_addr ++ tcp.src_port ++ tcp.dst_port;
+    }
+
+    action orient6() {
+        w.setValid();
+        w.own = (bit<HALF_BITS>)(payload_len != 0
+            ? ipv6.dst_addr ++ ipv6.src_addr ++ tcp.dst_port ++ tcp.src_port
+            : ipv6.src_addr ++ ipv6.dst_addr ++ tcp.src_port ++ tcp.dst_port);
     }
 
     @name(".ack_thinning.policy_off")
@@ -114,10 +126,42 @@ control AckPolicySelect(in ipv4_h ipv4, in tcp_h tcp, in bit<16> payload_len, in
         size = ACK_POLICY_TABLE_SIZE;
     }
 
+    @name(".ack_thinning.flow_policy6")
+    table flow_policy6 {
+        key = {
+            w.own: exact @name("flow");
+        }
+        actions = {
+            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = FLOW_POLICY_TABLE_SIZE;
+    }
+
+    @name(".ack_thinning.policy6")
+    table policy6 {
+        key = {
+            w.own: ternary @name("flow");
+        }
+        actions = {
+            policy_off; policy_every_d; policy_dynamic_d; policy_tack; policy_filter; policy_acc; policy_coalesce;
+        }
+        default_action = policy_off();
+        size = ACK_POLICY_TABLE_SIZE;
+    }
+
     apply {
-        orient();
-        if (!flow_policy.apply().hit) {
-            policy.apply();
+        if (ipv6.isValid()) {
+            orient6();
+            if (!flow_policy6.apply().hit) {
+                policy6.apply();
+            }
+        } else {
+            orient();
+            if (!flow_policy.apply().hit) {
+                policy.apply();
+            }
         }
     }
 }

@@ -43,7 +43,7 @@
 // with a copy for the agent (the clone's field list), set where a copy is made. `w`, `a`, `rare`
 // (the queue share's too), `coalesce_w`, `acc_w`: the working headers (ack_switch_work.p4),
 // invalid when the stage starts.
-control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
+control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options_meta_t opts, in bit<16> payload_len,
                     in time_us_t now, in port_t egress_port, in queue_view_h queue, in agent_h agent,
                     inout ack_policy_params_t params, inout ack_meta_t ack,
                     inout bit<16> hold_ms, inout bit<16> agent_kind, inout bit<32> agent_arg,
@@ -74,6 +74,14 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     @name(".ack_thinning.key_a") register<bit<32>>(FLOW_SLOTS) key_a_reg;
     @name(".ack_thinning.key_b") register<bit<32>>(FLOW_SLOTS) key_b_reg;
     @name(".ack_thinning.slot") register<bit<63>>(FLOW_SLOTS) slot_reg;
+    // An IPv6 flow's addresses (its record's key has FLOW_KEY_IPV6 and the ports, flow_key.p4):
+    // the program's own copy, lower endpoint's address | the other's (256 bits, in a cell as wide
+    // as a half so that it is read into w.oth: a field of its own would be set to zero by every
+    // IPv4 packet too), read by IPv6 packets only; and the control plane's, KEY6_WORDS 32-bit
+    // words per address at slot * KEY6_WORDS, the highest first, written when a record is taken.
+    @name(".ack_thinning.key6") register<bit<HALF_BITS>>(FLOW_SLOTS) key6_reg;
+    @name(".ack_thinning.key6_a") register<bit<32>>(FLOW_SLOTS * KEY6_WORDS) key6_a_reg;
+    @name(".ack_thinning.key6_b") register<bit<32>>(FLOW_SLOTS * KEY6_WORDS) key6_b_reg;
 
     // Per half-flow, read by the control plane; read and written by the program:
     //   data:    data_end [62:31] | data segments (31 bits) [30:0]
@@ -121,6 +129,27 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
         w.oth = w.direction == 0 ? w.flow[R_H1] : w.flow[R_H0];
     }
 
+    // claim_slot for an IPv6 packet: the slot from the 288-bit key (FLOW_KEY6, the Python twin's
+    // 36 key bytes), and as the key to compare with the record's, FLOW_KEY_IPV6 and the ports if
+    // the slot's addresses (key6) are this packet's, FLOW_KEY_IPV6_OTHER (no record's) if not. So
+    // OURS holds only for the record of this very flow, as for IPv4. (The hash input is a
+    // temporary p4c makes, a metadata field: docs/performance.md, "Issue 40".)
+    action claim_slot6() {
+        w.setValid();
+        w.direction = (bit<14>)FLOW_DIRECTION6(ipv6, tcp);
+        COPY_BARRIER(w);
+        hash(w.slot, HashAlgorithm.crc32, (bit<32>)0, { FLOW_KEY6(ipv6, tcp, w.direction) }, (bit<32>)FLOW_SLOTS);
+        COPY_BARRIER(w);
+        w.half = w.slot << 1 | (bit<32>)w.direction;
+        key6_reg.read(w.oth, w.slot);
+        w.key = FLOW_KEY6_TAG(w.oth == (bit<HALF_BITS>)FLOW_ADDRS6(ipv6, w.direction)
+                              ? FLOW_KEY_IPV6 : FLOW_KEY_IPV6_OTHER, FLOW_KEY_PORTS(tcp, w.direction));
+        COPY_BARRIER(w);
+        flow_reg.read(w.flow, w.slot);
+        w.own = w.direction == 0 ? w.flow[R_H0] : w.flow[R_H1];
+        w.oth = w.direction == 0 ? w.flow[R_H1] : w.flow[R_H0];
+    }
+
     // A packet whose slot holds another key, or none: may the record be taken over (empty, closed,
     // or idle past the reclaim time)? Else the packet is a collision and passes untouched.
     action claim_other() {
@@ -137,6 +166,33 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     action collision() {
         stats.count(STAT_COLLISIONS);
     }
+
+    // An IPv6 flow taking a record over (before take_over): its key with FLOW_KEY_IPV6, and its
+    // addresses, into key6 and the control plane's words (each value and index from a field: an
+    // expression would be a temporary, a metadata field every packet pays for).
+#define KEY6_WORD(i) \
+        rare.key_a = w.oth[(255 - 32 * (i)):(224 - 32 * (i))]; \
+        rare.key_b = w.oth[(127 - 32 * (i)):(96 - 32 * (i))]; \
+        COPY_BARRIER(rare); \
+        key6_a_reg.write(rare.other, rare.key_a); \
+        key6_b_reg.write(rare.other, rare.key_b); \
+        rare.other = rare.other + 1; \
+        COPY_BARRIER(rare);
+    action take_over6() {
+        w.key = FLOW_KEY6_TAG(FLOW_KEY_IPV6, w.key[31:0]);
+        w.oth = (bit<HALF_BITS>)FLOW_ADDRS6(ipv6, w.direction);
+        rare.other = w.slot * KEY6_WORDS;
+        COPY_BARRIER(w);
+        COPY_BARRIER(rare);
+        key6_reg.write(w.slot, w.oth);
+        KEY6_WORD(0)
+        KEY6_WORD(1)
+        KEY6_WORD(2)
+        KEY6_WORD(3)
+    }
+#if KEY6_WORDS != 4
+#error "take_over6 writes 4 words per address: update it with KEY6_WORDS"
+#endif
 
     // A record taken over starts empty on both sides, before anything reads it: the record (with
     // the new key), and the counters and the RTTmin the control plane reads.
@@ -584,19 +640,28 @@ control AckThinning(in ipv4_h ipv4, in tcp_h tcp, in tcp_options_meta_t opts, in
     // filter pass the tests of acc, coalescing and the queue share as one (`>= POLICY_ACC`).
     apply {
         // The policy tables see the flow from its ACKs' side: data looks them up reversed.
-        policy_select.apply(ipv4, tcp, payload_len, params);
+        policy_select.apply(ipv4, ipv6, tcp, payload_len, params, w);
         // What the agent sends back is looked at under any policy: `off` too may find the agent
         // holding a flow's queue-share ACKs (the policy was coalesce when they were handed over).
         if (params.policy != POLICY_OFF || agent.isValid()) {
-            claim_slot();
+            if (ipv6.isValid()) {
+                claim_slot6();
+            } else {
+                claim_slot();
+            }
             if (!OURS) {
                 claim_other();
                 if (!rare.take_over) {
                     collision();
-                } else if (rare.empty) {
-                    take_over(STAT_NEW_FLOWS);
                 } else {
-                    take_over(STAT_RECLAIMED);
+                    if (ipv6.isValid()) {
+                        take_over6();
+                    }
+                    if (rare.empty) {
+                        take_over(STAT_NEW_FLOWS);
+                    } else {
+                        take_over(STAT_RECLAIMED);
+                    }
                 }
             }
             if (OURS) {

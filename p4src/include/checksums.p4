@@ -61,8 +61,13 @@ control AckwiseComputeChecksum(inout headers_t hdr, inout local_metadata_t meta)
               TCP_OPTIONS_IN_ORDER, hdr.tcp_padding, hdr.spoof_ts },
             hdr.tcp.checksum, HashAlgorithm.csum16);
 #endif
+        // Over IPv6 too (ack_switch's coalescing): bmv2 leaves out the fields of the invalid IPv4
+        // header, and the rewriting control has folded IPv6's pseudo-header's addresses into
+        // l4_len (ack_coalesce.p4, pseudo_header6); TCP's protocol number as a constant, so that
+        // the words stay aligned without the IPv4 header (TCP is parsed behind protocol 6 only). A
+        // calculation of its own would be a condition every packet pays for.
         update_checksum(hdr.tcp.isValid() && meta.tcp_rewritten_header_only,
-            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, meta.l4_len,
+            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, IP_PROTO_TCP, meta.l4_len,
               hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
               hdr.tcp.data_offset, hdr.tcp.reserved, hdr.tcp.flags, hdr.tcp.window,
               hdr.tcp.urgent_ptr, hdr.tcp_nnts, hdr.tcp_nnsack1, hdr.tcp_nnsack2, hdr.tcp_nnsack3,

@@ -13,9 +13,12 @@
 #define IPV4_LPM_TABLE_SIZE 1024
 #define IPV6_LPM_TABLE_SIZE 1024
 // IPv6 extension headers the parser follows per packet (Hop-by-Hop, Routing, Destination Options:
-// RFC 8200's order has at most four of them before the upper layer). A packet with more, or with
-// one longer than IPV6_EXT_LEN_MAX, is forwarded untouched and counted (MALFORMED_IPV6_EXT_SKIPPED).
-#define IPV6_EXT_HEADERS_MAX 4
+// RFC 8200's order has at most four of them before the upper layer; two, e.g. Hop-by-Hop and
+// Destination Options, are what is met in practice). A packet with more, or with one longer than
+// IPV6_EXT_LEN_MAX, is forwarded untouched and counted (MALFORMED_IPV6_EXT_SKIPPED). Two, not four:
+// each header instance is 0.7 thousand instructions every packet, IPv4 too, pays (bmv2 marks it
+// invalid), which IPv4's bounds cannot afford (docs/performance.md, "Issue 40").
+#define IPV6_EXT_HEADERS_MAX 2
 // The longest extension header followed, in its own Hdr Ext Len units (8 bytes beyond the first
 // 8): 31, 256 bytes, e.g. a segment routing header with 15 segments.
 #define IPV6_EXT_LEN_MAX 31
@@ -219,6 +222,15 @@ const agent_kind_t AGENT_KIND_SHARE_TAKEN = 3;
 // treated as holding nothing (a copy lost on the way to the agent; a bound, not a timer).
 #define SHARE_PKTS 2
 const bit<48> SHARE_STALL_US = 1000000;
+
+// An IPv6 flow's record (flow_key.p4, ack_thinning.p4): its key's first address word, where an
+// IPv4 key has its lower address, and ack_thinning.key_a's value; ack_thinning.key_b is 0, so that
+// (key_a, key_b) is never an IPv4 key's (lower address first). The addresses are in
+// ack_thinning.key6_a and key6_b, KEY6_WORDS 32-bit words per slot, the highest first.
+const bit<32> FLOW_KEY_IPV6 = 1;
+// ...and what an IPv6 packet's key has there when the slot's addresses are not its own: no record's.
+const bit<32> FLOW_KEY_IPV6_OTHER = 2;
+#define KEY6_WORDS 4
 
 // Records idle this long may be taken over by another flow (ack_thinning.config[0] overrides).
 const bit<48> RECLAIM_IDLE_DEFAULT_US = 10000000;

@@ -1,7 +1,10 @@
 // ECN marking at egress: CE on ECT(0)/ECT(1) packets whose egress queue was deeper than the port's
 // threshold K when they were enqueued, or, between two thresholds, with a probability that rises
 // linearly to p_max (RED-like). Not-ECT packets are never marked; CE stays CE. Thresholds per port
-// come from the control plane (`ackwise port ecn`); a port without an entry never marks.
+// come from the control plane (`ackwise port ecn`); a port without an entry never marks. IPv4's ECN
+// field, or IPv6's (the traffic class's low two bits): the caller applies it to IP packets only, and
+// for IPv6 the parser has copied the field into the invalid IPv4 header's (parser.p4), which is read
+// here; a mark is written into both (the invalid one is not emitted).
 #ifndef ACKWISE_ECN_MARKING_P4
 #define ACKWISE_ECN_MARKING_P4
 
@@ -12,7 +15,7 @@
 // EcnMarking's working fields: ecn_work_h, in ack_switch_work.p4 (ack_switch's metadata).
 
 // What it found in w.queue_above_k and w.marked (`w`: the egress working header, ack_switch_work.p4).
-control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdepth, inout ecn_work_h w) {
+control EcnMarking(inout ipv4_h ipv4, inout ipv6_h ipv6, in port_t egress_port, in bit<19> enq_qdepth, inout ecn_work_h w) {
     @name(".ecn.marks") counter(PORTS, CounterType.packets) marks;
 
 
@@ -64,8 +67,10 @@ control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdep
         w.mark = w.r < (bit<32>)w.p_max_pct * (bit<32>)(enq_qdepth - w.k_min);
     }
 
+    // Both fields: the invalid header's is not emitted (a test would be a step).
     action mark_ce() {
         ipv4.ecn = 3;
+        ipv6.ecn = 3;
         w.marked = true;
         marks.count(w.port_index);
     }
@@ -78,7 +83,7 @@ control EcnMarking(inout ipv4_h ipv4, in port_t egress_port, in bit<19> enq_qdep
             if (!w.mark && w.queue_above_k) {
                 draw();
             }
-            if (w.mark && ipv4.isValid() && (ipv4.ecn == 1 || ipv4.ecn == 2)) {
+            if (w.mark && (ipv4.ecn == 1 || ipv4.ecn == 2)) {
                 mark_ce();
             }
         }

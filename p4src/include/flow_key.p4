@@ -25,6 +25,21 @@
 #define FLOW_KEY(ipv4, tcp, direction) (direction == 0 \
     ? ipv4.src_addr ++ ipv4.dst_addr ++ tcp.src_port ++ tcp.dst_port \
     : ipv4.dst_addr ++ ipv4.src_addr ++ tcp.dst_port ++ tcp.src_port)
+// IPv6 (the programs that define ACKWISE_IPV6): the same key over 128-bit addresses, 288 bits,
+// key_a ++ key_b ++ key_ports as FLOW_KEY, whose 36 bytes are what the slot hashes (the Python
+// twin's FlowKey.key_bytes). AckThinning keeps the addresses in a register of their own and the
+// ports, with FLOW_KEY_IPV6 in place of the addresses, in the record's 96-bit key (ack_thinning.p4).
+#define FLOW_DIRECTION6(ipv6, tcp) FLOW_DIRECTION(ipv6, tcp)
+#define FLOW_ADDRS6(ipv6, direction) (direction == 0 ? ipv6.src_addr ++ ipv6.dst_addr \
+    : ipv6.dst_addr ++ ipv6.src_addr)
+#define FLOW_KEY6(ipv6, tcp, direction) (direction == 0 \
+    ? ipv6.src_addr ++ ipv6.dst_addr ++ tcp.src_port ++ tcp.dst_port \
+    : ipv6.dst_addr ++ ipv6.src_addr ++ tcp.dst_port ++ tcp.src_port)
+// An IPv6 flow's 96-bit key in the record: FLOW_KEY_IPV6 ++ 32w0 ++ the ports, which no IPv4 key
+// is (an IPv4 key's first address is at most its second); FLOW_KEY_IPV6_OTHER in place of
+// FLOW_KEY_IPV6 when the register's addresses are another flow's, which no record holds.
+#define FLOW_KEY6_TAG(tag, ports) ((tag) ++ 32w0 ++ (ports))
+
 // The slot of a key, after the key is known (a step, or a barrier, between: else p4c substitutes
 // each key's expression into the hash's inputs and evaluates it a second time). p4c copies each
 // input of a hash into a temporary, a metadata field every packet pays for: one 96-bit input, not

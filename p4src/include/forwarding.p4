@@ -84,6 +84,11 @@ control Forwarding(inout ethernet_h ethernet, inout ipv4_h ipv4,
             // A test of `routed`, not of the table's hit: that would be a temporary, a metadata
             // field every packet pays for.
             if (ipv6.isValid()) {
+                // The ECN field where IPv4's is read (ack_switch's ECN marking, acc's CE signal):
+                // the IPv4 header stays invalid, so this is not emitted. A write for IPv6 packets,
+                // where a test of which header is valid at each use would be steps every packet
+                // pays for.
+                ipv4.ecn = ipv6.ecn;
                 ipv6_lpm.apply();
             }
             if (routed) {

@@ -150,15 +150,13 @@ parser AckwiseParser(packet_in packet, out headers_t hdr, inout local_metadata_t
     }
 
     IPV6_EXT_DEPTH(1, parse_ipv6_ext_2)
-    IPV6_EXT_DEPTH(2, parse_ipv6_ext_3)
-    IPV6_EXT_DEPTH(3, parse_ipv6_ext_4)
-    IPV6_EXT_DEPTH(4, ipv6_ext_end)
-#if IPV6_EXT_HEADERS_MAX != 4
-#error "IPV6_EXT_DEPTH is applied 4 times: update it with IPV6_EXT_HEADERS_MAX"
+    IPV6_EXT_DEPTH(2, ipv6_ext_end)
+#if IPV6_EXT_HEADERS_MAX != 2
+#error "IPV6_EXT_DEPTH is applied 2 times: update it with IPV6_EXT_HEADERS_MAX"
 #endif
 
     // The chain's end, checked once: a payload length that ends inside the extension headers made
-    // l4_len wrap round, larger than the payload length (the headers followed are at most 4 * 256
+    // l4_len wrap round, larger than the payload length (the headers followed are at most 2 * 256
     // bytes, so it cannot exceed it otherwise): MALFORMED_IPV6_HEADER. Then what follows the last
     // one; an extension header here is a fifth.
     // (The test is in ext_word, computed in the state before: a select on the comparison, or on

@@ -10,6 +10,7 @@ from ackwise.cli.args import HANDLE, PRIORITY, int_in
 from ackwise.cli.common import Registry, client_for
 from ackwise.cli.output import emit, render_records, render_table
 from ackwise.features.thinning import (
+    POLICY_TABLES,
     delete_flow_policy,
     delete_policy,
     list_flow_policies,
@@ -19,7 +20,7 @@ from ackwise.features.thinning import (
     set_policy,
     set_reclaim_idle_ms,
 )
-from ackwise.twins.p4names import TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_POLICY
+from ackwise.twins.p4names import TABLE_ACK_THINNING_FLOW_POLICY
 from ackwise.twins.policies import Policy, PolicyError, PolicyMatch, PolicyParams
 
 POLICY_NAMES = {p.value for p in Policy}
@@ -70,7 +71,13 @@ def cmd_policy_list(args: argparse.Namespace) -> int:
             {"handle": r.handle, "match": str(r.match), "policy": r.params.to_dict()} for r in flow_rules
         ],
         "rules": [
-            {"handle": r.handle, "match": str(r.match), "priority": r.priority, "policy": r.params.to_dict()}
+            {
+                "handle": r.handle,
+                "ip_version": r.version,
+                "match": str(r.match),
+                "priority": r.priority,
+                "policy": r.params.to_dict(),
+            }
             for r in rules
         ],
         "default": default.to_dict(),
@@ -84,8 +91,13 @@ def cmd_policy_list(args: argparse.Namespace) -> int:
             render_table(["handle", "match (ACKs)", "policy"], rows),
             "",
         ]
-    rows = [[r.handle, r.priority, str(r.match), r.params.describe()] for r in rules]
-    text += [render_table(["handle", "priority", "match (ACKs)", "policy"], rows)] if rows else ["no rules"]
+    rows = [[r.handle, f"IPv{r.version}", r.priority, str(r.match), r.params.describe()] for r in rules]
+    text += (
+        [render_table(["handle", "table", "priority", "match (ACKs)", "policy"], rows)]
+        + (["(IPv6 rules: 'policy del --ipv6 HANDLE')"] if any(r.version == 6 for r in rules) else [])
+        if rows
+        else ["no rules"]
+    )
     text.append(f"default: {default.describe()}")
     emit(args, data, text)
     return 0
@@ -96,13 +108,13 @@ def cmd_policy_del(args: argparse.Namespace) -> int:
         if args.flow:
             delete_flow_policy(client, args.handle)
         else:
-            delete_policy(client, args.handle)
+            delete_policy(client, args.handle, 6 if args.ipv6 else 4)
     what = "per-flow rule" if args.flow else "rule"
     emit(
         args,
         {
             "deleted": args.handle,
-            "table": TABLE_ACK_THINNING_FLOW_POLICY if args.flow else TABLE_ACK_THINNING_POLICY,
+            "table": TABLE_ACK_THINNING_FLOW_POLICY if args.flow else POLICY_TABLES[6 if args.ipv6 else 4][0],
         },
         f"deleted {what} {args.handle}",
     )
@@ -205,6 +217,11 @@ def add_commands(registry: Registry) -> None:
         "--flow",
         action="store_true",
         help=f"a per-flow rule ({TABLE_ACK_THINNING_FLOW_POLICY}, as the controller writes)",
+    )
+    p.add_argument(
+        "--ipv6",
+        action="store_true",
+        help="a rule of the IPv6 rules' table (its handles are that table's: 'policy list' shows which)",
     )
     p = registry.command(
         pol,

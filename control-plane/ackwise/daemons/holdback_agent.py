@@ -35,7 +35,7 @@ from ackwise.daemons.cpu_port import CpuPortAgent
 from ackwise.features import holdback, queue_share
 from ackwise.processes import run_daemon
 from ackwise.twins.p4names import AgentKind
-from ackwise.twins.packets import parse_ipv4_tcp
+from ackwise.twins.packets import parse_frame_tcp
 
 ETHERNET_HEADER = cpu_port.ETHERNET_HEADER_BYTES
 
@@ -60,9 +60,7 @@ class HoldbackAgent(CpuPortAgent):
             return
         hold_ms, kind, arg = holdback.HEADER.unpack_from(frame)
         ack_frame = frame[holdback.HEADER.size :]
-        seg = None
-        if ack_frame[12:14] == b"\x08\x00":
-            seg = parse_ipv4_tcp(ack_frame[ETHERNET_HEADER:], now)
+        seg = parse_frame_tcp(ack_frame, now) if len(ack_frame) >= ETHERNET_HEADER else None
         # Hold-back holds only ACKs the policy would thin; the queue share hands over every
         # segment without payload the switch counts as a pure ACK, FIN and RST included (one that
         # was dropped here never reached the sender: its FIN was lost until the share's stall bound).

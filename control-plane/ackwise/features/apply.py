@@ -75,6 +75,7 @@ from ackwise.features.queues import (
     set_queue_depth,
     set_queue_rate,
 )
+from ackwise.features.thinning import POLICY_TABLES
 from ackwise.twins.p4names import (
     ACTION_AP_CPU,
     ACTION_AP_EGRESS_UPLINK,
@@ -86,7 +87,6 @@ from ackwise.twins.p4names import (
     ACTION_ECN_THRESHOLD,
     KEY_PORT,
     KEY_STATION,
-    TABLE_ACK_THINNING_POLICY,
     TABLE_AP_EGRESS_ROLE,
     TABLE_AP_PORT_ROLE,
     TABLE_AP_STATIONS,
@@ -632,9 +632,11 @@ class _Planner:
             try:
                 params = PolicyParams.parse(str(item["policy"]), _assignments(item.get("params", {}), where))
                 match_spec = item["match"]
-                if match_spec == "default":
+                if match_spec == "default":  # for each IP version the program thins
                     act, values = params.action()
-                    self.default(where, TABLE_ACK_THINNING_POLICY, act, values)
+                    for table, _ in POLICY_TABLES.values():
+                        if table in self.program.tables:
+                            self.default(where, table, act, values)
                     continue
                 tokens = (
                     match_spec.split() if isinstance(match_spec, str) else _assignments(match_spec, where)
@@ -643,14 +645,21 @@ class _Planner:
             except (PolicyError, UnknownName, BadValue, SwitchOperationError) as exc:
                 raise ConfigError(f"{where}: {exc}") from None
             act, values = params.action()
-            self.entry(
-                where,
-                TABLE_ACK_THINNING_POLICY,
-                act,
-                match.key(),
-                values,
-                item.get("priority", match.priority),
-            )
+            # The table of the match's IP version; one without addresses into each the program has.
+            versions = [v for v in match.versions if POLICY_TABLES[v][0] in self.program.tables]
+            if not versions:
+                raise ConfigError(
+                    f"{where}: the program has no IPv{match.version} rules' table; load ack_switch"
+                )
+            for version in versions:
+                self.entry(
+                    where,
+                    POLICY_TABLES[version][0],
+                    act,
+                    match.key(version),
+                    values,
+                    item.get("priority", match.priority_in(version)),
+                )
 
     def ecn(self) -> None:
         for where, item in self.items("ecn"):

@@ -9,6 +9,8 @@ from typing import Any
 from ackwise.bmv2.client import SwitchClient, SwitchOperationError
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import (
+    FLOW_KEY_IPV6,
+    KEY6_WORDS,
     REGISTER_ACC_D,
     REGISTER_ACC_D_MAX,
     REGISTER_ACC_SIGNALS,
@@ -17,6 +19,8 @@ from ackwise.twins.p4names import (
     REGISTER_ACK_THINNING_ACKS,
     REGISTER_ACK_THINNING_CONFIG,
     REGISTER_ACK_THINNING_DATA,
+    REGISTER_ACK_THINNING_KEY6_A,
+    REGISTER_ACK_THINNING_KEY6_B,
     REGISTER_ACK_THINNING_KEY_A,
     REGISTER_ACK_THINNING_KEY_B,
     REGISTER_ACK_THINNING_OUTCOME,
@@ -29,7 +33,9 @@ from ackwise.twins.p4names import (
     REGISTER_HOLDBACK_RELEASED,
     REGISTER_SHARE_COUNTS,
     TABLE_ACK_THINNING_FLOW_POLICY,
+    TABLE_ACK_THINNING_FLOW_POLICY6,
     TABLE_ACK_THINNING_POLICY,
+    TABLE_ACK_THINNING_POLICY6,
     KeepReason,
 )
 from ackwise.twins.policies import PolicyMatch, PolicyParams
@@ -41,50 +47,103 @@ class PolicyRule:
     match: PolicyMatch
     params: PolicyParams
     priority: int
+    version: int = 4  # the IP version of the table the rule is in (its handle is that table's)
+
+
+# Each IP version's tables: (ternary rules, per-flow rules). A program without IPv6 has only IPv4's.
+POLICY_TABLES = {
+    4: (TABLE_ACK_THINNING_POLICY, TABLE_ACK_THINNING_FLOW_POLICY),
+    6: (TABLE_ACK_THINNING_POLICY6, TABLE_ACK_THINNING_FLOW_POLICY6),
+}
+
+
+def policy_versions(client: SwitchClient) -> tuple[int, ...]:
+    """The IP versions whose ACKs the switch's program can thin (whose rules' table it has)."""
+    return tuple(v for v, (table, _) in POLICY_TABLES.items() if table in client.program.tables)
+
+
+def offers(client: SwitchClient, version: int, params: PolicyParams) -> bool:
+    """Whether ``version``'s tables offer the policy (ack_switch's offer every policy for both
+    versions; a program whose IPv6 tables lacked one would leave IPv6 flows off under it)."""
+    table = client.program.tables.get(POLICY_TABLES[version][0])
+    return table is not None and params.action()[0] in table.actions
 
 
 def set_policy(
     client: SwitchClient, match: PolicyMatch, params: PolicyParams, priority: int | None = None
 ) -> int:
-    """Add a rule; the most specific match wins unless ``priority`` says otherwise (lower wins)."""
+    """Add a rule; the most specific match wins unless ``priority`` says otherwise (lower wins).
+    Into the table of the match's IP version; a match without addresses goes into IPv4's and, where
+    the program has IPv6's and it offers the policy, into IPv6's too. Returns the handle in the
+    table of the match's version (IPv4's for one without addresses)."""
     action, action_params = params.action()
-    return client.table_add(
-        TABLE_ACK_THINNING_POLICY,
-        action,
-        match.key(),
-        action_params,
-        priority if priority is not None else match.priority,
-    )
+    handles = []
+    for version in match.versions:
+        if version not in policy_versions(client):
+            if match.version == version:
+                raise SwitchOperationError(
+                    f"match {match}: the switch's program has no IPv{version} policy table; "
+                    "load ack_switch, which thins IPv4 and IPv6"
+                )
+            continue
+        if version == 6 and not offers(client, 6, params):
+            if match.version == 6:
+                raise SwitchOperationError(
+                    f"{params.policy.value} is not offered for IPv6 flows by the switch's program: "
+                    "load ack_switch"
+                )
+            continue
+        handles.append(
+            client.table_add(
+                POLICY_TABLES[version][0],
+                action,
+                match.key(version),
+                action_params,
+                priority if priority is not None else match.priority_in(version),
+            )
+        )
+    return handles[0]
 
 
 def set_default_policy(client: SwitchClient, params: PolicyParams) -> None:
+    """The policy of flows no rule matches, for each IP version the program thins; IPv6's is
+    ``off`` for a policy its tables do not offer (see ``offers``)."""
     action, action_params = params.action()
-    client.table_set_default(TABLE_ACK_THINNING_POLICY, action, action_params)
+    for version in policy_versions(client):
+        if offers(client, version, params):
+            client.table_set_default(POLICY_TABLES[version][0], action, action_params)
+        else:
+            off, off_params = PolicyParams.parse("off", []).action()
+            client.table_set_default(POLICY_TABLES[version][0], off, off_params)
 
 
 def list_policies(client: SwitchClient) -> tuple[list[PolicyRule], PolicyParams]:
+    """Every ternary rule of each IP version's table, and IPv4's default (IPv6's is the same, or
+    off where its tables do not offer the policy: ``set_default_policy``)."""
     rules = []
-    for entry in client.table_entries(TABLE_ACK_THINNING_POLICY):
-        key = {m.field: (m.value, m.mask or 0) for m in entry.key}
-        rules.append(
-            PolicyRule(
-                entry.handle,
-                PolicyMatch.from_key(key),
-                PolicyParams.from_action(entry.action, entry.params),
-                entry.priority or 0,
+    for version in policy_versions(client):
+        for entry in client.table_entries(POLICY_TABLES[version][0]):
+            key = {m.field: (m.value, m.mask or 0) for m in entry.key}
+            rules.append(
+                PolicyRule(
+                    entry.handle,
+                    PolicyMatch.from_key(key, version),
+                    PolicyParams.from_action(entry.action, entry.params),
+                    entry.priority or 0,
+                    version,
+                )
             )
-        )
     default = client.table_default(TABLE_ACK_THINNING_POLICY)
     default_params = (
         PolicyParams.from_action(default.action, default.params)
         if default.action
         else PolicyParams.parse("off", [])
     )
-    return sorted(rules, key=lambda r: (r.priority, r.handle)), default_params
+    return sorted(rules, key=lambda r: (r.version, r.priority, r.handle)), default_params
 
 
-def delete_policy(client: SwitchClient, handle: int) -> None:
-    client.table_delete(TABLE_ACK_THINNING_POLICY, handle)
+def delete_policy(client: SwitchClient, handle: int, version: int = 4) -> None:
+    client.table_delete(POLICY_TABLES[version][0], handle)
 
 
 # ---- per-flow rules: exact entries of ack_thinning.flow_policy, looked up before the ternary rules ----
@@ -100,7 +159,13 @@ def rules_in_lookup_order(client: SwitchClient) -> tuple[list[PolicyRule], Polic
 
 
 def set_flow_policy(client: SwitchClient, match: PolicyMatch, params: PolicyParams) -> int:
-    """Give one flow's ACKs (an exact match) their own policy; returns the entry's handle."""
+    """Give one flow's ACKs (an exact match) their own policy; returns the entry's handle. IPv4
+    flows only: the controller's per-flow rules for IPv6 flows (ack_thinning.flow_policy6, which
+    the switch looks up) are not written yet (issue 40)."""
+    if match.version == 6:
+        raise SwitchOperationError(
+            f"match {match}: per-flow rules for IPv6 flows are not supported yet; give a rule (set_policy)"
+        )
     action, action_params = params.action()
     return client.table_add(TABLE_ACK_THINNING_FLOW_POLICY, action, match.exact_key(), action_params)
 
@@ -174,11 +239,15 @@ HALF_FIELDS: dict[str, tuple[str, int, int]] = {
 # Per slot: the key's addresses (lower endpoint first), and (REGISTER_ACK_THINNING_SLOT) its ports |
 # last seen (30 bits of 1.024 ms ticks) | closed.
 KEY_REGISTERS = (REGISTER_ACK_THINNING_KEY_A, REGISTER_ACK_THINNING_KEY_B)
+# An IPv6 flow's record has (FLOW_KEY_IPV6, 0) there, and its addresses in these: KEY6_WORDS 32-bit
+# words each at slot * KEY6_WORDS, the highest first (ack_thinning.p4's take_over6).
+KEY6_REGISTERS = (REGISTER_ACK_THINNING_KEY6_A, REGISTER_ACK_THINNING_KEY6_B)
 TICK_US = 1024  # the slot's clock: the switch's microseconds >> 10
 # Thrift reads a register cell as a signed 64-bit value and saturates anything larger, so every
 # register read here must be at most 63 bits wide (control-plane/tests/test_register_widths.py).
 READ_REGISTERS = (
     *KEY_REGISTERS,
+    *KEY6_REGISTERS,
     REGISTER_ACK_THINNING_SLOT,
     *sorted({r for r, _, _ in HALF_FIELDS.values()}),
 )
@@ -262,6 +331,15 @@ class FlowRecord:
         }
 
 
+def address6(words: list[int], slot: int) -> int:
+    """An IPv6 address from its KEY6_WORDS 32-bit words at slot * KEY6_WORDS, the highest first
+    (ack_thinning.key6_a or key6_b)."""
+    value = 0
+    for i in range(KEY6_WORDS):
+        value = value << 32 | words[slot * KEY6_WORDS + i] & 0xFFFFFFFF
+    return value
+
+
 def read_flows(client: SwitchClient) -> list[FlowRecord]:
     """Every flow record, decoded; one bulk read per register."""
     addrs_a = client.register_read_all(KEY_REGISTERS[0])
@@ -269,11 +347,21 @@ def read_flows(client: SwitchClient) -> list[FlowRecord]:
     slots = client.register_read_all(REGISTER_ACK_THINNING_SLOT)
     halves = read_half_fields(client)
     flows = []
+    words6: tuple[list[int], list[int]] | None = None
     for slot, (a, b, word) in enumerate(zip(addrs_a, addrs_b, slots, strict=True)):
         ports = field_of(word, 62, 31)
         if a == 0 and b == 0 and ports == 0:
             continue
-        key = FlowKey.from_registers(a, b, ports)
+        if (a, b) == (FLOW_KEY_IPV6, 0):  # an IPv6 flow's record: its addresses are in key6_a/_b
+            if words6 is None:
+                words6 = (
+                    client.register_read_all(KEY6_REGISTERS[0]),
+                    client.register_read_all(KEY6_REGISTERS[1]),
+                )
+            a, b = (address6(w, slot) for w in words6)
+            key = FlowKey.from_registers(a, b, ports, version=6)
+        else:
+            key = FlowKey.from_registers(a, b, ports)
         record = FlowRecord(slot, key, field_of(word, 30, 1) * TICK_US, bool(field_of(word, 0, 0)))
         for direction in (0, 1):
             h = slot << 1 | direction

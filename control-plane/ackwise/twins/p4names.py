@@ -132,9 +132,12 @@ IPV4_LPM_TABLE_SIZE = 1024
 IPV6_LPM_TABLE_SIZE = 1024
 
 # IPv6 extension headers the parser follows per packet (Hop-by-Hop, Routing, Destination Options:
-# RFC 8200's order has at most four of them before the upper layer). A packet with more, or with
-# one longer than IPV6_EXT_LEN_MAX, is forwarded untouched and counted (MALFORMED_IPV6_EXT_SKIPPED).
-IPV6_EXT_HEADERS_MAX = 4
+# RFC 8200's order has at most four of them before the upper layer; two, e.g. Hop-by-Hop and
+# Destination Options, are what is met in practice). A packet with more, or with one longer than
+# IPV6_EXT_LEN_MAX, is forwarded untouched and counted (MALFORMED_IPV6_EXT_SKIPPED). Two, not four:
+# each header instance is 0.7 thousand instructions every packet, IPv4 too, pays (bmv2 marks it
+# invalid), which IPv4's bounds cannot afford (docs/performance.md, "Issue 40").
+IPV6_EXT_HEADERS_MAX = 2
 
 # The longest extension header followed, in its own Hdr Ext Len units (8 bytes beyond the first
 # 8): 31, 256 bytes, e.g. a segment routing header with 15 segments.
@@ -377,6 +380,16 @@ class AgentKind(IntEnum):
 SHARE_PKTS = 2
 SHARE_STALL_US = 1000000
 
+# An IPv6 flow's record (flow_key.p4, ack_thinning.p4): its key's first address word, where an
+# IPv4 key has its lower address, and ack_thinning.key_a's value; ack_thinning.key_b is 0, so that
+# (key_a, key_b) is never an IPv4 key's (lower address first). The addresses are in
+# ack_thinning.key6_a and key6_b, KEY6_WORDS 32-bit words per slot, the highest first.
+FLOW_KEY_IPV6 = 1
+
+# ...and what an IPv6 packet's key has there when the slot's addresses are not its own: no record's.
+FLOW_KEY_IPV6_OTHER = 2
+KEY6_WORDS = 4
+
 # Records idle this long may be taken over by another flow (ack_thinning.config[0] overrides).
 RECLAIM_IDLE_DEFAULT_US = 10000000
 
@@ -479,7 +492,9 @@ FLOOR_RECORD_BITS = 224
 
 # ---- tables, by @name ----
 TABLE_ACK_THINNING_FLOW_POLICY = "ack_thinning.flow_policy"
+TABLE_ACK_THINNING_FLOW_POLICY6 = "ack_thinning.flow_policy6"
 TABLE_ACK_THINNING_POLICY = "ack_thinning.policy"
+TABLE_ACK_THINNING_POLICY6 = "ack_thinning.policy6"
 TABLE_AP_EGRESS_ROLE = "ap.egress_role"
 TABLE_AP_PORT_ROLE = "ap.port_role"
 TABLE_AP_STATIONS = "ap.stations"
@@ -532,6 +547,9 @@ REGISTER_ACK_THINNING_ACKS = "ack_thinning.acks"
 REGISTER_ACK_THINNING_CONFIG = "ack_thinning.config"
 REGISTER_ACK_THINNING_DATA = "ack_thinning.data"
 REGISTER_ACK_THINNING_FLOW = "ack_thinning.flow"
+REGISTER_ACK_THINNING_KEY6 = "ack_thinning.key6"
+REGISTER_ACK_THINNING_KEY6_A = "ack_thinning.key6_a"
+REGISTER_ACK_THINNING_KEY6_B = "ack_thinning.key6_b"
 REGISTER_ACK_THINNING_KEY_A = "ack_thinning.key_a"
 REGISTER_ACK_THINNING_KEY_B = "ack_thinning.key_b"
 REGISTER_ACK_THINNING_OUTCOME = "ack_thinning.outcome"
@@ -598,7 +616,8 @@ COUNTER_PARSER_MALFORMED = "parser.malformed"
 
 # ---- table key fields, by @name (a table entry's key is given by these) ----
 KEY_DST_ADDR = "dst_addr"  # floor.policy, forwarding.ipv4_lpm, forwarding.ipv6_lpm, forwarding.l2_exact
-KEY_FLOW = "flow"  # ack_thinning.flow_policy, ack_thinning.policy
+# ack_thinning.flow_policy, ack_thinning.flow_policy6, ack_thinning.policy, ack_thinning.policy6
+KEY_FLOW = "flow"
 KEY_PORT = "port"  # ap.egress_role, ap.port_role, ecn.port_threshold, holdback.ports, queue.model
 KEY_STATION = "station"  # ap.stations
 
@@ -619,6 +638,9 @@ REGISTER_WIDTHS_BITS: dict[str, int] = {
     REGISTER_ACK_THINNING_CONFIG: 48,
     REGISTER_ACK_THINNING_DATA: 63,
     REGISTER_ACK_THINNING_FLOW: 1101,
+    REGISTER_ACK_THINNING_KEY6: 487,
+    REGISTER_ACK_THINNING_KEY6_A: 32,
+    REGISTER_ACK_THINNING_KEY6_B: 32,
     REGISTER_ACK_THINNING_KEY_A: 32,
     REGISTER_ACK_THINNING_KEY_B: 32,
     REGISTER_ACK_THINNING_OUTCOME: 39,

@@ -5,6 +5,7 @@ MSS, anything else flagged unknown."""
 
 from __future__ import annotations
 
+import ipaddress
 import struct
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ class TcpSegment:
     flags: int
     window: int
     payload_len: int
-    ecn: int  # the IPv4 ECN field: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE
+    ecn: int  # the IPv4 (IPv6: traffic class) ECN field: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE
     ts_val: int | None = None
     ts_ecr: int | None = None
     sack: tuple[tuple[int, int], ...] = ()
@@ -78,6 +79,41 @@ def parse_ipv4_tcp(packet: bytes, time: float = 0.0) -> TcpSegment | None:
         window=window,
         payload_len=max(0, total_len - ihl - doff),
         ecn=packet[1] & 0x03,
+        time=time,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def parse_frame_tcp(frame: bytes, time: float = 0.0) -> TcpSegment | None:
+    """An Ethernet frame carrying TCP over IPv4, or over IPv6 behind the extension headers the
+    switch follows (``tcp_offset``), or None for anything else (a Routing header with segments
+    left, another upper layer, a frame cut short)."""
+    if frame[12:14] == b"\x08\x00":
+        return parse_ipv4_tcp(frame[14:], time)
+    if frame[12:14] != ETHERTYPE_IPV6.to_bytes(2, "big") or len(frame) < 14 + 40 or frame[14] >> 4 != 6:
+        return None
+    try:
+        at, tcp_len = tcp_offset(frame)
+    except (ValueError, IndexError):
+        return None
+    if tcp_len < 20 or len(frame) < at + 20:
+        return None
+    sport, dport, seq, ack, off_flags, window = struct.unpack_from("!HHIIHH", frame, at)
+    doff = (off_flags >> 12) * 4
+    fields: dict[str, object] = {}
+    if doff > 20:
+        fields = _options(frame[at + 20 : at + min(doff, len(frame) - at)])
+    return TcpSegment(
+        src=str(ipaddress.IPv6Address(frame[14 + 8 : 14 + 24])),
+        dst=str(ipaddress.IPv6Address(frame[14 + 24 : 14 + 40])),
+        sport=sport,
+        dport=dport,
+        seq=seq,
+        ack=ack,
+        flags=off_flags & 0xFF,
+        window=window,
+        payload_len=max(0, tcp_len - doff),
+        ecn=frame[15] >> 4 & 0x03,
         time=time,
         **fields,  # type: ignore[arg-type]
     )
