@@ -12,10 +12,11 @@ The sender prints one JSON line with what it wrote; the receiver reads and disca
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import sys
 import time
+
+from ackwise.experiments.measure.tool_result import print_result
 
 
 def receive(port: int, timeout_s: float) -> dict[str, int]:
@@ -84,18 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--duration", type=float, required=True)
     s.add_argument("--bulk-bytes", type=int, default=0, help="then this many bytes as fast as possible")
     args = parser.parse_args(argv)
-    try:
+
+    def work() -> dict[str, float] | dict[str, int]:
         if args.mode == "recv":
-            result: dict[str, float] | dict[str, int] = receive(args.port, args.timeout)
-        else:
-            result = send(
-                args.host, args.port, args.rate_bps, args.write_bytes, args.duration, args.bulk_bytes
-            )
-    except OSError as exc:
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-        return 1
-    print(json.dumps(result))
-    return 0
+            return receive(args.port, args.timeout)
+        return send(args.host, args.port, args.rate_bps, args.write_bytes, args.duration, args.bulk_bytes)
+
+    return print_result(work)
 
 
 if __name__ == "__main__":

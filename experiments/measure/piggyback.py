@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import errno
 import hashlib
-import json
 import random
 import select
 import socket
@@ -37,6 +36,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from ackwise.experiments.measure.tool_result import print_result
 
 MODES = ("piggyback", "1con", "2con")
 CHUNK = 65536
@@ -307,18 +308,16 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--timeout", type=float, default=300)
     c.add_argument("--write-bytes", type=int, default=0, help="piggyback: bytes written back per read")
     args = parser.parse_args(argv)
-    try:
+
+    def work() -> dict[str, Any]:
         if args.role == "client":
-            result = client(
+            return client(
                 args.port, args.mode, args.size, args.write_bytes, args.seed, args.timeout, args.server_host
             )
-        else:
-            result = server(args.host, args.port, args.mode, args.size, args.seed, args.timeout)
-    except (OSError, TimeoutError) as exc:
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-        return 1
-    print(json.dumps(result))
-    return 0
+        return server(args.host, args.port, args.mode, args.size, args.seed, args.timeout)
+
+    # TimeoutError is an OSError: named for the reader, as the tool's own waits raise it.
+    return print_result(work, errors=(OSError, TimeoutError))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 
+from ackwise.experiments.measure.tool_result import print_result
+
 CHUNK = 65536
 PROGRESS_EVERY_S = 0.1
 REVERSE_FILLER = b"."  # never "{", which opens the receiver's answer
@@ -205,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
-    try:
+
+    def work() -> dict[str, object]:
         if args.mode == "recv":
-            result = receive(
+            return receive(
                 args.port,
                 args.progress,
                 args.timeout,
@@ -215,13 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                 args.reverse_write_bytes,
                 args.window_clamp_bytes,
             )
-        else:
-            result = send(args.host, args.port, args.size, args.seed, args.timeout)
-    except OSError as exc:
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-        return 1
-    print(json.dumps(result))
-    return 0 if result.get("byte_exact", True) else 1
+        return send(args.host, args.port, args.size, args.seed, args.timeout)
+
+    return print_result(work, succeeded=lambda result: bool(result.get("byte_exact", True)))
 
 
 if __name__ == "__main__":

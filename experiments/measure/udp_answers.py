@@ -23,7 +23,6 @@ multiplies the emulated network's by the time scale k (runner.py).
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import struct
 import sys
@@ -31,6 +30,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from ackwise.experiments.measure.tool_result import print_result
 from ackwise.hosts.policies import EveryD, Tack
 
 PAYLOAD_BYTES = 1472  # a 1500-byte IP packet: validation/run.py's data frame
@@ -258,17 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--duration", type=float, required=True)
     s.add_argument("--size", type=int, default=PAYLOAD_BYTES)
     args = parser.parse_args(argv)
-    try:
+
+    def work() -> dict[str, object]:
         if args.mode == "recv":
             rule = AnswerRule(args.every, args.min_interval)
-            result = receive(args.port, rule, args.warmup, args.measure, args.timeout)
-        else:
-            result = send(args.host, args.port, args.rate_pps, args.duration, args.size)
-    except (OSError, ValueError) as exc:
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-        return 1
-    print(json.dumps(result))
-    return 0
+            return receive(args.port, rule, args.warmup, args.measure, args.timeout)
+        return send(args.host, args.port, args.rate_pps, args.duration, args.size)
+
+    return print_result(work, errors=(OSError, ValueError))
 
 
 if __name__ == "__main__":
