@@ -14,16 +14,8 @@ from typing import Any
 from ackwise.experiments.measure.ack_split import acks_per_window_by_phase, split_acks
 from ackwise.experiments.measure.metrics import in_congestion_avoidance
 from ackwise.experiments.measure.pcapstats import read_segments
+from ackwise.experiments.measure.run_records import ok_run_records
 from ackwise.twins.policies import MSS_BYTES
-
-
-def _records(results: Path) -> list[dict[str, Any]]:
-    newest: dict[str, dict[str, Any]] = {}
-    for line in (results / "runs.jsonl").read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            newest[record["run_id"]] = record
-    return [r for r in newest.values() if r["status"] == "ok"]
 
 
 def _mean_ca_cwnd(record: dict[str, Any]) -> float | None:
@@ -70,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows = [row for r in _records(args.results) if (row := run_split(args.results, r)) is not None]
+    rows = [row for r in ok_run_records(args.results) if (row := run_split(args.results, r)) is not None]
     rows.sort(key=lambda r: (r["point"], r["arm"], r["repeat"]))
     if args.json:
         print(json.dumps(rows, indent=1))

@@ -19,17 +19,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from ackwise.experiments.measure.metrics import CwndSample, estimate_error
+from ackwise.experiments.measure.run_records import ok_run_records
 
 
 def _records(results: Path) -> list[dict[str, Any]]:
-    newest: dict[str, dict[str, Any]] = {}
-    for line in (results / "runs.jsonl").read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            newest[record["run_id"]] = record
-    return sorted(
-        (r for r in newest.values() if r["status"] == "ok"), key=lambda r: (r["point"]["x"], r["repeat"])
-    )
+    return sorted(ok_run_records(results), key=lambda r: (r["point"]["x"], r["repeat"]))
 
 
 def _series(record: dict[str, Any]) -> tuple[list[CwndSample], list[tuple[float, float]], str]:
