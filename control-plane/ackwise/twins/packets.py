@@ -63,24 +63,14 @@ def parse_ipv4_tcp(packet: bytes, time: float = 0.0) -> TcpSegment | None:
     if ihl < 20 or len(packet) < ihl + 20:
         return None
     total_len = struct.unpack_from("!H", packet, 2)[0]
-    sport, dport, seq, ack, off_flags, window = struct.unpack_from("!HHIIHH", packet, ihl)
-    doff = (off_flags >> 12) * 4
-    fields: dict[str, object] = {}
-    if doff > 20:
-        fields = _options(packet[ihl + 20 : ihl + min(doff, len(packet) - ihl)])
-    return TcpSegment(
-        src=".".join(str(b) for b in packet[12:16]),
-        dst=".".join(str(b) for b in packet[16:20]),
-        sport=sport,
-        dport=dport,
-        seq=seq,
-        ack=ack,
-        flags=off_flags & 0xFF,
-        window=window,
-        payload_len=max(0, total_len - ihl - doff),
-        ecn=packet[1] & 0x03,
-        time=time,
-        **fields,  # type: ignore[arg-type]
+    return _tcp_segment(
+        packet,
+        ihl,
+        total_len - ihl,
+        ".".join(str(b) for b in packet[12:16]),
+        ".".join(str(b) for b in packet[16:20]),
+        packet[1] & 0x03,
+        time,
     )
 
 
@@ -98,14 +88,28 @@ def parse_frame_tcp(frame: bytes, time: float = 0.0) -> TcpSegment | None:
         return None
     if tcp_len < 20 or len(frame) < at + 20:
         return None
-    sport, dport, seq, ack, off_flags, window = struct.unpack_from("!HHIIHH", frame, at)
+    return _tcp_segment(
+        frame,
+        at,
+        tcp_len,
+        str(ipaddress.IPv6Address(frame[14 + 8 : 14 + 24])),
+        str(ipaddress.IPv6Address(frame[14 + 24 : 14 + 40])),
+        frame[15] >> 4 & 0x03,
+        time,
+    )
+
+
+def _tcp_segment(buf: bytes, at: int, tcp_len: int, src: str, dst: str, ecn: int, time: float) -> TcpSegment:
+    """The TCP header at ``buf[at:]`` (``tcp_len`` bytes of TCP by the IP header's length), under
+    either IP version's addresses and ECN field."""
+    sport, dport, seq, ack, off_flags, window = struct.unpack_from("!HHIIHH", buf, at)
     doff = (off_flags >> 12) * 4
     fields: dict[str, object] = {}
     if doff > 20:
-        fields = _options(frame[at + 20 : at + min(doff, len(frame) - at)])
+        fields = _options(buf[at + 20 : at + min(doff, len(buf) - at)])
     return TcpSegment(
-        src=str(ipaddress.IPv6Address(frame[14 + 8 : 14 + 24])),
-        dst=str(ipaddress.IPv6Address(frame[14 + 24 : 14 + 40])),
+        src=src,
+        dst=dst,
         sport=sport,
         dport=dport,
         seq=seq,
@@ -113,7 +117,7 @@ def parse_frame_tcp(frame: bytes, time: float = 0.0) -> TcpSegment | None:
         flags=off_flags & 0xFF,
         window=window,
         payload_len=max(0, tcp_len - doff),
-        ecn=frame[15] >> 4 & 0x03,
+        ecn=ecn,
         time=time,
         **fields,  # type: ignore[arg-type]
     )
