@@ -126,8 +126,11 @@ def test_apply_twice_changes_nothing_the_second_time(
     path = write(tmp_path, "ack.yaml", ACK_CONFIG)
     first = apply(ns, cli_env, ACK_PORT, path)
     assert first.returncode == 0, first.stderr
-    # 3 entries, 1 register, 2 ports, 1 session, 2 policy rules and the default, 2 ECN thresholds
-    assert len(json.loads(first.stdout)["applied"]) == 12
+    # 3 entries, 1 register, 2 ports, 1 session, 2 policy rules (IPv4: both have IPv4 addresses),
+    # the default in each IP version's table (ack_switch thins IPv4 and IPv6), 2 ECN thresholds
+    applied = json.loads(first.stdout)["applied"]
+    assert len(applied) == 13
+    assert sum(": default " in op and "ack_thinning.policy" in op for op in applied) == 2
     after_first = snapshot(ns, ACK_PORT)
     handles = ns.run(
         "ackwise", "--json", "--thrift-port", ACK_PORT, "table", "dump", "ipv4_lpm", env=cli_env

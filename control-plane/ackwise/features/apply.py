@@ -634,9 +634,10 @@ class _Planner:
                 match_spec = item["match"]
                 if match_spec == "default":  # for each IP version the program thins
                     act, values = params.action()
-                    for table, _ in POLICY_TABLES.values():
-                        if table in self.program.tables:
-                            self.default(where, table, act, values)
+                    # A program that thins neither (ap_proxy): IPv4's table, to be refused by name.
+                    tables = [t for t, _ in POLICY_TABLES.values() if t in self.program.tables]
+                    for table in tables or [POLICY_TABLES[4][0]]:
+                        self.default(where, table, act, values)
                     continue
                 tokens = (
                     match_spec.split() if isinstance(match_spec, str) else _assignments(match_spec, where)

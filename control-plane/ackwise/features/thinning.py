@@ -62,6 +62,16 @@ def policy_versions(client: SwitchClient) -> tuple[int, ...]:
     return tuple(v for v, (table, _) in POLICY_TABLES.items() if table in client.program.tables)
 
 
+def thinned_versions(client: SwitchClient) -> tuple[int, ...]:
+    """``policy_versions``, refusing a program that thins neither version (ap_proxy) with the
+    program's own error naming the IPv4 table, as the CLI always said: without it a rule or
+    default set on such a switch was silently nothing."""
+    versions = policy_versions(client)
+    if not versions:
+        client.program.table(TABLE_ACK_THINNING_POLICY)  # raises UnknownName: no such table
+    return versions
+
+
 def offers(client: SwitchClient, version: int, params: PolicyParams) -> bool:
     """Whether ``version``'s tables offer the policy (ack_switch's offer every policy for both
     versions; a program whose IPv6 tables lacked one would leave IPv6 flows off under it)."""
@@ -78,8 +88,9 @@ def set_policy(
     table of the match's version (IPv4's for one without addresses)."""
     action, action_params = params.action()
     handles = []
+    thinned = thinned_versions(client)
     for version in match.versions:
-        if version not in policy_versions(client):
+        if version not in thinned:
             if match.version == version:
                 raise SwitchOperationError(
                     f"match {match}: the switch's program has no IPv{version} policy table; "
@@ -109,7 +120,7 @@ def set_default_policy(client: SwitchClient, params: PolicyParams) -> None:
     """The policy of flows no rule matches, for each IP version the program thins; IPv6's is
     ``off`` for a policy its tables do not offer (see ``offers``)."""
     action, action_params = params.action()
-    for version in policy_versions(client):
+    for version in thinned_versions(client):
         if offers(client, version, params):
             client.table_set_default(POLICY_TABLES[version][0], action, action_params)
         else:
