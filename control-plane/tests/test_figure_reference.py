@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from results_fixtures import ARMS, COMPLETION_S, POINTS, SCENARIO, make_record, manifest
 
 from ackwise.experiments.harness.figures import validate_figure_spec
@@ -97,3 +98,25 @@ def test_many_points_label_their_ticks_a_part_per_line() -> None:
     assert tick_labels(few) == ["802.11b, 10 ms", "802.11g, 10 ms", "802.11n, 10 ms"]
     many = [{"label": f"802.11{x}, {r} ms"} for x in "bg" for r in (10, 80)] + [{"label": "x"}]
     assert tick_labels(many)[:2] == ["802.11b,\n10 ms", "802.11b,\n80 ms"] and tick_labels(many)[-1] == "x"
+
+
+def test_the_quote_is_printed_under_the_plot_not_over_its_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside the axes the quote's box covered data points (the chain's W = 3 curve, the
+    wlan-ideal-goodput 802.11g baseline bar); it goes under the plot, above the scale note."""
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    in_axes: list[str] = []
+    under: list[str] = []
+    text, supxlabel = Axes.text, Figure.supxlabel
+    monkeypatch.setattr(Axes, "text", lambda self, *a, **k: in_axes.append(str(a[2])) or text(self, *a, **k))
+    monkeypatch.setattr(Figure, "supxlabel", lambda self, t, **k: under.append(t) or supxlabel(self, t, **k))
+    specs = [
+        {"kind": "metric_vs_x", "metric": "completion_s", "title": "a", "xscale": "log", "quote": QUOTE},
+        {"kind": "bars", "metric": "completion_s", "title": "b", "quote": QUOTE},
+    ]
+    build_report(store_with(tmp_path, specs))
+    assert not [t for t in in_axes if "The paper" in t]
+    assert len([t for t in under if t.startswith("The paper: " + QUOTE)]) == 2

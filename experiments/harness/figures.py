@@ -238,10 +238,16 @@ def _new_figure(width_in: float = 8.0, height_in: float = 4.6) -> Figure:
     return Figure(figsize=(width_in, height_in), layout="constrained")
 
 
-def _finish(fig: Figure, title: str, data: FigureData) -> None:
+def _finish(fig: Figure, title: str, data: FigureData, quote: str = "") -> None:
+    """Title; under the plot the paper's numbers (a figure's ``quote``) and the scale note, in one
+    block that constrained layout makes room for (inside the axes a quote covered data points:
+    the chain's W = 3 curve, a baseline bar)."""
     fig.suptitle(title, fontsize=11, fontweight="bold")
+    lines = textwrap.wrap("The paper: " + quote, 130) if quote else []
     if data.scale_note:
-        fig.supxlabel("\n".join(textwrap.wrap(data.scale_note, 130)), fontsize=7.5, color="#555555")
+        lines += ([""] if lines else []) + textwrap.wrap(data.scale_note, 130)
+    if lines:
+        fig.supxlabel("\n".join(lines), fontsize=7.5, color="#555555")
 
 
 def _errorbar(
@@ -328,22 +334,9 @@ def _jitter(index: int, count: int, data: FigureData) -> float:
 
 
 def _quote(ax: Axes, spec: dict[str, Any]) -> str:
-    """The paper's numbers (``quote``) in a box in the plot's corner; returned for the caption."""
+    """The paper's numbers (``quote``) for the caption; ``_finish`` prints them under the plot."""
     quote = str(spec.get("quote") or "").strip()
-    if quote:
-        ax.text(
-            0.01,
-            0.01,
-            "\n".join(textwrap.wrap("The paper: " + quote, 70)),
-            transform=ax.transAxes,
-            ha="left",
-            va="bottom",
-            fontsize=7,
-            color="#333333",
-            bbox={"boxstyle": "round", "facecolor": "#f6f6f0", "edgecolor": "#bbbbbb"},
-        )
-        return f" The paper's numbers, quoted: {quote}"
-    return ""
+    return f" The paper's numbers, quoted: {quote}" if quote else ""
 
 
 def draw_metric_vs_x(spec: dict[str, Any], data: FigureData) -> tuple[Figure, str]:
@@ -712,7 +705,7 @@ def render_figure(spec: dict[str, Any], data: FigureData, directory: Path, name:
         matplotlib.rcdefaults()
         matplotlib.rcParams.update(_STYLE)
         fig, caption = _DRAW[spec["kind"]](spec, data)
-        _finish(fig, title, data)
+        _finish(fig, title, data, str(spec.get("quote") or "").strip())
         png, svg = save_figure(fig, directory, name)
     caption = caption[:1].upper() + caption[1:]
     if data.scale_note:
