@@ -784,7 +784,9 @@ def _fill_estimates(
 ) -> None:
     """Each flow's window estimate at its receiver (the host agent's, when its policy keeps one)
     beside its sender's cwnd: the series ``cwnd_estimate`` on the cwnd series' clock, and the
-    estimate's error over the sender's congestion avoidance (metrics.estimate_error)."""
+    estimate's error over the sender's congestion avoidance (metrics.estimate_error). The agent's
+    own copy of a trace taken here (wall clock) leaves its report, so that the record (whose
+    ``host_agents`` series is that report) keeps each trace once."""
     agent_flows: dict[str, dict[str, Any]] = {}
     for report in agent_reports:
         agent_flows.update(report.get("agent", {}).get("flows", {}))
@@ -795,7 +797,8 @@ def _fill_estimates(
         if entry is None or not samples or first_receiver_of(flows, s) != r:
             continue
         started = samples[0]["at"] - samples[0]["t"]  # the sampler's clock: series.cwnd's t_s
-        at, values = entry["estimate"]["at"], entry["estimate"]["segments"]
+        trace = entry.pop("estimate")
+        at, values = trace["at"], trace["segments"]
         estimate = [(a - started, v) for a, v in zip(at, values, strict=True)]
         state = entry.get("policy_state", {})
         series.append(
