@@ -76,8 +76,8 @@ validate: check-venv $(BUILD)/linkem $(BUILD)/wifi_validation $(BUILD)/chain_val
 demo: check-toolchain check-venv build ## the comparison in miniature: one transfer, nothing on vs a host vs a switch policy (root, <1 min)
 	@$(VENV)/bin/ackwise demo
 
-experiments: check-toolchain check-venv build ## every scenario's default matrix (about 2 h; QUICK=1: about 15 min; CONFIRM=1: then each one's confirmation pass), reports, docs/results.md (root)
-	@$(PY) -m ackwise.experiments.harness.all --write-docs $(if $(QUICK),--quick) $(if $(CONFIRM),--confirm)
+experiments: check-toolchain check-venv build ## every scenario's default matrix (QUICK=1: one repeat of the reduced one; CONFIRM=1: then each one's confirmation pass; START_BEFORE=HH:MM: a part, resumed by the same command), reports, docs/results.md (root; ackwise experiment estimate says how long)
+	@$(PY) -m ackwise.experiments.harness.all --write-docs $(if $(QUICK),--quick) $(if $(CONFIRM),--confirm) $(if $(START_BEFORE),--start-before $(START_BEFORE))
 
 check-results: check-venv ## recompute docs/results.md's headline table and each docs/results/*/report.md from the published records; fail on any difference (~10 s)
 	@$(PY) -m ackwise.experiments.harness.all --check

@@ -22,12 +22,9 @@ def publish(tmp_path: Path) -> tuple[Path, Path]:
     store = build_store(results / "asym-dumbbell")
     write_report(store.directory)
     published = tmp_path / "docs" / "results"
-    published.mkdir(parents=True)
+    published.parent.mkdir(parents=True)
+    all_.publish([store.directory], published)
     target = published / "asym-dumbbell"
-    target.mkdir()
-    for name in all_.PUBLISHED_FILES:
-        shutil.copy2(store.directory / name, target / name)
-    shutil.copytree(store.directory / "figures", target / "figures")
     docs = tmp_path / "docs" / "results.md"
     table = all_.headline([target], COMMAND)
     docs.write_text(f"# Results\n\nProse.\n\n{all_.START}\n{table}\n{all_.END}\n\nMore prose.\n")
@@ -95,3 +92,86 @@ def test_every_published_record_loads() -> None:
     assert directories, f"no published records under {all_.PUBLISHED}"
     for directory in directories:
         assert ResultStore.load(directory).all_records(), directory.name
+
+
+def _rewrite_records(runs: Path, change: dict[str, object], first_only: bool = True) -> None:
+    lines = runs.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if i == 0 or not first_only:
+            record.update(change)
+        out.append(json.dumps(record))
+    runs.write_text("\n".join(out) + "\n")
+
+
+def test_records_of_two_commits_are_not_one_run(tmp_path: Path) -> None:
+    """Issue 41: every published record carries one code commit; a scenario re-run at another
+    commit (even with its table and report rewritten to match) fails the check."""
+    docs, published = publish(tmp_path)
+    _rewrite_records(published / "asym-dumbbell" / "runs.jsonl", {"code_version": "def5678"})
+    write_report(published / "asym-dumbbell")
+    text = docs.read_text()
+    block = text[text.index(all_.START) + len(all_.START) : text.index(all_.END)].strip("\n")
+    docs.write_text(text.replace(block, all_.headline([published / "asym-dumbbell"], COMMAND)))
+    problems = all_.check(docs, published)
+    assert len(problems) == 1 and problems[0].startswith("the records name 2 code commits, not one: ")
+    assert "abc1234 (" in problems[0] and "def5678 (1 runs)" in problems[0]
+
+
+def test_dirty_code_and_two_toolchain_builds_are_named() -> None:
+    from results_fixtures import ARMS, POINTS, make_record
+
+    clean = make_record(POINTS[0], ARMS[0], 0)
+    dirty = make_record(POINTS[0], ARMS[0], 1, code_version="abc1234-dirty")
+    assert all_.incoherent([clean]) == []
+    problems = all_.incoherent([clean, dirty])
+    assert problems[0].startswith("the records name 2 code commits")
+    assert problems[1] == "records made by uncommitted code: abc1234-dirty"
+    other_build = make_record(POINTS[0], ARMS[0], 2)
+    other_build.versions["bmv2_build"] = "debug (logging macros)"
+    (problem,) = all_.incoherent([clean, other_build])
+    assert problem.startswith("the records name 2 toolchain builds, not one: ")
+    assert "debug (logging macros)" in problem
+
+
+def test_wall_time_leaves_pauses_between_parts_out() -> None:
+    from dataclasses import replace
+
+    from results_fixtures import ARMS, POINTS, make_record
+
+    base = make_record(POINTS[0], ARMS[0], 0)  # 12.5 s from 12:00:00
+    runs = [
+        replace(base, started_at="2024-05-01T12:00:00+00:00", duration_s=600.0),
+        replace(base, started_at="2024-05-01T12:10:30+00:00", duration_s=1170.0),  # ends 12:30
+        # three hours later: a second part of the same run, one hour long
+        replace(base, started_at="2024-05-01T15:30:00+00:00", duration_s=3600.0),
+    ]
+    hours, parts = all_.wall_time(runs)
+    assert parts == 2
+    assert abs(hours - 1.5) < 1e-9  # 30 min + 60 min, the 3-hour pause left out
+    assert all_.wall_time([]) == (0.0, 0)
+
+
+def test_a_confirmation_pass_is_published_and_checked(tmp_path: Path) -> None:
+    """The verdicts rest on the confirmation pass (report.CONFIRM_DIR): publish copies its
+    records, and the check rebuilds the report from them (a confirmation record edited after
+    publishing is caught)."""
+    results = tmp_path / "results"
+    store = build_store(results / "asym-dumbbell")
+    build_store(store.directory / "confirm")
+    write_report(store.directory)
+    published = tmp_path / "docs" / "results"
+    published.parent.mkdir(parents=True)
+    all_.publish([store.directory], published)
+    assert (published / "asym-dumbbell" / "confirm" / "runs.jsonl").is_file()
+    docs = tmp_path / "docs" / "results.md"
+    table = all_.headline([published / "asym-dumbbell"], COMMAND)
+    assert "(48 runs, confirmation passes included" in table  # 24 screening + 24 confirmation
+    docs.write_text(f"{all_.START}\n{table}\n{all_.END}\n")
+    assert all_.check(docs, published) == []
+    _rewrite_records(
+        published / "asym-dumbbell" / "confirm" / "runs.jsonl", {"code_version": "def5678"}, first_only=False
+    )
+    problems = all_.check(docs, published)
+    assert any(p.startswith("the records name 2 code commits") for p in problems)

@@ -4,13 +4,19 @@ it stopped), each reported, and with ``--write-docs`` the headline table written
 docs/results.md and each scenario's report, figures and records copied under docs/results/.
 
     python -m ackwise.experiments.harness.all [--quick] [--confirm] [--only asymmetric,wlan]
-        [--write-docs] [--report-only]
+        [--write-docs] [--report-only] [--results DIR] [--start-before HH:MM]
     python -m ackwise.experiments.harness.all --check
+
+A matrix of many hours runs in parts: ``--start-before`` ends a part between runs, and the same
+command resumes it (from the same checkout: a results directory refuses runs of other code).
+``--report-only --results DIR`` reports and publishes the results of another checkout (a clean
+checkout of the commit the records claim) into this one's docs.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import difflib
 import re
 import shutil
@@ -20,8 +26,16 @@ import tempfile
 from pathlib import Path
 
 from ackwise.bmv2.toolchain import REPO_ROOT
-from ackwise.experiments.harness.report import MARKDOWN_FILE, build_report, write_report
+from ackwise.experiments.harness.deadline import (
+    EXIT_STOPPED,
+    DeadlineError,
+    parse_start_before,
+    stopped_message,
+)
+from ackwise.experiments.harness.estimate import PAUSE_S
+from ackwise.experiments.harness.report import CONFIRM_DIR, MARKDOWN_FILE, build_report, write_report
 from ackwise.experiments.harness.scenario import all_scenarios
+from ackwise.experiments.harness.schema import RunRecord
 from ackwise.experiments.harness.store import ResultStore
 
 DOCS = REPO_ROOT / "docs" / "results.md"
@@ -32,16 +46,74 @@ PUBLISHED_FILES = ("report.md", "manifest.json", "runs.jsonl")
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def out_dir(name: str, quick: bool) -> Path:
-    return REPO_ROOT / "results" / f"{name}{'-quick' if quick else ''}"
+RESULTS = REPO_ROOT / "results"
+
+
+def out_dir(name: str, quick: bool, results: Path = RESULTS) -> Path:
+    return results / f"{name}{'-quick' if quick else ''}"
+
+
+def directory_records(directory: Path) -> list[RunRecord]:
+    """Every record of a results directory, its confirmation pass's (CONFIRM_DIR) included."""
+    records = ResultStore.load(directory).all_records()
+    if (directory / CONFIRM_DIR / "runs.jsonl").is_file():
+        records += ResultStore.load(directory / CONFIRM_DIR).all_records()
+    return records
+
+
+def toolchain_build(record: RunRecord) -> str:
+    """The toolchain build configuration a run names: simple_switch (version and the build's
+    directory, which carries its configuration's hash), its build kind, p4c."""
+    v = record.versions
+    return " / ".join(v.get(tool, "not recorded") for tool in ("simple_switch", "bmv2_build", "p4c"))
+
+
+def incoherent(records: list[RunRecord]) -> list[str]:
+    """Why a set of records is not one coherent run (issue 41): more than one code commit, a commit
+    with uncommitted changes (-dirty), or more than one toolchain build configuration."""
+    problems: list[str] = []
+    codes = sorted({r.code_version for r in records})
+    if len(codes) > 1:
+        counts = ", ".join(f"{c} ({sum(r.code_version == c for r in records)} runs)" for c in codes)
+        problems.append(f"the records name {len(codes)} code commits, not one: {counts}")
+    dirty = sorted(c for c in codes if c.endswith("-dirty"))
+    if dirty:
+        problems.append(f"records made by uncommitted code: {', '.join(dirty)}")
+    builds = sorted({toolchain_build(r) for r in records})
+    if len(builds) > 1:
+        problems.append(f"the records name {len(builds)} toolchain builds, not one: {'; '.join(builds)}")
+    return problems
+
+
+def wall_time(records: list[RunRecord]) -> tuple[float, int]:
+    """Hours from the first run's start to the last run's end, pauses longer than PAUSE_S between
+    runs left out, and the number of parts those pauses cut the run into."""
+    spans = sorted(
+        (start, start + r.duration_s)
+        for r in records
+        for start in [dt.datetime.fromisoformat(r.started_at).timestamp()]
+    )
+    if not spans:
+        return 0.0, 0
+    total, parts = 0.0, 1
+    part_start, part_end = spans[0]
+    for start, end in spans[1:]:
+        if start - part_end > PAUSE_S:
+            total += part_end - part_start
+            parts += 1
+            part_start = start
+        part_end = max(part_end, end)
+    total += part_end - part_start
+    return total / 3600, parts
 
 
 def headline(directories: list[Path], command: str) -> str:
     """The verdict of every scenario, one table, with where it was measured and how. A function of
     the records alone (no clock, no machine facts of the process that writes it), so that
     ``--check`` can recompute it from docs/results/."""
-    records = [r for d in directories for r in ResultStore.load(d).all_records()]
+    records = [r for d in directories for r in directory_records(d)]
     run_hours = sum(r.duration_s for r in records) / 3600
+    wall_hours, parts = wall_time(records)
     days = sorted({r.started_at[:10] for r in records})
     when = "no runs" if not days else days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
 
@@ -51,8 +123,10 @@ def headline(directories: list[Path], command: str) -> str:
 
     code = ", ".join(sorted({r.code_version for r in records}))
     lines = [
-        f"Measured {when} with `{command}` ({len(records)} runs, {run_hours:.1f} h "
-        "of runs, each from test bed set-up to tear-down); "
+        f"Measured {when} with `{command}` ({len(records)} runs, confirmation passes included: "
+        f"{run_hours:.1f} h of runs, each from test bed set-up to tear-down; {wall_hours:.1f} h of wall "
+        f"time in {parts} part{'s' if parts != 1 else ''}, pauses over {PAUSE_S / 60:.0f} min between "
+        "runs left out); "
         f"machine: {of_runs('machine')}, kernel {of_runs('kernel')}; "
         f"simple_switch {of_runs('simple_switch')} ({of_runs('bmv2_build')}), p4c {of_runs('p4c')}; "
         "senders' congestion control "
@@ -91,22 +165,27 @@ def headline(directories: list[Path], command: str) -> str:
     return "\n".join(lines)
 
 
-def publish(directories: list[Path]) -> None:
-    """Copy each results directory's report, figures and records under docs/results/, replacing
-    what an earlier run published there (directories no longer in the table go)."""
-    PUBLISHED.mkdir(exist_ok=True)
+def publish(directories: list[Path], published: Path = PUBLISHED) -> None:
+    """Copy each results directory's report, figures and records (its confirmation pass's too)
+    under docs/results/, replacing what an earlier run published there (directories no longer in
+    the table go)."""
+    published.mkdir(exist_ok=True)
     keep = {d.name for d in directories}
-    for old in PUBLISHED.iterdir():
+    for old in published.iterdir():
         if old.is_dir() and old.name not in keep:
             shutil.rmtree(old)
     for directory in directories:
-        target = PUBLISHED / directory.name
+        target = published / directory.name
         if target.exists():
             shutil.rmtree(target)
         target.mkdir()
         for name in PUBLISHED_FILES:
             shutil.copy2(directory / name, target / name)
         shutil.copytree(directory / "figures", target / "figures")
+        if (directory / CONFIRM_DIR / "runs.jsonl").is_file():  # the records the verdicts rest on
+            (target / CONFIRM_DIR).mkdir()
+            for name in ("manifest.json", "runs.jsonl"):
+                shutil.copy2(directory / CONFIRM_DIR / name, target / CONFIRM_DIR / name)
 
 
 def write_docs(table: str) -> None:
@@ -145,6 +224,7 @@ def check(docs: Path = DOCS, published: Path = PUBLISHED) -> list[str]:
     ]
     if problems:
         return problems
+    problems += incoherent([r for name in linked for r in directory_records(published / name)])
     command = re.search(r"with `([^`]+)`", block)
     expected = headline([published / name for name in linked], command.group(1) if command else "")
     if expected != block:
@@ -170,6 +250,14 @@ def check(docs: Path = DOCS, published: Path = PUBLISHED) -> list[str]:
     return problems
 
 
+def _shown(path: Path) -> str:
+    """A path as the docs name it: relative to the checkout, as results/NAME, when it is inside one."""
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return f"results/{path.name}" if path.parent.name == "results" else str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -190,6 +278,19 @@ def main(argv: list[str] | None = None) -> int:
         help="run nothing: report the results directories as they are (e.g. made by another checkout)",
     )
     parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="where the results directories are (default: this checkout's results/); e.g. another "
+        "checkout's, with --report-only",
+    )
+    parser.add_argument(
+        "--start-before",
+        metavar="TIME",
+        help="start no run at or after TIME (HH:MM or ISO 8601): one part of a long run; the same command "
+        f"resumes it (exit status {EXIT_STOPPED} while runs are left)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="run nothing: recompute docs/results.md's table and docs/results/*/report.md from the "
@@ -206,6 +307,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"from {PUBLISHED.relative_to(REPO_ROOT)}/"
             )
         return 1 if problems else 0
+    start_before: dt.datetime | None = None
+    if args.start_before is not None:
+        try:
+            start_before = parse_start_before(args.start_before, dt.datetime.now().astimezone())
+        except DeadlineError as exc:
+            parser.error(str(exc))
     scenarios = all_scenarios()
     if args.only:
         wanted = set(args.only.split(","))
@@ -213,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     directories: list[Path] = []
     failed: list[str] = []
     for scenario in scenarios:
-        directory = out_dir(scenario.name, args.quick)
+        directory = out_dir(scenario.name, args.quick, args.results)
         cmd = [
             sys.executable,
             "-m",
@@ -226,18 +333,32 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if args.quick:
             cmd.append("--quick")
+        if start_before is not None and not args.report_only:
+            cmd += ["--start-before", start_before.isoformat()]
         if args.report_only and not (directory / "runs.jsonl").exists():
             print(f"{scenario.name}: no results in {directory}", file=sys.stderr)
             failed.append(scenario.name)
             continue
         if not args.report_only:
             print(f"== {scenario.name}: {' '.join(cmd[3:])}", flush=True)
-        if not args.report_only and subprocess.run(cmd).returncode != 0:
-            print(f"{scenario.name}: the run failed; its directory keeps what was done", file=sys.stderr)
-            failed.append(scenario.name)
-            continue
-        if args.confirm and not args.report_only and subprocess.run([*cmd, "--confirm"]).returncode != 0:
-            print(f"{scenario.name}: the confirmation pass failed", file=sys.stderr)
+        passes = [] if args.report_only else [cmd] + ([[*cmd, "--confirm"]] if args.confirm else [])
+        status = 0
+        for one in passes:
+            status = subprocess.run(one).returncode
+            if status != 0:
+                break
+        if status == EXIT_STOPPED:
+            # A part ends here: the next scenarios wait for the same command to resume this one.
+            left = scenarios[scenarios.index(scenario) + 1 :]
+            print(
+                f"{scenario.name}: {stopped_message(len(left) + 1, len(scenarios))} (scenarios, this one "
+                "included); reports and docs are written when every scenario is done",
+                file=sys.stderr,
+            )
+            return EXIT_STOPPED
+        if status != 0:
+            what = "the confirmation pass" if len(passes) > 1 and one is passes[-1] else "the run"
+            print(f"{scenario.name}: {what} failed; its directory keeps what was done", file=sys.stderr)
             failed.append(scenario.name)
             continue
         write_report(directory)
@@ -247,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         # What ran: each scenario's matrix, as make experiments runs it, into results/NAME.
         quick = " --quick" if args.quick else ""
         command = (
-            f"ackwise experiment run NAME{quick} --out {out_dir('NAME', args.quick).relative_to(REPO_ROOT)}"
+            f"ackwise experiment run NAME{quick} --out {_shown(out_dir('NAME', args.quick, args.results))}"
         )
     table = headline(directories, command)
     print(table)

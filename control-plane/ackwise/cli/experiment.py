@@ -7,6 +7,7 @@ importable under the system Python)."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import functools
 import json
 import shlex
@@ -21,6 +22,12 @@ from ackwise.cli.args import I32_MAX, int_in
 from ackwise.cli.common import Registry
 from ackwise.cli.output import render_table
 from ackwise.errors import InputError
+from ackwise.experiments.harness.deadline import (
+    EXIT_STOPPED,
+    DeadlineError,
+    parse_start_before,
+    stopped_message,
+)
 from ackwise.experiments.harness.store import ResultStore, StoreError, StoreMismatch  # json and fcntl only
 from ackwise.processes import stop_on_signals
 
@@ -104,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if where is not None and not where <= {"host", "switch", "ap"}:
         raise ExperimentCliError(f"--where {args.where}: give a comma-separated subset of host, switch, ap")
     shard = parse_shard(args.shard)
+    start_before = _start_before(args.start_before)
     options = {"where": where, "policies": _split(args.policies), "repeats": args.repeats, "seed": args.seed}
     whole = plan(scenario, quick=args.quick, **options)  # type: ignore[arg-type]
     out = Path(args.out) if args.out else default_out(scenario.name, args.quick, shard)
@@ -143,8 +151,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"scale: {scenario.scale['what']}",
     )
     failed = 0
+    started = 0
     with stop_on_signals(), progress:
         for run in todo:
+            if start_before is not None and dt.datetime.now().astimezone() >= start_before:
+                break
+            started += 1
             progress.start_run(run.label())
             record = execute(run, scenario, on_progress=progress.update_run, keep_captures=captures)
             store.append(record)
@@ -165,11 +177,23 @@ def cmd_run(args: argparse.Namespace) -> int:
                     ),
                     flush=True,
                 )
+    if started < len(todo):
+        print(f"{out}: {stopped_message(len(todo) - started, len(runs))}", file=sys.stderr)
+        return EXIT_STOPPED
     if not args.json:
         report_dir = out.parent if args.confirm else out
         done_text = f"{len(todo)} runs done ({failed} failed) in {out}"
         print(f"{done_text}; report: ackwise experiment report {report_dir}")
     return 0
+
+
+def _start_before(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        return parse_start_before(text, dt.datetime.now().astimezone())
+    except DeadlineError as exc:
+        raise ExperimentCliError(str(exc)) from exc
 
 
 def _confirmation(
@@ -512,6 +536,12 @@ def add_commands(registry: Registry) -> None:
     )
     _add_confirm_blocks(p)
     p.add_argument("--keep-captures", action="store_true", help="keep each run's pcaps in OUT/captures/")
+    p.add_argument(
+        "--start-before",
+        metavar="TIME",
+        help="start no run at or after TIME (HH:MM or ISO 8601): a part of a long matrix; the same command "
+        f"resumes it (exit status {EXIT_STOPPED} while runs are left)",
+    )
     p = command(
         ex,
         "estimate",
