@@ -1,7 +1,9 @@
 """The AP proxy on the Mininet WLAN (802.11g at a quarter of real time): with 0 %, 1 % and 5 %
 random loss on the wireless medium, one and three stations, 20 transfers from 10 kB to 5 MB each
 complete byte-exact with no stall longer than 2 s with the proxy on; goodput and completion time
-with and without the proxy are printed side by side.
+are printed per transfer. How the proxy compares with no proxy is the experiments' question
+(wlan-comparison's `ap proxy` arm, paired and repeated), not a pass/fail test's: the runs without
+the proxy that this test made beside each case asserted nothing and took half its 7.5 minutes.
 
 Since linkem 2 the medium's loss is per transmission attempt and the MAC retries up to 7 times, so
 these losses rarely reach TCP (5 %: 0.05^7); the expectations are unchanged and still pass."""
@@ -20,8 +22,8 @@ SIZES = [int(10_000 * (500 ** (i / 19))) for i in range(20)]  # 10 kB to 5 MB, l
 WLAN = {"preset": "802.11g", "scale": 4.0, "medium_buffer_pkts": 100}
 
 
-def run(n_stations: int, loss: float, proxy: bool) -> tuple[list[TransferResult], dict[str, object]]:
-    with Testbed.create("wlan", n_stations=n_stations, medium_loss=loss, proxy=proxy, **WLAN) as testbed:
+def run(n_stations: int, loss: float) -> tuple[list[TransferResult], dict[str, object]]:
+    with Testbed.create("wlan", n_stations=n_stations, medium_loss=loss, proxy=True, **WLAN) as testbed:
         srv = testbed.host("srv")
         stations = [testbed.host(f"sta{k}") for k in range(1, n_stations + 1)]
         streams: list[list[tuple[object, object, int]]] = [[] for _ in stations]
@@ -29,11 +31,10 @@ def run(n_stations: int, loss: float, proxy: bool) -> tuple[list[TransferResult]
             streams[i % n_stations].append((srv, stations[i % n_stations], size))
         results = [r for stream in run_transfer_streams(streams, timeout_s=600) for r in stream]
         extra: dict[str, object] = {}
-        if proxy:
-            with testbed.switch("ap").client() as client:
-                extra["ap_stats"] = read_stats(client)
-                extra["ap_flows"] = len(read_flows(client))
-            extra["agent"] = testbed.ap_agent_report().get("counters", {})
+        with testbed.switch("ap").client() as client:
+            extra["ap_stats"] = read_stats(client)
+            extra["ap_flows"] = len(read_flows(client))
+        extra["agent"] = testbed.ap_agent_report().get("counters", {})
         extra["air"] = testbed.link_stats().get("air", {})
         config = testbed.describe()
     save_record(
@@ -53,25 +54,17 @@ def summary(results: list[TransferResult]) -> tuple[float, float, float]:
 @pytest.mark.parametrize("n_stations", [1, 3])
 @pytest.mark.parametrize("loss", [0.0, 0.01, 0.05])
 def test_proxy_on_the_wlan(n_stations: int, loss: float) -> None:
-    with_proxy, extra = run(n_stations, loss, proxy=True)
-    without_proxy, _ = run(n_stations, loss, proxy=False)
-    on, off = summary(with_proxy), summary(without_proxy)
+    with_proxy, extra = run(n_stations, loss)
+    on = summary(with_proxy)
     print(
         f"\n{n_stations} station(s), {loss:.0%} loss: with the proxy {on[0]:.2f} Mbit/s, completion "
-        f"{on[1]:.1f} s in all, longest stall {on[2]:.2f} s; without {off[0]:.2f} Mbit/s, {off[1]:.1f} s, "
-        f"longest stall {off[2]:.2f} s; proxy {extra.get('ap_stats')}, agent {extra.get('agent')}"
+        f"{on[1]:.1f} s in all, longest stall {on[2]:.2f} s; proxy {extra.get('ap_stats')}, "
+        f"agent {extra.get('agent')}"
     )
-    by_size = (
-        sorted(with_proxy, key=lambda r: r.size_bytes),
-        sorted(without_proxy, key=lambda r: r.size_bytes),
-    )
-    for on_r, off_r in zip(*by_size, strict=True):
+    for r in sorted(with_proxy, key=lambda r: r.size_bytes):
         print(
-            f"  {on_r.size_bytes / 1e3:8.0f} kB"
-            f"  with {on_r.completion_s:7.2f} s {on_r.goodput_bps / 1e6:6.2f} Mbit/s"
-            f" (longest stall {on_r.max_stall_s or 0:4.2f} s at byte {on_r.max_stall_at_bytes or 0})"
-            f"   without {off_r.completion_s:7.2f} s {off_r.goodput_bps / 1e6:6.2f} Mbit/s"
-            f" ({off_r.max_stall_s or 0:4.2f} s at byte {off_r.max_stall_at_bytes or 0})"
+            f"  {r.size_bytes / 1e3:8.0f} kB  {r.completion_s:7.2f} s {r.goodput_bps / 1e6:6.2f} Mbit/s"
+            f" (longest stall {r.max_stall_s or 0:4.2f} s at byte {r.max_stall_at_bytes or 0})"
         )
     assert all(r.byte_exact for r in with_proxy) and len(with_proxy) == 20
     assert on[2] <= 2.0, f"a transfer stalled for {on[2]:.2f} s with the proxy on"
