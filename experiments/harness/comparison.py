@@ -96,9 +96,11 @@ def arm_results(
     metric: str,
     excluded: dict[tuple[str, int], str],
     confidence: float = DEFAULT_CONFIDENCE,
+    baseline_label: str = "",
 ) -> list[ArmResult]:
     """Every (point, arm) of the records on ``metric``: values, split flag, and the paired effect
-    over the blocks not excluded where both the arm and the baseline have a value."""
+    over the blocks not excluded where both the arm and the baseline have a value. The baseline is
+    the arm labelled ``baseline_label`` (a scenario's baseline_arm), else the one with nothing on."""
     by_cell: dict[tuple[str, str], dict[int, RunRecord]] = defaultdict(dict)
     arms: dict[str, dict[str, Any]] = {}
     points: list[str] = []
@@ -110,8 +112,9 @@ def arm_results(
         if r.status == "ok":
             by_cell[(point, label)][r.repeat] = r
     results = []
+    base_label = baseline_label or next((lbl for lbl, a in arms.items() if a.get("where") == BASELINE), None)
     for point in points:
-        baseline = next((by_cell[(point, lbl)] for lbl, a in arms.items() if a.get("where") == BASELINE), {})
+        baseline = by_cell.get((point, base_label), {}) if base_label is not None else {}
         for label, arm in arms.items():
             runs = by_cell.get((point, label))
             if not runs:
@@ -128,7 +131,7 @@ def arm_results(
             values = [runs[rep].metrics.get(metric) for rep in ordered]
             kept = present(values)
             effect = None
-            if arm.get("where") != BASELINE and baseline:
+            if label != base_label and baseline:
                 effect = paired_effect([a for a, _ in pairs], [b for _, b in pairs], confidence)
             results.append(
                 ArmResult(

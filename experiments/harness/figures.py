@@ -105,6 +105,7 @@ class FigureData:
     confidence: float = DEFAULT_CONFIDENCE
     styles: dict[str, ArmStyle] = field(default_factory=dict)
     excluded: set[tuple[str, int]] = field(default_factory=set)  # blocks (point, repeat) left out
+    baseline_label: str = ""  # the scenario's baseline_arm ("": the arm with nothing on)
 
     def paired(
         self, point: dict[str, Any], arm: dict[str, Any], metric: str, reference: dict[str, Any] | None = None
@@ -161,6 +162,9 @@ class FigureData:
 
     @property
     def baseline(self) -> dict[str, Any] | None:
+        """What the figures are relative to by default: the scenario's baseline_arm, else nothing on."""
+        if self.baseline_label:
+            return next((a for a in self.arms if a.get("label") == self.baseline_label), None)
         return next((a for a in self.arms if a.get("where") == BASELINE), None)
 
 

@@ -244,6 +244,7 @@ class Verdict:
     categories: list[str]
     rows: list[VerdictRow]
     note: str = ""
+    baseline_arm: str = ""  # the scenario's baseline_arm ("": nothing on)
 
     @property
     def category_titles(self) -> list[str]:
@@ -377,18 +378,25 @@ def _verdict(
     arms: list[dict[str, Any]],
     groups: dict[tuple[str, str], Group],
     results: list[ArmResult],
+    baseline_arm: str = "",
 ) -> Verdict:
-    """Per point and place, the arm with the best paired effect against the baseline."""
+    """Per point and place, the arm with the best paired effect against the baseline (the
+    scenario's baseline_arm, else nothing on)."""
     categories = [c for c in CATEGORIES if any(category(str(a.get("where"))) == c for a in arms)]
     if metric.better not in ("lower", "higher"):
         note = f"{metric.key} has no better direction in schema.METRICS, so no arm is ranked on it."
-        return Verdict(metric, categories, [], note)
+        return Verdict(metric, categories, [], note, baseline_arm)
     best = best_per_category(results, metric.better)
     rows = []
     for p in points:
         label = str(p.get("label"))
         base_group = next(
-            (groups.get((label, str(a.get("label")))) for a in arms if a.get("where") == BASELINE), None
+            (
+                groups.get((label, str(a.get("label"))))
+                for a in arms
+                if (a.get("label") == baseline_arm if baseline_arm else a.get("where") == BASELINE)
+            ),
+            None,
         )
         base = base_group.metrics.get(metric.key) if base_group is not None else None
         cells = []
@@ -415,15 +423,16 @@ def _verdict(
                     + ("; its runs split in two groups" if r.split else ""),
                 )
             )
+        base_text = format_summary(base) if base is not None else "no baseline run"
         rows.append(
             VerdictRow(
                 label,
-                format_summary(base) if base is not None else "no baseline run",
+                f"{baseline_arm}: {base_text}" if baseline_arm else base_text,
                 cells,
                 _best(metric, winners),
             )
         )
-    return Verdict(metric, categories, rows)
+    return Verdict(metric, categories, rows, baseline_arm=baseline_arm)
 
 
 def _best(metric: MetricColumn, winners: list[tuple[str, ArmResult]]) -> str:
@@ -594,15 +603,17 @@ def _section_verdict(
     arms: list[dict[str, Any]],
     excluded: dict[tuple[str, int], str],
     confidence: float,
+    baseline_arm: str = "",
 ) -> tuple[Verdict, list[ArmResult]]:
-    """The verdict on the main metric from these runs, and every arm's paired effect."""
+    """The verdict on the main metric from these runs, and every arm's paired effect against the
+    baseline (``baseline_arm``, the scenario's; else nothing on)."""
     if not metrics:
         return Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge"), []
     groups = {
         (g.point_label, g.arm_label): g for g in group_records(records, [m.key for m in metrics], confidence)
     }
-    effects = arm_results(records, metrics[0].key, excluded, confidence)
-    return _verdict(metrics[0], points, arms, groups, effects), effects
+    effects = arm_results(records, metrics[0].key, excluded, confidence, baseline_arm)
+    return _verdict(metrics[0], points, arms, groups, effects, baseline_arm), effects
 
 
 def build_report(
@@ -630,6 +641,7 @@ def build_report(
     note = scale_note(_scale(scenario, records, warnings))
 
     metrics = _metric_columns(scenario, records, warnings)
+    baseline_arm = str(scenario.get("baseline_arm") or "")  # runs of before the field: nothing on
     names = list(dict.fromkeys(r.scenario for r in records)) or [str(scenario.get("name", "scenario"))]
     figures_dir = store.directory / FIGURES_DIR
     sections = []
@@ -650,6 +662,7 @@ def build_report(
             arms,
             verdict_excluded,
             confidence,
+            baseline_arm,
         )
         section = ScenarioSection(
             name, _anchor(name), metrics, rows, _failures(groups), verdict, effects=main
@@ -665,6 +678,7 @@ def build_report(
                 scale_note=note,
                 confidence=confidence,
                 excluded=set(excluded),
+                baseline_label=baseline_arm,
             )
             specs = scenario.get("figures") or []
             if len(names) > 1:

@@ -102,10 +102,11 @@ def code_version() -> str:
 
 def select_arms(scenario: Scenario, where: set[str] | None, policies: set[str] | None) -> list[Arm]:
     """The arms ``--where`` and ``--policies`` keep; the baseline always stays (the comparison needs
-    it). ``where`` names places (host, switch, ap): an arm stays when all its places are named."""
+    it), and so does the scenario's baseline_arm. ``where`` names places (host, switch, ap): an arm
+    stays when all its places are named."""
     arms = []
     for arm in scenario.arms:
-        if arm == Arm():
+        if arm in (Arm(), scenario.baseline()):
             arms.append(arm)
             continue
         if where is not None and not set(arm.where.split("+")) <= where:
@@ -137,7 +138,7 @@ def plan(
             points = [scenario.point(label) for label in scenario.quick["points"]]
         if scenario.quick.get("arms"):
             keep = set(scenario.quick["arms"])
-            arms = [a for a in arms if a == Arm() or a.label() in keep]
+            arms = [a for a in arms if a in (Arm(), scenario.baseline()) or a.label() in keep]
         n_repeats = repeats if repeats is not None else int(scenario.quick.get("repeats", 1))
     if n_repeats < 1:
         raise ExperimentError("--repeats must be at least 1")
@@ -178,7 +179,8 @@ def plan_confirmation(
     first_repeat: int = 0,
     seed: int = 1,
 ) -> list[PlannedRun]:
-    """The confirmation pass: at each point of ``chosen``, the baseline and the arms chosen there
+    """The confirmation pass: at each point of ``chosen``, the scenario's baseline (its
+    ``baseline_arm``, else nothing on) and the arms chosen there
     (the best of each place on the screening runs), ``blocks`` blocks numbered from
     ``first_repeat`` up, so that their traffic seeds are not the screening's (a winner picked on
     some draws is confirmed on fresh ones). Blocks and arms in a seeded order, as plan()."""
@@ -193,7 +195,8 @@ def plan_confirmation(
         for repeat in range(first_repeat, first_repeat + blocks):
             run_seed = seed * 1000 + index[label] * 100 + repeat
             block = []
-            for arm in [Arm(), *(a for a in arms if a != Arm())]:
+            baseline = scenario.baseline()
+            for arm in [baseline, *(a for a in arms if a != baseline)]:
                 config = run_config(scenario, point, arm, run_seed)
                 rid = run_id(scenario.name, point, arm, repeat, run_seed, config)
                 block.append(PlannedRun(scenario.name, point, arm, repeat, run_seed, rid, config))

@@ -68,6 +68,10 @@ class Scenario:
     duration_hint_s: float  # one run, for the progress display's first estimate
     source_path: str = ""
     source_sha256: str = ""  # of the YAML file as read: every run record names the file it ran
+    # The seed's own baseline, the arm every other is compared with (its label); "" for nothing on
+    # (Linux's receiver as it is). Altman and Jimenez compare with standard TCP, an ACK per
+    # segment: `baseline_arm: {host: quickack}`.
+    baseline_arm: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The definition as data (what a results directory records): no absolute paths, so the
@@ -81,6 +85,10 @@ class Scenario:
         ]
         del d["arm_params"]
         return d
+
+    def baseline(self) -> Arm:
+        """The arm every other is compared with (baseline_arm; nothing on by default)."""
+        return next((a for a in self.arms if a.label() == self.baseline_arm), Arm())
 
     def arm_topology_params(self, arm: Arm) -> dict[str, Any]:
         return dict(self.arm_params[self.arms.index(arm)])
@@ -232,6 +240,15 @@ def load(name_or_path: str | Path) -> Scenario:
         raise ScenarioError(f"{where}: two arms are the same")
     if Arm() not in arms:
         raise ScenarioError(f"{where}: every scenario needs the baseline arm ({{}}: nothing on)")
+    baseline_arm = ""
+    if doc.get("baseline_arm") not in (None, {}):
+        baseline, _ = _arm(doc["baseline_arm"], f"{where}: baseline_arm")
+        if baseline not in arms:
+            raise ScenarioError(
+                f"{where}: baseline_arm {baseline.label()!r} is not one of the arms: add it to arms "
+                f"(arms: {'; '.join(a.label() for a in arms)})"
+            )
+        baseline_arm = baseline.label()
     scale = dict(_need(doc, "scale", dict, where))
     if "factor" not in scale or "what" not in scale:
         raise ScenarioError(f"{where}: scale needs factor and what (say how the scenario was fitted to bmv2)")
@@ -271,6 +288,7 @@ def load(name_or_path: str | Path) -> Scenario:
         duration_hint_s=float(doc.get("duration_hint_s", 30)),
         source_path=str(path),
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        baseline_arm=baseline_arm,
     )
 
 

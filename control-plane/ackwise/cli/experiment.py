@@ -225,7 +225,13 @@ def _confirmation(
         raise ExperimentCliError(
             f"--confirm: the main metric {metric} has no better direction to pick arms by"
         )
-    best = best_per_category(arm_results(records, metric, excluded_blocks(records, emulator_limited)), better)
+    effects = arm_results(
+        records,
+        metric,
+        excluded_blocks(records, emulator_limited),
+        baseline_label=scenario.baseline_arm,
+    )
+    best = best_per_category(effects, better)
     chosen: dict[str, list[Arm]] = {}
     for (point, _place), result in best.items():
         chosen.setdefault(point, []).append(Arm.from_dict(result.arm))
