@@ -19,6 +19,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
 
+from ackwise.experiments.harness.scenario import ScenarioError, load
 from ackwise.experiments.measure.listen import listen
 from ackwise.experiments.measure.pcapstats import direction_stats, read_segments
 from ackwise.hosts import agent as agent_module
@@ -208,3 +209,25 @@ def test_transfer_over_ipv6_on_loopback() -> None:
     received = json.loads(recv.communicate(timeout=30)[0])
     assert json.loads(send.stdout)["byte_exact"] is True
     assert received["bytes"] == 100000 and received["peer"] == "::1"
+
+
+def test_a_scenario_takes_its_base_set_up() -> None:
+    """asymmetric-ipv6 is asymmetric's set-up at two points, IPv4 and IPv6, with the same frames/s."""
+    base, variant = load("asymmetric"), load("asymmetric-ipv6")
+    for key in ("topology", "params", "traffic", "capture", "metrics", "switch_ecn", "scale"):
+        assert getattr(variant, key) == getattr(base, key), key
+    assert [p.params for p in variant.points] == [
+        {"rev_queue_pps": 19, "ip_version": 4},
+        {"rev_queue_pps": 19, "ip_version": 6},
+    ]
+    assert base.point("10 kbit/s").params == {"rev_queue_pps": 19}
+    assert variant.source_sha256 != base.source_sha256
+
+
+def test_a_base_is_checked(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("name: a\nbase: b\n")
+    with pytest.raises(ScenarioError, match=r"base 'b': no b\.yaml beside it"):
+        load(tmp_path / "a.yaml")
+    (tmp_path / "b.yaml").write_text("name: b\nbase: c\n")
+    with pytest.raises(ScenarioError, match="without a base of its own"):
+        load(tmp_path / "a.yaml")
