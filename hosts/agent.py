@@ -6,11 +6,14 @@ Run inside the receiving host's network namespace, as root. It installs, for eac
 receiver's listening port), an INPUT rule queueing the incoming segments (only observed, accepted
 at once, never altered) and an OUTPUT rule queueing the outgoing ones (pure ACKs may be held or
 superseded), both with --queue-bypass: if the agent is gone, traffic flows as if it never was.
-It removes exactly those rules when it stops (SIGTERM, SIGINT), releasing anything it holds, and
-writes its counters as JSON to --stats.
+The rules go into iptables and ip6tables alike (FIREWALLS), onto the same two queues: a flow over
+IPv6 is read, held and released as one over IPv4 is, under the same safety contract. It removes
+exactly those rules when it stops (SIGTERM, SIGINT), releasing anything it holds, and writes its
+counters as JSON to --stats.
 
-With --quickack the routes of the namespace get `quickack 1` for the agent's lifetime, so that the
-kernel produces one ACK per segment and the policy, not delayed ACK, decides the ACK rate.
+With --quickack the routes of the namespace (IPv4 and IPv6) get `quickack 1` for the agent's
+lifetime, so that the kernel produces one ACK per segment and the policy, not delayed ACK, decides
+the ACK rate.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from ackwise.hosts.kernel import NFQUEUE_PROC, parse_nfqueue_counters, set_quick
 from ackwise.hosts.policies import Tack, make_policy
 from ackwise.hosts.receiver import ReceiverFlow
 from ackwise.processes import run_daemon
-from ackwise.twins.packets import parse_ipv4_tcp
+from ackwise.twins.packets import parse_ip_tcp
 
 FlowId = tuple[str, int, int]  # remote address, remote port, local port
+# Where the rules go: one command per IP version, the same rules in each.
+FIREWALLS = ("iptables", "ip6tables")
 
 
 class Agent:
@@ -43,7 +48,7 @@ class Agent:
         self.queue_in, self.queue_out = queue_base, queue_base + 1
         self.idle_s = idle_s
         self.flows: dict[FlowId, ReceiverFlow] = {}
-        self.rules: list[list[str]] = []
+        self.rules: list[tuple[str, list[str]]] = []  # (firewall command, rule)
         self.stop_requested = False
         # Packet times are monotonic; the record's series are on the wall clock, as the sender's
         # ss samples are (TcpSampler), so that the two line up.
@@ -70,12 +75,14 @@ class Agent:
                     str(queue),
                     "--queue-bypass",
                 ]
-                subprocess.run(["iptables", "-I", *rule], check=True)
-                self.rules.append(rule)
+                for firewall in FIREWALLS:
+                    subprocess.run([firewall, "-I", *rule], check=True)
+                    self.rules.append((firewall, rule))
 
     def remove_rules(self) -> None:
         while self.rules:
-            subprocess.run(["iptables", "-D", *self.rules.pop()], stderr=subprocess.DEVNULL)
+            firewall, rule = self.rules.pop()
+            subprocess.run([firewall, "-D", *rule], stderr=subprocess.DEVNULL)
 
     # ---- packets ----
 
@@ -85,13 +92,13 @@ class Agent:
         return self.flows[flow_id]
 
     def incoming(self, pkt: Any) -> None:
-        seg = parse_ipv4_tcp(pkt.get_payload(), time.monotonic())
+        seg = parse_ip_tcp(pkt.get_payload(), time.monotonic())
         pkt.accept()  # data is never held, altered or dropped
         if seg is not None:
             self.flow((seg.src, seg.sport, seg.dport)).on_incoming(seg, seg.time)
 
     def outgoing(self, pkt: Any) -> None:
-        seg = parse_ipv4_tcp(pkt.get_payload(), time.monotonic())
+        seg = parse_ip_tcp(pkt.get_payload(), time.monotonic())
         if seg is None:
             pkt.accept()
             return

@@ -15,12 +15,15 @@ def _local(command: str) -> str:
 
 
 def _routes(run: Runner) -> list[str]:
-    return [line.strip() for line in run("ip -4 route show").splitlines() if line.strip()]
+    """Every route of the main table, IPv4's then IPv6's (none where IPv6 is off); ``ip route
+    change`` tells the family from the prefix, so a line reads back as it was shown."""
+    text = run("ip -4 route show") + "\n" + run("ip -6 route show")
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def set_quickack(on: bool, routes: list[str] | None = None, run: Runner = _local) -> list[str]:
-    """Turn quickack on (or off) for ``routes`` (default: every IPv4 route); returns the routes
-    changed, as they read before, to hand back for turning it off."""
+    """Turn quickack on (or off) for ``routes`` (default: every IPv4 and IPv6 route); returns the
+    routes changed, as they read before, to hand back for turning it off."""
     changed = routes if routes is not None else _routes(run)
     for route in changed:
         base = route.replace(" quickack 1", "")

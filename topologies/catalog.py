@@ -26,24 +26,26 @@ from ackwise.topologies.wireless import preset as wireless_preset
 from ackwise.twins.p4names import BMV2_DEFAULT_QUEUE_DEPTH_PKTS
 from ackwise.twins.policies import MSS_BYTES
 
-# IPv4 and TCP headers and the Timestamps option, which our hosts keep on (tcp_timestamps=1):
-# what an MTU leaves for a segment's payload.
-TCP_IP_TIMESTAMPS_OVERHEAD_BYTES = 20 + 20 + 12
+# The IP header by version, then TCP's and the Timestamps option, which our hosts keep on
+# (tcp_timestamps=1): what an MTU leaves for a segment's payload.
+IP_HEADER_BYTES = {4: 20, 6: 40}
+TCP_TIMESTAMPS_HEADER_BYTES = 20 + 12
 DEFAULT_MTU_BYTES = 1500
+IPV6_MIN_MTU_BYTES = 1280  # RFC 8200 section 5: below it Linux takes IPv6 off the interface
 
 
-def mss_for_mtu(mtu_bytes: int) -> int:
-    """The MSS a host with this IP MTU sends (1500 -> 1448, 1040 -> 988)."""
-    return mtu_bytes - TCP_IP_TIMESTAMPS_OVERHEAD_BYTES
+def mss_for_mtu(mtu_bytes: int, ip_version: int = 4) -> int:
+    """The MSS a host with this IP MTU sends (IPv4: 1500 -> 1448, 1040 -> 988; IPv6: 1500 -> 1428)."""
+    return mtu_bytes - IP_HEADER_BYTES[ip_version] - TCP_TIMESTAMPS_HEADER_BYTES
 
 
-def window_clamp_bytes(max_window_pkts: int, mtu_bytes: int) -> int:
+def window_clamp_bytes(max_window_pkts: int, mtu_bytes: int, ip_version: int = 4) -> int:
     """The receive-window clamp that lets at most ``max_window_pkts`` full segments be in flight:
     the paper's maximum window W (ns-2's ``window_``, in packets) as the bytes a Linux receiver
     advertises. 0: no clamp."""
     if max_window_pkts < 0:
         raise ValueError(f"max_window_pkts={max_window_pkts}: give 0 (no clamp) or more")
-    return max_window_pkts * mss_for_mtu(mtu_bytes)
+    return max_window_pkts * mss_for_mtu(mtu_bytes, ip_version)
 
 
 # build() parameters every topology takes for its hosts' TCP (tcp_settings.TcpSettings).
@@ -61,12 +63,12 @@ class Bound:
     lo: float | None = None
     hi: float | None = None
     unit: str = ""
-    choices: tuple[str, ...] = ()
+    choices: tuple[str | int, ...] = ()
 
     def check(self, name: str, value: Any) -> None:
         if self.choices:
             if value not in self.choices:
-                raise TopologyParamError(f"{name}={value}: give one of {', '.join(self.choices)}")
+                raise TopologyParamError(f"{name}={value}: give one of {', '.join(map(str, self.choices))}")
             return
         if isinstance(value, float) and not math.isfinite(value):
             raise TopologyParamError(f"{name}={value}: give a finite number{self._range()}")
@@ -119,6 +121,8 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "mtu_bytes": Bound(576, 1500, "bytes, the hosts' IP MTU"),
     # 0: no clamp (Linux's own receive window); the paper's axis runs 1..2000.
     "max_window_pkts": Bound(0, 65535, "segments in flight; 0: no clamp"),
+    # 6: dual-stack hosts (an IPv6 address beside the IPv4 one) whose traffic runs over IPv6.
+    "ip_version": Bound(choices=(4, 6)),
 }
 
 
@@ -142,6 +146,11 @@ def check_params(topology: str, params: dict[str, Any]) -> None:
         if name in PARAM_BOUNDS:
             PARAM_BOUNDS[name].check(name, value)
     merged = {name: p.default for name, p in known.items()} | params
+    if merged["ip_version"] == 6 and merged.get("mtu_bytes", DEFAULT_MTU_BYTES) < IPV6_MIN_MTU_BYTES:
+        raise TopologyParamError(
+            f"mtu_bytes={merged['mtu_bytes']}: IPv6 (ip_version=6) needs at least {IPV6_MIN_MTU_BYTES}; "
+            "raise mtu_bytes or run over IPv4"
+        )
     if topology == "dumbbell" and merged["bottleneck"] == "switch":
         for name in ("fwd_queue_pps", "rev_queue_pps"):
             if merged[name] <= 0:
@@ -189,14 +198,27 @@ class QueueSetting:
     depth_pkts: int
 
 
+# The hosts' IPv6 prefix with ip_version=6: unique local (RFC 4193), one link as 10.0.0.0/16 is.
+IPV6_PREFIX = "fd00:ac::"
+IPV6_PREFIX_LEN = 64
+
+
 @dataclass
 class HostAddressing:
     next_index: int = 1
 
-    def take(self) -> dict[str, Any]:
+    def take(self, ip_version: int = 4) -> dict[str, Any]:
+        """The next host's addresses: IPv4 and MAC always, and with ``ip_version`` 6 an IPv6
+        address too (``ip6``; the host is then dual-stack)."""
         i = self.next_index
         self.next_index += 1
-        return {"ip": f"10.0.{i // 250}.{i % 250 + 1}/16", "mac": f"00:00:00:00:{i // 256:02x}:{i % 256:02x}"}
+        addresses: dict[str, Any] = {
+            "ip": f"10.0.{i // 250}.{i % 250 + 1}/16",
+            "mac": f"00:00:00:00:{i // 256:02x}:{i % 256:02x}",
+        }
+        if ip_version == 6:
+            addresses["ip6"] = f"{IPV6_PREFIX}{i:x}/{IPV6_PREFIX_LEN}"
+        return addresses
 
 
 @dataclass(frozen=True)
@@ -237,18 +259,25 @@ class AckwiseTopo(Topo):
         """A host with the topology's TCP settings (build()'s cc, ecn, sack, timestamps, initcwnd)
         and, where given, its interfaces' IP MTU."""
         tcp = {k: self.meta.params[k] for k in TCP_PARAMS}
-        return self.addHost(name, cls=AckwiseHost, **tcp, mtu=mtu, **self.addressing.take())
+        addresses = self.addressing.take(self.ip_version)
+        return self.addHost(name, cls=AckwiseHost, **tcp, mtu=mtu, **addresses)
+
+    @property
+    def ip_version(self) -> int:
+        """The IP version the hosts' traffic runs over (build()'s ``ip_version``)."""
+        return int(self.meta.params.get("ip_version", 4))
 
     @property
     def mss_bytes(self) -> int:
-        """The MSS the hosts send: from ``mtu_bytes`` where the topology takes it, else 1500's."""
-        return mss_for_mtu(int(self.meta.params.get("mtu_bytes", DEFAULT_MTU_BYTES)))
+        """The MSS the hosts send: from ``mtu_bytes`` where the topology takes it, else 1500's,
+        less the IP header of the version the traffic runs over."""
+        return mss_for_mtu(int(self.meta.params.get("mtu_bytes", DEFAULT_MTU_BYTES)), self.ip_version)
 
     @property
     def window_clamp_bytes(self) -> int:
         """The receivers' window clamp (``max_window_pkts`` x MSS); 0: none."""
         mtu = int(self.meta.params.get("mtu_bytes", DEFAULT_MTU_BYTES))
-        return window_clamp_bytes(int(self.meta.params.get("max_window_pkts", 0)), mtu)
+        return window_clamp_bytes(int(self.meta.params.get("max_window_pkts", 0)), mtu, self.ip_version)
 
     def bmv2(self, name: str, program: str, log_dir: str | None, cpu_port: int | None = None) -> str:
         return self.addSwitch(name, cls=BMv2Switch, program=program, log_dir=log_dir, cpu_port=cpu_port)
@@ -293,6 +322,7 @@ class Dumbbell(AckwiseTopo):
         sack: bool = True,
         timestamps: bool = True,
         initcwnd: int = 0,
+        ip_version: int = 4,
         backend: str = "auto",
         log_dir: str | None = None,
         access_delay_ms: str = "",
@@ -385,6 +415,7 @@ class ParkingLot(AckwiseTopo):
         sack: bool = True,
         timestamps: bool = True,
         initcwnd: int = 0,
+        ip_version: int = 4,
         backend: str = "auto",
         log_dir: str | None = None,
     ) -> None:
@@ -450,6 +481,7 @@ class Wlan(AckwiseTopo):
         sack: bool = True,
         timestamps: bool = True,
         initcwnd: int = 0,
+        ip_version: int = 4,
         backend: str = "auto",
         log_dir: str | None = None,
     ) -> None:
@@ -520,6 +552,7 @@ class Chain(AckwiseTopo):
         sack: bool = True,
         timestamps: bool = True,
         initcwnd: int = 0,
+        ip_version: int = 4,
         log_dir: str | None = None,
     ) -> None:
         if hops < 2:

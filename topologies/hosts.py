@@ -69,8 +69,11 @@ class AckwiseHost(Host):
         timestamps: bool = True,
         initcwnd: int = 0,
         mtu: int | None = None,
+        ip6: str | None = None,
         **params: Any,
     ) -> dict[str, Any]:
+        """``ip6``: an IPv6 address with its prefix length (``fd00:ac::1/64``) for the default
+        interface, which makes the host dual-stack; without it IPv6 is off in the namespace."""
         result = Host.config(self, **params)
         available = (_SYSCTL / "tcp_available_congestion_control").read_text().split()
         if cc not in CONGESTION_CONTROLS or cc not in available:
@@ -79,12 +82,16 @@ class AckwiseHost(Host):
             )
         self.tcp = TcpSettings(cc, ecn, sack, timestamps, initcwnd)
         self.cc, self.ecn = cc, ecn
+        self.ip6 = ip6.split("/")[0] if ip6 else None
         self.cmd(
-            f"{self.tcp.sysctl_command()} net.ipv4.tcp_no_metrics_save=1 "
-            "net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null"
+            f"{self.tcp.sysctl_command()} net.ipv4.tcp_no_metrics_save=1 {ipv6_sysctls(ip6 is not None)}"
         )
+        if ip6:
+            # nodad: the address is usable at once (duplicate address detection would hold it
+            # back a second, and the switches do not forward its multicast anyway).
+            self.cmd(f"ip -6 addr add {ip6} dev {self.defaultIntf().name} nodad")
         if initcwnd:
-            for command in route_initcwnd_commands(self.cmd("ip -4 route show"), initcwnd):
+            for command in route_initcwnd_commands(self.routes_shown(), initcwnd):
                 self.cmd(command + " 2>/dev/null")
         # Read back what the namespace has: a setting the kernel refused must not pass for one made
         # (every flow's record says which congestion control its sender ran).
@@ -92,9 +99,11 @@ class AckwiseHost(Host):
             self.name,
             self.tcp,
             self.cmd(self.tcp.readback_command()),
-            self.cmd("ip -4 route show"),
+            self.routes_shown(),
             ALLOWED_CONGESTION_CONTROLS.read_text().strip(),
         )
+        if ip6 and self.ip6 not in self.cmd(f"ip -6 addr show dev {self.defaultIntf().name}"):
+            problems.append(f"{self.name}: the IPv6 address {ip6} was refused (`ip -6 addr` in the host)")
         if problems:
             raise TcpSettingsError("; ".join(problems))
         for intf in self.intfList():
@@ -103,6 +112,20 @@ class AckwiseHost(Host):
                 if mtu is not None:
                     self.cmd(f"ip link set dev {intf.name} mtu {int(mtu)}")
         return result
+
+    @property
+    def ip_version(self) -> int:
+        """The IP version this host's traffic runs over: 6 where it has an IPv6 address."""
+        return 6 if self.ip6 else 4
+
+    def traffic_ip(self) -> str:
+        """The address the traffic tools connect to: the IPv6 one on a dual-stack host, else IP()."""
+        return self.ip6 or str(self.IP())
+
+    def routes_shown(self) -> str:
+        """``ip route show`` of the main table, IPv4's and, on a dual-stack host, IPv6's."""
+        text = self.cmd("ip -4 route show")
+        return text + self.cmd("ip -6 route show") if self.ip6 else text
 
     def provenance(self) -> dict[str, Any]:
         """What this host's TCP runs with, read back from its namespace (not what was asked for):
@@ -113,7 +136,7 @@ class AckwiseHost(Host):
         settings: dict[str, Any] = dict(zip(names, [*values, *[""] * len(names)][: len(names)], strict=True))
         windows = {}
         for key in ("initcwnd", "initrwnd"):
-            found = sorted(set(re.findall(rf"\b{key} (\d+)", self.cmd("ip route show"))))
+            found = sorted(set(re.findall(rf"\b{key} (\d+)", self.routes_shown())))
             windows[key] = ",".join(found) or "kernel default"
         offloads = {}
         mtus = {}
@@ -127,7 +150,24 @@ class AckwiseHost(Host):
                 for feature, state in re.findall(r"^([a-z-]+): (on|off)", shown, re.MULTILINE)
                 if feature in OFFLOAD_FEATURES
             }
-        return {**settings, **windows, "offloads": offloads, "mtu": mtus}
+        addresses = {"ip_version": self.ip_version}
+        if self.ip6:  # read back: the address as the namespace has it
+            addresses["ipv6_addresses"] = re.findall(r"inet6 (\S+) scope global", self.cmd("ip -6 addr show"))
+        return {**settings, **windows, "offloads": offloads, "mtu": mtus, **addresses}
 
     def describe(self) -> dict[str, Any]:
-        return {"node": self.name, "ip": self.IP(), "mac": self.MAC(), **self.tcp.to_dict()}
+        ip6 = {"ip6": self.ip6} if self.ip6 else {}
+        return {"node": self.name, "ip": self.IP(), **ip6, "mac": self.MAC(), **self.tcp.to_dict()}
+
+
+def ipv6_sysctls(on: bool) -> str:
+    """The namespace's IPv6 settings: off altogether (IPv4-only hosts), or on with nothing that
+    talks on its own (no router solicitations or advertisements taken, no duplicate address
+    detection): the switches forward by MAC address, unicast only, and the neighbours are static."""
+    if not on:
+        return "net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null"
+    settings = ("disable_ipv6=0", "accept_ra=0", "accept_dad=0", "router_solicitations=0")
+    return (
+        " ".join(f"net.ipv6.conf.{scope}.{s}" for scope in ("all", "default") for s in settings)
+        + " 2>/dev/null"
+    )

@@ -79,8 +79,9 @@ class TcpSettings:
 
 
 def route_initcwnd_commands(routes_text: str, initcwnd: int) -> list[str]:
-    """``ip route change`` commands that set ``initcwnd`` on every IPv4 route of ``ip -4 route
-    show`` (the connected route of each interface and any other). A route's other attributes stay
+    """``ip route change`` commands that set ``initcwnd`` on every route of ``ip -4 route show``
+    (and, on a dual-stack host, ``ip -6 route show``: ``ip route change`` tells the family from
+    the prefix): the connected route of each interface and any other. A route's other attributes stay
     as they were, so quickack set later by the host agent (hosts/kernel.py) keeps the window."""
     commands = []
     for line in routes_text.splitlines():
@@ -91,7 +92,7 @@ def route_initcwnd_commands(routes_text: str, initcwnd: int) -> list[str]:
 
 
 def route_initcwnds(routes_text: str) -> list[int | None]:
-    """The initcwnd of each IPv4 route (None: the route sets none, the kernel's default applies)."""
+    """The initcwnd of each route shown (None: the route sets none, the kernel's default applies)."""
     found = []
     for line in routes_text.splitlines():
         if not line.strip():
@@ -105,7 +106,8 @@ def check_readback(
     host: str, wanted: TcpSettings, sysctl_output: str, routes_text: str, allowed_cc: str = ""
 ) -> list[str]:
     """What the kernel did not take, one line each naming the fix; empty when everything was.
-    ``sysctl_output`` is readback_command()'s output, ``routes_text`` ``ip -4 route show``'s,
+    ``sysctl_output`` is readback_command()'s output, ``routes_text`` ``ip -4 route show``'s (and
+    ``ip -6 route show``'s on a dual-stack host: AckwiseHost.routes_shown),
     ``allowed_cc`` the root namespace's net.ipv4.tcp_allowed_congestion_control."""
     problems = []
     names = list(wanted.sysctl_values())

@@ -76,6 +76,12 @@ class Testbed:
         return self.topo.meta.flows
 
     @property
+    def ip_version(self) -> int:
+        """The IP version the hosts' traffic runs over (the topology's ``ip_version``; 6: the
+        hosts are dual-stack)."""
+        return self.topo.ip_version
+
+    @property
     def time_scale(self) -> float:
         """k as the topology was built (its default where the scenario names none; 1 for a
         topology without a time scale): what our own timers and the emulated-time rates use."""
@@ -115,6 +121,7 @@ class Testbed:
             self.net.start()
             self._track()
             self.install_forwarding()
+            self._static_ipv6_neighbours()
             self._set_queues()
             self._start_ap_proxy()
             self._start_holdback_agents()
@@ -254,6 +261,7 @@ class Testbed:
             config = running_build_config(switch.running.pid) if switch.running is not None else None
             builds[switch.name] = config.as_record() if config else None
         doc: dict[str, Any] = {
+            "ip_version": self.ip_version,
             "hosts": {host.name: host.provenance() for host in self.hosts},
             "bmv2_builds": builds,
         }
@@ -313,6 +321,20 @@ class Testbed:
                         ACTION_FORWARDING_L2_FORWARD,
                         {KEY_DST_ADDR: host.MAC()},
                         {"port": port},
+                    )
+
+    def _static_ipv6_neighbours(self) -> None:
+        """On dual-stack hosts, a permanent neighbour entry for every other host's IPv6 address
+        (IPv6's autoStaticArp): neighbour discovery is multicast, which the switches' l2_exact
+        entries do not forward. The switches need nothing more: they forward IPv6 by MAC address
+        as they do IPv4 (install_forwarding)."""
+        dual = [h for h in self.hosts if h.ip6]
+        for src in dual:
+            for dst in dual:
+                if dst is not src:
+                    src.cmd(
+                        f"ip -6 neigh replace {dst.ip6} lladdr {dst.MAC()} "
+                        f"dev {src.defaultIntf().name} nud permanent"
                     )
 
     def _set_queues(self) -> None:

@@ -375,7 +375,8 @@ def _run_in_testbed(
         # One sampler per sender (its host's counters), watching its first flow's cwnd and RTT.
         first_receiver = {} if udp else {s: r for s, r, _ in reversed(flows)}
         samplers = {
-            s: tr.TcpSampler(testbed.host(s), testbed.host(r).IP()).start() for s, r in first_receiver.items()
+            s: tr.TcpSampler(testbed.host(s), tr.traffic_ip(testbed.host(r))).start()
+            for s, r in first_receiver.items()
         }
         for sampler in samplers.values():
             stack.callback(sampler.close)  # a failed run stops sampling before the test bed goes
@@ -407,7 +408,7 @@ def _run_in_testbed(
         health = testbed.health()
         link_stats = testbed.link_stats()
         record.resources = {**used, "linkem_lateness": resources.linkem_lateness(link_stats)}
-        ips = {h.name: h.IP() for h in testbed.hosts}
+        ips = {h.name: tr.traffic_ip(h) for h in testbed.hosts}  # as the captures name the flows
         k = testbed.time_scale
     wanted = requested_tcp(params)
     mismatched = [p for s, t in tcp.items() for p in check_connection_options(s, wanted, set(t["options"]))]

@@ -5,6 +5,10 @@ parameters), the traffic, where ACKs are counted, the metrics it reports (main f
 figures, the arms (where the ACK policy runs and with which parameters), what a quick run keeps,
 the seed claims it reproduces, and how it was scaled to fit bmv2 on a small machine. The schema
 is checked when the file is read: a wrong key or value names the file, the key and what is allowed.
+
+A scenario may name another as its ``base``: it then has every key of the base's file that it
+does not set itself (``params`` merged, its own over the base's), so that a variant of a scenario
+(other points, other arms) does not copy its set-up.
 """
 
 from __future__ import annotations
@@ -176,6 +180,25 @@ def _check_udp_answers(traffic: dict[str, Any], arms: Any, where: str) -> None:
                 raise ScenarioError(f"{where}: arms[{i}]: {exc}") from None
 
 
+def _with_base(doc: dict[str, Any], path: Path, text: str, where: str) -> tuple[dict[str, Any], str]:
+    """``doc`` over the scenario it names as ``base`` (a file beside it), and the text the
+    scenario's hash covers: the base's then its own (an edit to either is another scenario)."""
+    base_path = path.parent / f"{doc['base']}.yaml"
+    if not base_path.is_file():
+        raise ScenarioError(f"{where}: base {doc['base']!r}: no {base_path.name} beside it")
+    base_text = base_path.read_text()
+    try:
+        base = yaml.safe_load(base_text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{base_path.name}: not valid YAML: {exc}") from None
+    if not isinstance(base, dict) or "base" in base:
+        raise ScenarioError(f"{where}: base {doc['base']!r} must be a scenario without a base of its own")
+    own = {k: v for k, v in doc.items() if k != "base"}
+    merged = {k: v for k, v in base.items() if k != "name"} | own
+    merged["params"] = dict(base.get("params") or {}) | dict(own.get("params") or {})
+    return merged, base_text + text
+
+
 def load(name_or_path: str | Path) -> Scenario:
     path = Path(name_or_path)
     if not path.suffix:
@@ -191,6 +214,8 @@ def load(name_or_path: str | Path) -> Scenario:
     where = path.name
     if not isinstance(doc, dict):
         raise ScenarioError(f"{where}: a scenario is a mapping")
+    if "base" in doc:
+        doc, text = _with_base(doc, path, text, where)
     name = _need(doc, "name", str, where)
     if name != path.stem:
         raise ScenarioError(f"{where}: name {name!r} must match the file name")

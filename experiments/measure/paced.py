@@ -16,11 +16,12 @@ import socket
 import sys
 import time
 
+from ackwise.experiments.measure.listen import add_ip_version_argument, listen
 from ackwise.experiments.measure.tool_result import print_result
 
 
-def receive(port: int, timeout_s: float) -> dict[str, int]:
-    with socket.create_server(("0.0.0.0", port)) as server:
+def receive(port: int, timeout_s: float, ip_version: int = 4) -> dict[str, int]:
+    with listen(port, ip_version) as server:
         server.settimeout(timeout_s)
         conn, _ = server.accept()
     received = 0
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("recv")
     r.add_argument("--port", type=int, required=True)
     r.add_argument("--timeout", type=float, default=300)
+    add_ip_version_argument(r)
     s = sub.add_parser("send")
     s.add_argument("--host", required=True)
     s.add_argument("--port", type=int, required=True)
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def work() -> dict[str, float] | dict[str, int]:
         if args.mode == "recv":
-            return receive(args.port, args.timeout)
+            return receive(args.port, args.timeout, args.ip_version)
         return send(args.host, args.port, args.rate_bps, args.write_bytes, args.duration, args.bulk_bytes)
 
     return print_result(work)

@@ -1,7 +1,8 @@
 """Per-flow, per-direction packet counts from a pcap: data segments, pure ACKs, retransmissions.
 
-A fast reader of classic pcap files (tcpdump -w), parsing just enough of Ethernet, IPv4 and TCP
-to classify each segment. Directions are named by sender: "10.0.0.1:40000 > 10.0.0.2:5001".
+A fast reader of classic pcap files (tcpdump -w), parsing just enough of Ethernet, IPv4 or IPv6,
+and TCP to classify each segment. Directions are named by sender: "10.0.0.1:40000 > 10.0.0.2:5001",
+over IPv6 "fd00::1:40000 > fd00::2:5001" (the port is what follows the last colon).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ackwise.twins.packets import ACK, PSH, TcpSegment, parse_ipv4_tcp
+from ackwise.twins.packets import ACK, PSH, TcpSegment, parse_ip_tcp
 from ackwise.twins.policies import MSS_BYTES
 from ackwise.twins.serial import seq_add, seq_diff, seq_gt, seq_leq
 
@@ -29,6 +30,8 @@ LINKTYPE_LINUX_SLL = 113
 LINKTYPE_NFLOG = 239
 NFULA_PAYLOAD = 9
 _ETHERNET_IPV4 = b"\x00" * 12 + b"\x08\x00"  # a header for the frames read_frames makes of NFLOG records
+_ETHERNET_IPV6 = b"\x00" * 12 + b"\x86\xdd"
+_IP_ETHERTYPES = (b"\x08\x00", b"\x86\xdd")
 
 
 @dataclass
@@ -80,7 +83,7 @@ def read_frames(path: str | Path) -> Iterator[tuple[float, bytes, int]]:
     elif linktype == LINKTYPE_LINUX_SLL:
         l2_len = 16
     elif linktype == LINKTYPE_NFLOG:
-        l2_len = 14  # each record becomes an Ethernet-framed IPv4 packet
+        l2_len = 14  # each record becomes an Ethernet-framed IP packet
     else:
         raise ValueError(f"{path}: link type {linktype} not supported")
     record = struct.Struct(endian + "IIII")
@@ -94,7 +97,7 @@ def read_frames(path: str | Path) -> Iterator[tuple[float, bytes, int]]:
             packet = nflog_payload(frame)
             if packet is None:
                 continue
-            frame = _ETHERNET_IPV4 + packet
+            frame = (_ETHERNET_IPV6 if packet[:1] and packet[0] >> 4 == 6 else _ETHERNET_IPV4) + packet
         yield ts_sec + ts_frac / (1e9 if nano else 1e6), frame, l2_len
 
 
@@ -113,8 +116,8 @@ def nflog_payload(record: bytes) -> bytes | None:
 
 def read_segments(path: str | Path) -> Iterator[TcpSegment]:
     for t, frame, l2_len in read_frames(path):
-        if frame[l2_len - 2 : l2_len] == b"\x08\x00":
-            seg = parse_ipv4_tcp(frame[l2_len:], t)
+        if frame[l2_len - 2 : l2_len] in _IP_ETHERTYPES:
+            seg = parse_ip_tcp(frame[l2_len:], t)
             if seg is not None:
                 yield seg
 

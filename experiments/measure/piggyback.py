@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ackwise.experiments.measure.listen import add_ip_version_argument, listen
 from ackwise.experiments.measure.tool_result import print_result
 
 MODES = ("piggyback", "1con", "2con")
@@ -126,14 +127,16 @@ def _read_to_eof(conn: socket.socket, into: Received, deadline: float) -> None:
 # ---- the server: sends the download ----
 
 
-def server(host: str, port: int, mode: str, size: int, seed: int, timeout_s: float) -> dict[str, Any]:
+def server(
+    host: str, port: int, mode: str, size: int, seed: int, timeout_s: float, ip_version: int = 4
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     down = stream(seed, size)
     reverse = Received()
     result: dict[str, Any] = {"mode": mode, "down_sent_sha256": hashlib.sha256(down).hexdigest()}
     upload_thread = None
     if mode == "2con":
-        listener = socket.create_server(("0.0.0.0", port + 1))
+        listener = listen(port + 1, ip_version)
         listener.settimeout(timeout_s)
 
         def take_upload() -> None:
@@ -182,12 +185,19 @@ def _connect(host: str, port: int, deadline: float) -> tuple[socket.socket, floa
 
 
 def client(
-    port: int, mode: str, size: int, write_bytes: int, seed: int, timeout_s: float, server_host: str
+    port: int,
+    mode: str,
+    size: int,
+    write_bytes: int,
+    seed: int,
+    timeout_s: float,
+    server_host: str,
+    ip_version: int = 4,
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     down = Received()
     up = stream(seed + UP_SEED_OFFSET, size if mode != "piggyback" else 0)
-    with socket.create_server(("0.0.0.0", port)) as listener:
+    with listen(port, ip_version) as listener:
         listener.settimeout(timeout_s)
         if mode == "piggyback":
             # Set before accept(): an accepted socket inherits it, and it bounds the window.
@@ -306,15 +316,23 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--size", type=int, default=1_000_000, help="bytes down (and up in 1con, 2con)")
         p.add_argument("--seed", type=int, default=1)
         p.add_argument("--timeout", type=float, default=300)
+        add_ip_version_argument(p)
     c.add_argument("--write-bytes", type=int, default=0, help="piggyback: bytes written back per read")
     args = parser.parse_args(argv)
 
     def work() -> dict[str, Any]:
         if args.role == "client":
             return client(
-                args.port, args.mode, args.size, args.write_bytes, args.seed, args.timeout, args.server_host
+                args.port,
+                args.mode,
+                args.size,
+                args.write_bytes,
+                args.seed,
+                args.timeout,
+                args.server_host,
+                args.ip_version,
             )
-        return server(args.host, args.port, args.mode, args.size, args.seed, args.timeout)
+        return server(args.host, args.port, args.mode, args.size, args.seed, args.timeout, args.ip_version)
 
     # TimeoutError is an OSError: named for the reader, as the tool's own waits raise it.
     return print_result(work, errors=(OSError, TimeoutError))

@@ -36,6 +36,17 @@ class TrafficError(RuntimeError):
     pass
 
 
+def traffic_ip(host: Any) -> str:
+    """The address traffic to ``host`` goes to: its IPv6 one on a dual-stack test bed
+    (ip_version=6; AckwiseHost.traffic_ip), else its IPv4 one."""
+    return str(host.traffic_ip())
+
+
+def _listen_args(host: Any) -> list[str]:
+    """A listening tool's ``--ip-version`` for ``host`` (experiments/measure/listen.py)."""
+    return ["--ip-version", str(host.ip_version)]
+
+
 def _json_line(text: str, what: str) -> dict[str, Any]:
     for line in reversed(text.strip().splitlines()):
         if line.startswith("{"):
@@ -143,6 +154,7 @@ class Transfer:
                 str(self.reverse_write_bytes),
                 "--window-clamp-bytes",
                 str(self.window_clamp_bytes),
+                *_listen_args(self.receiver),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -156,7 +168,7 @@ class Transfer:
                 module,
                 "send",
                 "--host",
-                self.receiver.IP(),
+                traffic_ip(self.receiver),
                 "--port",
                 str(self.port),
                 "--size",
@@ -366,6 +378,7 @@ def run_piggyback(
     a byte did not arrive as sent."""
     module = "ackwise.experiments.measure.piggyback"
     common = ["--mode", mode, "--size", str(size_bytes), "--seed", str(seed), "--timeout", str(timeout_s)]
+    common += _listen_args(client)
     receiving = client.popen(
         [PYTHON, "-m", module, "client", "--port", str(port), "--write-bytes", str(write_bytes), *common],
         stdout=subprocess.PIPE,
@@ -373,7 +386,7 @@ def run_piggyback(
         text=True,
     )
     sending = server.popen(
-        [PYTHON, "-m", module, "server", "--host", client.IP(), "--port", str(port), *common],
+        [PYTHON, "-m", module, "server", "--host", traffic_ip(client), "--port", str(port), *common],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -508,7 +521,7 @@ def iperf3_bulk(
         cmd = [
             "iperf3",
             "-c",
-            receiver.IP(),
+            traffic_ip(receiver),  # iperf3 -s listens on both IP versions
             "-p",
             str(port),
             "-t",
@@ -638,13 +651,13 @@ class PacedStream:
     def start(self) -> PacedStream:
         module = "ackwise.experiments.measure.paced"
         self.sink = self.receiver.popen(
-            [PYTHON, "-m", module, "recv", "--port", str(self.port)],
+            [PYTHON, "-m", module, "recv", "--port", str(self.port), *_listen_args(self.receiver)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         rate, size, duration = self.args
-        target = ["--host", self.receiver.IP(), "--port", str(self.port)]
+        target = ["--host", traffic_ip(self.receiver), "--port", str(self.port)]
         pacing = ["--rate-bps", rate, "--write-bytes", size, "--duration", duration]
         if self.bulk_bytes:
             pacing += ["--bulk-bytes", str(self.bulk_bytes)]
@@ -846,10 +859,13 @@ class TcpSampler:
     def start(self) -> TcpSampler:
         self._start_counters = self.counters()
         started = time.time()
+        dst = (
+            f"[{self.dst_ip}]" if ":" in self.dst_ip else self.dst_ip
+        )  # ss reads an IPv6 address in brackets
 
         def loop() -> None:
             while not self._stop.is_set():
-                proc = self.host.popen(["ss", "-tino", "dst", self.dst_ip], stdout=subprocess.PIPE, text=True)
+                proc = self.host.popen(["ss", "-tino", "dst", dst], stdout=subprocess.PIPE, text=True)
                 out, _ = proc.communicate()
                 self.congestion_controls |= congestion_controls_in(out)
                 self.options |= set(out.split()) & set(CONNECTION_OPTIONS)

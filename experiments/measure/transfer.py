@@ -2,7 +2,11 @@
 
     python -m ackwise.experiments.measure.transfer recv --port 5001 [--progress FILE]
         [--reverse-rate-bps 200000 --reverse-write-bytes 1000] [--window-clamp-bytes 2964]
+        [--ip-version 6]
     python -m ackwise.experiments.measure.transfer send --host 10.0.0.2 --port 5001 --size 2000000 --seed 1
+
+The receiver listens on IPv4, or with ``--ip-version 6`` on IPv6; the sender connects to whichever
+address it is given (``--host fd00:ac::2``).
 
 The sender streams ``size`` pseudo-random bytes derived from ``seed`` and closes its side; the
 receiver reads to EOF, hashes what it got, and returns its byte count and SHA-256 over the same
@@ -37,6 +41,7 @@ import threading
 import time
 from pathlib import Path
 
+from ackwise.experiments.measure.listen import add_ip_version_argument, listen
 from ackwise.experiments.measure.tool_result import print_result
 
 CHUNK = 65536
@@ -91,8 +96,9 @@ def receive(
     reverse_rate_bps: float = 0.0,
     reverse_write_bytes: int = 1000,
     window_clamp_bytes: int = 0,
+    ip_version: int = 4,
 ) -> dict[str, object]:
-    with socket.create_server(("0.0.0.0", port)) as server:
+    with listen(port, ip_version) as server:
         clamp_window(server, window_clamp_bytes)  # before any SYN: the connection inherits it
         server.settimeout(timeout_s)
         conn, peer = server.accept()
@@ -200,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument(
         "--window-clamp-bytes", type=int, default=0, help="never advertise a larger window (0: no clamp)"
     )
+    add_ip_version_argument(r)
     s = sub.add_parser("send")
     s.add_argument("--host", required=True)
     s.add_argument("--port", type=int, required=True)
@@ -217,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.reverse_rate_bps,
                 args.reverse_write_bytes,
                 args.window_clamp_bytes,
+                args.ip_version,
             )
         return send(args.host, args.port, args.size, args.seed, args.timeout)
 

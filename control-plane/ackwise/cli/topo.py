@@ -76,7 +76,10 @@ def _summary(testbed: Any) -> dict[str, Any]:
     return {
         "topology": testbed.name,
         "daemon_pid": os.getpid(),
-        "hosts": {h.name: {"ip": h.IP(), "mac": h.MAC(), "shell_pid": h.pid} for h in testbed.hosts},
+        "hosts": {
+            h.name: {"ip": h.IP(), **({"ip6": h.ip6} if h.ip6 else {}), "mac": h.MAC(), "shell_pid": h.pid}
+            for h in testbed.hosts
+        },
         "switches": {
             s.name: {
                 "thrift_port": s.thrift_port,

@@ -74,29 +74,47 @@ def parse_ipv4_tcp(packet: bytes, time: float = 0.0) -> TcpSegment | None:
     )
 
 
-def parse_frame_tcp(frame: bytes, time: float = 0.0) -> TcpSegment | None:
-    """An Ethernet frame carrying TCP over IPv4, or over IPv6 behind the extension headers the
-    switch follows (``tcp_offset``), or None for anything else (a Routing header with segments
-    left, another upper layer, a frame cut short)."""
-    if frame[12:14] == b"\x08\x00":
-        return parse_ipv4_tcp(frame[14:], time)
-    if frame[12:14] != ETHERTYPE_IPV6.to_bytes(2, "big") or len(frame) < 14 + 40 or frame[14] >> 4 != 6:
+def parse_ipv6_tcp(packet: bytes, time: float = 0.0) -> TcpSegment | None:
+    """An IPv6 packet (no link-layer header) carrying TCP behind the extension headers the switch
+    follows (``tcp_offset``), or None for anything else (a Routing header with segments left,
+    another upper layer, a packet cut short)."""
+    if len(packet) < 40 or packet[0] >> 4 != 6:
         return None
     try:
-        at, tcp_len = tcp_offset(frame)
+        at, tcp_len = _ipv6_tcp_offset(packet, 0)
     except (ValueError, IndexError):
         return None
-    if tcp_len < 20 or len(frame) < at + 20:
+    if tcp_len < 20 or len(packet) < at + 20:
         return None
     return _tcp_segment(
-        frame,
+        packet,
         at,
         tcp_len,
-        str(ipaddress.IPv6Address(frame[14 + 8 : 14 + 24])),
-        str(ipaddress.IPv6Address(frame[14 + 24 : 14 + 40])),
-        frame[15] >> 4 & 0x03,
+        str(ipaddress.IPv6Address(packet[8:24])),
+        str(ipaddress.IPv6Address(packet[24:40])),
+        packet[1] >> 4 & 0x03,
         time,
     )
+
+
+def parse_ip_tcp(packet: bytes, time: float = 0.0) -> TcpSegment | None:
+    """An IP packet of either version (no link-layer header, as NFQUEUE and NFLOG hand it over)
+    carrying TCP, by its version field; None for anything else."""
+    if not packet:
+        return None
+    if packet[0] >> 4 == 6:
+        return parse_ipv6_tcp(packet, time)
+    return parse_ipv4_tcp(packet, time)
+
+
+def parse_frame_tcp(frame: bytes, time: float = 0.0) -> TcpSegment | None:
+    """An Ethernet frame carrying TCP over IPv4, or over IPv6 (``parse_ipv6_tcp``), or None for
+    anything else."""
+    if frame[12:14] == b"\x08\x00":
+        return parse_ipv4_tcp(frame[14:], time)
+    if frame[12:14] != ETHERTYPE_IPV6.to_bytes(2, "big"):
+        return None
+    return parse_ipv6_tcp(frame[14:], time)
 
 
 def _tcp_segment(buf: bytes, at: int, tcp_len: int, src: str, dst: str, ecn: int, time: float) -> TcpSegment:
@@ -255,20 +273,25 @@ def tcp_offset(frame: bytes | bytearray) -> tuple[int, int]:
     headers the switch follows (Hop-by-Hop, Routing, Destination Options; parser.p4)."""
     ip_at = 14
     if int.from_bytes(frame[12:14], "big") == ETHERTYPE_IPV6:
-        next_header, at = frame[ip_at + 6], ip_at + 40
-        tcp_len = int.from_bytes(frame[ip_at + 4 : ip_at + 6], "big")
-        while next_header in _IPV6_EXT_FOLLOWED:
-            if next_header == IPV6_EXT_ROUTING and frame[at + 3] != 0:
-                # RFC 8200 8.1: the pseudo-header then holds the final destination, which is in
-                # the Routing header, where each routing type keeps it differently.
-                raise ValueError("a Routing header with segments left: the final destination is not read")
-            ext_len = (frame[at + 1] + 1) * 8
-            next_header, at, tcp_len = frame[at], at + ext_len, tcp_len - ext_len
-        if next_header != IP_PROTO_TCP:
-            raise ValueError(f"IPv6 Next Header {next_header} where TCP was expected")
-        return at, tcp_len
+        return _ipv6_tcp_offset(frame, ip_at)
     ihl_bytes = (frame[ip_at] & 0x0F) * 4
     return ip_at + ihl_bytes, int.from_bytes(frame[ip_at + 2 : ip_at + 4], "big") - ihl_bytes
+
+
+def _ipv6_tcp_offset(buf: bytes | bytearray, ip_at: int) -> tuple[int, int]:
+    """``tcp_offset`` for the IPv6 header at ``buf[ip_at:]``."""
+    next_header, at = buf[ip_at + 6], ip_at + 40
+    tcp_len = int.from_bytes(buf[ip_at + 4 : ip_at + 6], "big")
+    while next_header in _IPV6_EXT_FOLLOWED:
+        if next_header == IPV6_EXT_ROUTING and buf[at + 3] != 0:
+            # RFC 8200 8.1: the pseudo-header then holds the final destination, which is in
+            # the Routing header, where each routing type keeps it differently.
+            raise ValueError("a Routing header with segments left: the final destination is not read")
+        ext_len = (buf[at + 1] + 1) * 8
+        next_header, at, tcp_len = buf[at], at + ext_len, tcp_len - ext_len
+    if next_header != IP_PROTO_TCP:
+        raise ValueError(f"IPv6 Next Header {next_header} where TCP was expected")
+    return at, tcp_len
 
 
 def fix_tcp_checksum(frame: bytearray) -> None:
