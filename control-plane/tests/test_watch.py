@@ -294,6 +294,12 @@ def test_watch_shows_an_ipv6_flow_with_the_per_flow_rule_it_has() -> None:
         6,
     )
     assert (lines["10.0.1.1:40000"]["policy"], lines["10.0.1.1:40000"]["d"]) == ("every_d", 3)
+
+
+def test_watch_draws_an_ipv6_flows_endpoints_whole() -> None:
+    """rich reads ``[...]`` as markup: an IPv6 flow was drawn as ':40000 -> :5001'."""
+    fake, client = fake_switch()
+    fake.set_flow("fd00:0:0:1::1", 40000, "fd00:0:0:2::1", 5001, data={"data_segments": 10})
     out = io.StringIO()
     watch(client, out=out, width=160, count=1)
     assert "[fd00:0:0:1::1]:40000 -> [fd00:0:0:2::1]:5001" in out.getvalue()
