@@ -1,20 +1,28 @@
-"""Structure-aware fuzzing of the data plane: mutated Ethernet/IPv4/TCP packets through ack_switch
-under every ACK policy and through ap_proxy with a station served, beside valid flows, with a check
-on every packet.
+"""Structure-aware fuzzing of the data plane: mutated Ethernet/IPv4/TCP and Ethernet/IPv6/TCP
+packets through every program that parses IPv6 (ack_switch under every ACK policy, ap_proxy with a
+station served, forward_only), beside valid flows, with a check on every packet.
 
     python -m ackwise.experiments.stress.fuzz --packets 100000 [--seed 1] [--configs every_d,ap_proxy]
-                                       [--json FILE] [--write-docs]
+                                       [--ip-versions 4,6] [--json FILE] [--write-docs]
+    python -m ackwise.experiments.stress.fuzz --merge a.json,b.json [--json FILE] [--write-docs]
+
+Each configuration's switch gets a pass of ``--packets`` per IP version: flows of that version and
+its mutations (the IPv6 header's fields, payload length lies, Next Header values, extension header
+chains up to and past IPV6_EXT_HEADERS_MAX, cut short, TCP mutations behind them), and the TCP and
+frame mutations both share.
 
 Run as root. It makes a private network namespace, veth pairs and one simple_switch in it (Thrift
 port 9390 inside the namespace, so nothing else on the machine is touched), and removes them.
 
-**How a packet is checked.** Every packet carries a tag, its IPv4 identification, unique within a
-burst (a few hundred packets); after each burst a marker on each side, which the switch forwards
-behind everything else of the burst (one FIFO egress queue per port), says the burst is over. An
-input's fate is then read from the outputs with its tag:
+**How a packet is checked.** Every packet carries a tag, its IPv4 identification or its IPv6 flow
+label (TAG6 | the identifier), unique within a burst (a few hundred packets); after each burst a
+marker on each side, which the switch forwards behind everything else of the burst (one FIFO
+egress queue per port), says the burst is over. An input's fate is then read from the outputs with
+its tag:
 
 - *forwarded*: on the port it is routed to, byte for byte what a plain router makes of it (MACs
-  rewritten, TTL - 1, IPv4 header checksum recomputed) or, not routed (not IPv4), unchanged;
+  rewritten, TTL - 1 and the IPv4 header checksum recomputed, or the hop limit - 1) or, not routed
+  (neither IPv4 nor IPv6 with a route), unchanged;
 - *dropped*: no output with its tag;
 - *rewritten*: on that port, other bytes (only a coalesced ACK may: ACK number, window and
   timestamps newer, checksums valid);
@@ -28,12 +36,13 @@ option past the data offset, a packet ending inside a header), and behind the IP
 IPv6 header and its extension headers as the parser follows or skips them. A packet the switch may
 drop is one of: IHL below 5, an IPv4 header cut short, an IPv6 header it cannot read (another
 version, cut short, a payload length inside an extension header), a bad IPv4 checksum, TTL 0 or 1,
-and a pure ACK that is well formed, unfragmented and carries no option the switch does not
-interpret, under a thinning policy. Anything else must be forwarded exactly. A violation is an
-input whose fate is not one it may have, an output with a checksum that was right on input and is
-wrong now, an output no input explains, a valid flow's data segment that did not come out, or a
-burst whose markers did not (the switch stopped forwarding). At the end of each configuration the
-switch's own counters must add up: the inputs dropped equal forwarding.drops +
+a routed IPv6 packet's hop limit 0 or 1, and a pure ACK that is well formed, unfragmented and
+carries no option the switch does not interpret, under a thinning policy. Anything else must be
+forwarded exactly. A violation is an input whose fate is not one it may have, an output with a
+checksum that was right on input and is wrong now, an output no input explains, a valid flow's
+data segment that did not come out, or a burst whose markers did not (the switch stopped
+forwarding). At the end of each pass the growth of
+the switch's own counters over it must add up: the inputs dropped equal forwarding.drops +
 parser.malformed[IHL, IPv4 header, IPv6 header] + the ACKs thinned and filtered, and
 parser.malformed counts exactly the inputs the model calls malformed. The stats counters
 (ack_thinning.stats, ack_filter.stats, ap.stats) are reported cell by cell, by name, as many cells
