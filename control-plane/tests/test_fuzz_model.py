@@ -187,6 +187,9 @@ def test_shards_merge_into_one_report_or_say_what_differs() -> None:
 
     merged = merge_reports([doc(1, ("off", 4)), doc(1, ("off", 6), ("acc", 6))])
     assert [label(r) for r in merged["reports"]] == ["off", "off IPv6", "acc IPv6"]
+    other_commit = doc(1, ("acc", 4))
+    other_commit["versions"]["ackwise"] = "y"
+    assert merge_reports([doc(1, ("off", 4)), other_commit])["versions"]["ackwise"] == "x, y"
     with pytest.raises(ValueError, match="differ in seed"):
         merge_reports([doc(1, ("off", 4)), doc(2, ("off", 6))])
     with pytest.raises(ValueError, match="off IPv6 in more than one report"):
