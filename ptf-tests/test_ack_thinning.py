@@ -213,23 +213,26 @@ class FlowPolicyTest(ThinningTest):
         set_policy(
             self.client,
             PolicyMatch.parse([f"src={host_prefix(2, self.ip_version)}"]),
-            PolicyParams.parse("every_d", ["d=8"]),
+            PolicyParams.parse("every_d", ["d=8", "idle_ms=0"]),
         )
 
     def runTest(self) -> None:
+        # idle_ms=0 throughout: the pauses between the steps keep no ACK as the first after silence.
         assert self.client is not None
         ruled, other = self.new_flow(sport=40001), self.new_flow(sport=40002)
         match = PolicyMatch.parse(
             [f"src={ruled.ack_ip}", f"dst={ruled.data_ip}", f"sport={ruled.dport}", f"dport={ruled.sport}"]
         )
-        handle = set_flow_policy(self.client, match, PolicyParams.parse("every_d", ["d=2"]))
+        handle = set_flow_policy(self.client, match, PolicyParams.parse("every_d", ["d=2", "idle_ms=0"]))
         rules = list_flow_policies(self.client)
         self.assertEqual([(r.handle, r.version, r.match) for r in rules], [(handle, self.ip_version, match)])
         for flow in (ruled, other):
             self.send_data(flow, range(10))
         self.run_acks(ruled, [ruled.ack(k) for k in range(1, 11)], [0, 2, 4, 6, 8, 9])  # d=2
         self.run_acks(other, [other.ack(k) for k in range(1, 11)], [0, 8, 9])  # the rule's d=8
-        modify_flow_policy(self.client, handle, PolicyParams.parse("every_d", ["d=4"]), self.ip_version)
+        modify_flow_policy(
+            self.client, handle, PolicyParams.parse("every_d", ["d=4", "idle_ms=0"]), self.ip_version
+        )
         self.send_data(ruled, range(10, 20))
         self.run_acks(ruled, [ruled.ack(k) for k in range(11, 21)], [3, 7, 9])  # 14, 18, all data
         delete_flow_policy(self.client, handle, self.ip_version)
