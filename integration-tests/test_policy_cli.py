@@ -57,69 +57,72 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
         return netns.run("ackwise", "--thrift-port", PORT, *args, env=cli_env, check=check)
 
     for i in (1, 2):
-        add_veth(f"sw-p{i}", f"host{i}", netns=netns.name, mtu=None, ipv6=True, offloads=True)
+        # A jumbo MTU: IPv6's full-sized segments are 20 bytes longer than IPv4's 1500.
+        add_veth(f"sw-p{i}", f"host{i}", netns=netns.name, ipv6=True, offloads=True)
     ackwise("switch", "start", "ack_switch", "-i", "1@sw-p1", "-i", "2@sw-p2")
-    for i in (1, 2):
-        ackwise(
-            "table",
-            "add",
-            "ipv4_lpm",
-            "route",
-            f"10.0.{i}.0/24",
-            "-p",
-            f"port={i}",
-            f"src_mac=00:00:00:00:0{i}:fe",
-            f"dst_mac=00:00:00:00:0{i}:01",
-        )
+    try:
+        for i in (1, 2):
+            ackwise(
+                "table",
+                "add",
+                "ipv4_lpm",
+                "route",
+                f"10.0.{i}.0/24",
+                "-p",
+                f"port={i}",
+                f"src_mac=00:00:00:00:0{i}:fe",
+                f"dst_mac=00:00:00:00:0{i}:01",
+            )
 
-    out = ackwise("policy", "set", "src=10.0.2.1", "dport=40000", "every_d", "d=4").stdout
-    assert "rule 0: src=10.0.2.1/32 dport=40000 -> every_d mss=1448 d=4 idle_ms=1000 hold_ms=200" in out
-    ackwise("policy", "set", "default", "tack", "beta=8")
-    listed = json.loads(ackwise("--json", "policy", "list").stdout)
-    assert listed["rules"][0]["policy"] == {
-        "policy": "every_d",
-        "mss": 1448,
-        "d": 4,
-        "idle_ms": 1000,
-        "hold_ms": 200,
-    }
-    assert listed["default"]["beta"] == 8
+        out = ackwise("policy", "set", "src=10.0.2.1", "dport=40000", "every_d", "d=4").stdout
+        assert "rule 0: src=10.0.2.1/32 dport=40000 -> every_d mss=1448 d=4 idle_ms=1000 hold_ms=200" in out
+        ackwise("policy", "set", "default", "tack", "beta=8")
+        listed = json.loads(ackwise("--json", "policy", "list").stdout)
+        assert listed["rules"][0]["policy"] == {
+            "policy": "every_d",
+            "mss": 1448,
+            "d": 4,
+            "idle_ms": 1000,
+            "hold_ms": 200,
+        }
+        assert listed["default"]["beta"] == 8
 
-    bad = ackwise("policy", "set", "src=10.0.2.1", "every_d", "d=0", check=False)
-    assert bad.returncode == 2 and "d=0: must be an integer in 1..255" in bad.stderr
-    bad = ackwise("policy", "set", "src=10.0.2.1", "sometimes", check=False)
-    assert bad.returncode == 2 and "no policy named" in bad.stderr
+        bad = ackwise("policy", "set", "src=10.0.2.1", "every_d", "d=0", check=False)
+        assert bad.returncode == 2 and "d=0: must be an integer in 1..255" in bad.stderr
+        bad = ackwise("policy", "set", "src=10.0.2.1", "sometimes", check=False)
+        assert bad.returncode == 2 and "no policy named" in bad.stderr
 
-    assert ackwise("flows").stdout.strip() == "no flows"
-    netns.run(sys.executable, "-c", SEND, env=cli_env)
-    rows = json.loads(ackwise("--json", "flows").stdout)
-    acks = next(r for r in rows if r["sender"] == "10.0.2.1:5001")
-    data = next(r for r in rows if r["sender"] == "10.0.1.1:40000")
-    assert (acks["acks_seen"], acks["acks_forwarded"], acks["acks_thinned"]) == (16, 5, 11)
-    assert data["data"] == 16 and acks["last_keep_reason"] == "acks_all_data"
-    table = ackwise("flows", "--sort", "acks_thinned").stdout
-    assert "10.0.2.1:5001" in table.splitlines()[1] and "68.8" in table
-    assert ackwise("flows", "--filter", "10.0.9.").stdout.strip() == "no flows"
+        assert ackwise("flows").stdout.strip() == "no flows"
+        netns.run(sys.executable, "-c", SEND, env=cli_env)
+        rows = json.loads(ackwise("--json", "flows").stdout)
+        acks = next(r for r in rows if r["sender"] == "10.0.2.1:5001")
+        data = next(r for r in rows if r["sender"] == "10.0.1.1:40000")
+        assert (acks["acks_seen"], acks["acks_forwarded"], acks["acks_thinned"]) == (16, 5, 11)
+        assert data["data"] == 16 and acks["last_keep_reason"] == "acks_all_data"
+        table = ackwise("flows", "--sort", "acks_thinned").stdout
+        assert "10.0.2.1:5001" in table.splitlines()[1] and "68.8" in table
+        assert ackwise("flows", "--filter", "10.0.9.").stdout.strip() == "no flows"
 
-    out = ackwise("port", "ecn", "1", "20").stdout
-    assert "port 1: CE when more than 20 packets are queued (marked so far: 0)" in out
-    out = ackwise("port", "ecn", "1", "5", "30", "10").stdout
-    assert "between 5 and 30 packets" in out
-    entries = json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"]
-    assert [(e["action"], e["params"]) for e in entries] == [
-        ("ecn.red", {"k_min_pkts": 5, "k_max_pkts": 30, "p_max": 10})
-    ]
-    bad = ackwise("port", "ecn", "1", "30", "5", "10", check=False)
-    assert bad.returncode == 2 and "k_min < k_max" in bad.stderr
-    ackwise("port", "ecn", "1", "off")
-    assert json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"] == []
-    out = ackwise("policy", "set", "dst=10.0.1.0/24", "acc", "d_cap=16", "signals=ce,queue").stdout
-    assert "acc mss=1448 d_cap=16 signals=ce,queue rtt_min_us=0 idle_ms=1000 hold_ms=200" in out
+        out = ackwise("port", "ecn", "1", "20").stdout
+        assert "port 1: CE when more than 20 packets are queued (marked so far: 0)" in out
+        out = ackwise("port", "ecn", "1", "5", "30", "10").stdout
+        assert "between 5 and 30 packets" in out
+        entries = json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"]
+        assert [(e["action"], e["params"]) for e in entries] == [
+            ("ecn.red", {"k_min_pkts": 5, "k_max_pkts": 30, "p_max": 10})
+        ]
+        bad = ackwise("port", "ecn", "1", "30", "5", "10", check=False)
+        assert bad.returncode == 2 and "k_min < k_max" in bad.stderr
+        ackwise("port", "ecn", "1", "off")
+        assert json.loads(ackwise("--json", "table", "dump", "ecn.port_threshold").stdout)["entries"] == []
+        out = ackwise("policy", "set", "dst=10.0.1.0/24", "acc", "d_cap=16", "signals=ce,queue").stdout
+        assert "acc mss=1448 d_cap=16 signals=ce,queue rtt_min_us=0 idle_ms=1000 hold_ms=200" in out
 
-    ackwise("policy", "del", "0")
-    assert [r["handle"] for r in json.loads(ackwise("--json", "policy", "list").stdout)["rules"]] == [1]
-    check_ipv6_flows(netns, cli_env, ackwise)
-    ackwise("switch", "stop")
+        ackwise("policy", "del", "0")
+        assert [r["handle"] for r in json.loads(ackwise("--json", "policy", "list").stdout)["rules"]] == [1]
+        check_ipv6_flows(netns, cli_env, ackwise)
+    finally:
+        ackwise("switch", "stop", check=False)  # also when a check failed: its files go with it
 
 
 def check_ipv6_flows(netns: Netns, cli_env: dict[str, str], ackwise: Any) -> None:
