@@ -9,7 +9,15 @@ from typing import Any
 from scapy.layers.inet import TCP
 from scapy.layers.l2 import Ether
 
-from ackwise.features.thinning import read_flows, set_default_policy, set_policy
+from ackwise.features.thinning import (
+    delete_flow_policy,
+    list_flow_policies,
+    modify_flow_policy,
+    read_flows,
+    set_default_policy,
+    set_flow_policy,
+    set_policy,
+)
 from ackwise.twins.policies import PolicyMatch, PolicyParams
 from base_test import AckwiseTest, TcpFlow, host_ip, host_prefix, routed
 
@@ -194,6 +202,45 @@ class PolicyTableTest(ThinningTest):
             self.run_acks(flow, [flow.ack(k) for k in range(1, 11)], list(range(10)))
 
 
+class FlowPolicyTest(ThinningTest):
+    """A per-flow rule (the controller's: ack_thinning.flow_policy, flow_policy6 for IPv6 flows)
+    outranks the rules for its flow's ACKs alone; modified in place, it applies at once; deleted,
+    the flow falls back to the rules. Another flow of the same prefix keeps the rules' policy."""
+
+    def install_entries(self) -> None:
+        self.install_routes()
+        assert self.client is not None
+        set_policy(
+            self.client,
+            PolicyMatch.parse([f"src={host_prefix(2, self.ip_version)}"]),
+            PolicyParams.parse("every_d", ["d=8", "idle_ms=0"]),
+        )
+
+    def runTest(self) -> None:
+        # idle_ms=0 throughout: the pauses between the steps keep no ACK as the first after silence.
+        assert self.client is not None
+        ruled, other = self.new_flow(sport=40001), self.new_flow(sport=40002)
+        match = PolicyMatch.parse(
+            [f"src={ruled.ack_ip}", f"dst={ruled.data_ip}", f"sport={ruled.dport}", f"dport={ruled.sport}"]
+        )
+        handle = set_flow_policy(self.client, match, PolicyParams.parse("every_d", ["d=2", "idle_ms=0"]))
+        rules = list_flow_policies(self.client)
+        self.assertEqual([(r.handle, r.version, r.match) for r in rules], [(handle, self.ip_version, match)])
+        for flow in (ruled, other):
+            self.send_data(flow, range(10))
+        self.run_acks(ruled, [ruled.ack(k) for k in range(1, 11)], [0, 2, 4, 6, 8, 9])  # d=2
+        self.run_acks(other, [other.ack(k) for k in range(1, 11)], [0, 8, 9])  # the rule's d=8
+        modify_flow_policy(
+            self.client, handle, PolicyParams.parse("every_d", ["d=4", "idle_ms=0"]), self.ip_version
+        )
+        self.send_data(ruled, range(10, 20))
+        self.run_acks(ruled, [ruled.ack(k) for k in range(11, 21)], [3, 7, 9])  # 14, 18, all data
+        delete_flow_policy(self.client, handle, self.ip_version)
+        self.assertEqual(list_flow_policies(self.client), [])
+        self.send_data(ruled, range(20, 30))
+        self.run_acks(ruled, [ruled.ack(k) for k in range(21, 31)], [7, 9])  # d=8 again: 28, all data
+
+
 # ---- the same over IPv6 ----
 
 
@@ -214,6 +261,12 @@ class TackTest6(TackTest):
 
 
 class TackMeasuredRttTest6(TackMeasuredRttTest):
+    ip_version = 6
+
+
+class FlowPolicyTest6(FlowPolicyTest):
+    """An IPv6 flow's per-flow rule goes into flow_policy6, where the switch looks it up."""
+
     ip_version = 6
 
 

@@ -30,7 +30,9 @@ from ackwise.twins.p4names import (
     KEY_FLOW,
     REGISTER_ACK_THINNING_SLOT,
     TABLE_ACK_THINNING_FLOW_POLICY,
+    TABLE_ACK_THINNING_FLOW_POLICY6,
     TABLE_ACK_THINNING_POLICY,
+    TABLE_ACK_THINNING_POLICY6,
     TABLE_FORWARDING_IPV4_LPM,
 )
 from ackwise.twins.policies import POLICY_KEY_BITS
@@ -39,13 +41,27 @@ from ackwise.twins.policies import POLICY_KEY_BITS
 SLOT_REGISTERS = (*KEY_REGISTERS, REGISTER_ACK_THINNING_SLOT)
 
 
-def _ternary(field_name: str, text: str) -> MatchValue:
+# The policy tables, each IP version's (the key's width in bits): what ack_switch has.
+POLICY_TABLES = {
+    TABLE_ACK_THINNING_POLICY: POLICY_KEY_BITS[4],
+    TABLE_ACK_THINNING_FLOW_POLICY: POLICY_KEY_BITS[4],
+    TABLE_ACK_THINNING_POLICY6: POLICY_KEY_BITS[6],
+    TABLE_ACK_THINNING_FLOW_POLICY6: POLICY_KEY_BITS[6],
+}
+FLOW_TABLES = (TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_FLOW_POLICY6)
+
+
+def _ternary(field_name: str, text: str, width: int) -> MatchValue:
     value, _, mask = text.partition("&&&")
-    return MatchValue(field_name, "ternary", POLICY_KEY_BITS[4], int(value, 0), mask=int(mask, 0))
+    return MatchValue(field_name, "ternary", width, int(value, 0), mask=int(mask, 0))
 
 
-def _exact(field_name: str, text: str) -> MatchValue:
-    return MatchValue(field_name, "exact", POLICY_KEY_BITS[4], int(text, 0))
+def _exact(field_name: str, text: str, width: int) -> MatchValue:
+    return MatchValue(field_name, "exact", width, int(text, 0))
+
+
+def _empty_tables() -> dict[str, dict[int, TableEntry]]:
+    return {**{table: {} for table in POLICY_TABLES}, TABLE_FORWARDING_IPV4_LPM: {}}
 
 
 @dataclass
@@ -61,15 +77,11 @@ class FakeSwitchClient:
         self.thrift_port = thrift_port
         self.uptime_us = 1_000_000
         self.registers: dict[str, list[int]] = {}
-        self.entries: dict[str, dict[int, TableEntry]] = {
-            TABLE_ACK_THINNING_POLICY: {},
-            TABLE_ACK_THINNING_FLOW_POLICY: {},
-            TABLE_FORWARDING_IPV4_LPM: {},
-        }
+        self.entries = _empty_tables()
         self.default: dict[str, DefaultAction] = {}
         self.counters: dict[tuple[str, int], int] = {}
         self.ports = (PortInfo(1, "veth1", True), PortInfo(2, "veth2", True))
-        self._next_handle = 0
+        self._next_handle: dict[str, int] = {}  # per table, as bmv2's handles
         self.writes: list[tuple[str, Any]] = []  # ("add" | "modify" | "delete", detail)
         self.dumps: list[str] = []  # the tables dumped, in order
         self.reachable = True
@@ -123,19 +135,17 @@ class FakeSwitchClient:
         """As a restarted simple_switch: tables empty, registers zero, the clock from 0."""
         self.uptime_us = 0
         self.registers.clear()
-        self.entries = {
-            TABLE_ACK_THINNING_POLICY: {},
-            TABLE_ACK_THINNING_FLOW_POLICY: {},
-            TABLE_FORWARDING_IPV4_LPM: {},
-        }
+        self.entries = _empty_tables()
+        self._next_handle.clear()
         self.counters.clear()
 
     def _array(self, name: str, size: int) -> list[int]:
         return self.registers.setdefault(name, [0] * size)
 
-    def _handle(self) -> int:
-        self._next_handle += 1
-        return self._next_handle - 1
+    def _handle(self, table: str) -> int:
+        handle = self._next_handle.get(table, 0)
+        self._next_handle[table] = handle + 1
+        return handle
 
     def _check(self) -> None:
         if not self.reachable:
@@ -164,11 +174,7 @@ class FakeSwitchClient:
         from types import SimpleNamespace
 
         return SimpleNamespace(
-            tables={
-                TABLE_ACK_THINNING_POLICY: None,
-                TABLE_ACK_THINNING_FLOW_POLICY: None,
-                TABLE_FORWARDING_IPV4_LPM: None,
-            },
+            tables={**{table: None for table in POLICY_TABLES}, TABLE_FORWARDING_IPV4_LPM: None},
             registers={name: None for name in (*SLOT_REGISTERS, *self.registers)},
         )
 
@@ -192,17 +198,15 @@ class FakeSwitchClient:
     ) -> int:
         self._check()
         entries = self.entries.setdefault(table, {})
-        size = {
-            TABLE_ACK_THINNING_POLICY: ACK_POLICY_TABLE_SIZE,
-            TABLE_ACK_THINNING_FLOW_POLICY: FLOW_POLICY_TABLE_SIZE,
-        }.get(table)
-        if size is not None and len(entries) >= size:
+        size = FLOW_POLICY_TABLE_SIZE if table in FLOW_TABLES else ACK_POLICY_TABLE_SIZE
+        if table in POLICY_TABLES and len(entries) >= size:
             raise SwitchOperationError(f"adding an entry to {table} failed: TABLE_FULL")
-        exact = table == TABLE_ACK_THINNING_FLOW_POLICY
-        match = ((_exact if exact else _ternary)(KEY_FLOW, key[KEY_FLOW]),)
+        exact = table in FLOW_TABLES
+        width = POLICY_TABLES.get(table, POLICY_KEY_BITS[4])
+        match = ((_exact if exact else _ternary)(KEY_FLOW, key[KEY_FLOW], width),)
         if any(e.key == match and e.priority == priority for e in entries.values()):
             raise SwitchOperationError(f"adding an entry to {table} failed: DUPLICATE_ENTRY")
-        handle = self._handle()
+        handle = self._handle(table)
         entries[handle] = TableEntry(table, handle, match, action, dict(params), priority)  # type: ignore[arg-type]
         self.writes.append(("add", handle))
         return handle

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any, cast
+from unittest.mock import patch
 
 import pytest
-from fake_switch_client import FakeSwitchClient
+from fake_switch_client import FLOW_TABLES, FakeSwitchClient
 
-from ackwise.bmv2.client import SwitchClient
+from ackwise.bmv2.client import SwitchClient, SwitchOperationError
 from ackwise.controller.config import ControllerConfig, parse_config
 from ackwise.controller.decision import AckStream
 from ackwise.controller.loop import (
@@ -24,9 +26,10 @@ from ackwise.features.thinning import list_flow_policies, set_flow_policy, set_p
 from ackwise.twins.p4names import (
     FLOW_POLICY_TABLE_SIZE,
     TABLE_ACK_THINNING_FLOW_POLICY,
+    TABLE_ACK_THINNING_FLOW_POLICY6,
     TABLE_ACK_THINNING_POLICY,
 )
-from ackwise.twins.policies import PolicyMatch, PolicyParams
+from ackwise.twins.policies import PolicyError, PolicyMatch, PolicyParams
 
 SENDER, RECEIVER = ("10.0.1.1", 40000), ("10.0.2.1", 5001)
 ACKS = AckStream.parse(RECEIVER[0], RECEIVER[1], SENDER[0], SENDER[1])
@@ -332,7 +335,7 @@ def test_a_failed_write_is_logged_and_retried() -> None:
         stream = AckStream.parse("10.0.3.1", 5001, "10.0.1.1", handle)
         key = (replace(template.key[0], value=int(stream.match().exact_key()["flow"], 0)),)
         rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY][handle] = replace(template, handle=handle, key=key)
-    rig.fake._next_handle = FLOW_POLICY_TABLE_SIZE
+    rig.fake._next_handle[TABLE_ACK_THINNING_FLOW_POLICY] = FLOW_POLICY_TABLE_SIZE
     events = rig.step(segments=10)
     assert kinds(events) == ["connected", "error"]
     assert "TABLE_FULL" in events[1]["error"]
@@ -377,3 +380,109 @@ def test_switch_endpoints() -> None:
 def test_log_lines_are_json(capsys: pytest.CaptureFixture[str]) -> None:
     print_json_line({"event": "set", "flow": "a -> b"})
     assert json.loads(capsys.readouterr().out) == {"event": "set", "flow": "a -> b"}
+
+
+# ---- IPv6 flows: their rules in ack_thinning.flow_policy6, whose handles are its own ----
+
+SENDER6, RECEIVER6 = ("fd00:0:0:1::1", 40000), ("fd00:0:0:2::1", 5001)
+ACKS6 = AckStream.parse(RECEIVER6[0], RECEIVER6[1], SENDER6[0], SENDER6[1])
+BOTH_VERSIONS = {
+    "rules": [
+        {"name": "lab", "match": {"src": "10.0.2.0/24"}},
+        {"name": "lab6", "match": {"src": "fd00:0:0:2::/64"}},
+    ]
+}
+
+
+def test_an_ipv6_flow_gets_its_rule_in_the_ipv6_per_flow_table() -> None:
+    rig = Rig(parse_config(BOTH_VERSIONS))
+    events = rig.step(segments=10, src=SENDER6, dst=RECEIVER6)
+    assert kinds(events) == ["connected", "set"]
+    assert (events[1]["flow"], events[1]["acks"]) == (
+        "[fd00:0:0:1::1]:40000 -> [fd00:0:0:2::1]:5001",
+        "src=fd00:0:0:2::1/128 dst=fd00:0:0:1::1/128 sport=5001 dport=40000",
+    )
+    entry = rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY6][0]
+    assert [(m.match_type, m.width_bits) for m in entry.key] == [("exact", 288)]  # 2 x 128 + 2 x 16
+    assert rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY] == {}
+    for segments in (20, 40, 80, 86):
+        rig.step(segments=segments, src=SENDER6, dst=RECEIVER6)
+    events = [e for _ in range(3) for e in rig.step(src=SENDER6, dst=RECEIVER6)]
+    assert kinds(events) == ["change"]
+    assert rig.fake.writes[-1] == ("modify", 0)
+    assert rig.policy_rules() == {ACKS6: "tack mss=1448 L=2 beta=4 rtt_min_us=0 idle_ms=1000 hold_ms=200"}
+    rig.fake.set_flow(*SENDER6, *RECEIVER6, closed=True)
+    events = rig.step(send=False)
+    assert [(e["event"], e["reason"]) for e in events] == [("remove", "flow closed (FIN or RST)")]
+    assert rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY6] == {}
+
+
+def test_an_ipv4_and_an_ipv6_rule_with_the_same_handle_are_each_checked_in_their_own_table() -> None:
+    """bmv2 numbers each table's entries from 0: the IPv4 flow's rule and the IPv6 flow's are both
+    handle 0, and neither may be taken for the other (lost, re-applied, deleted)."""
+    rig = Rig(parse_config(BOTH_VERSIONS))
+    rig.flow(SENDER6, RECEIVER6, segments=10)
+    assert kinds(rig.step(segments=10)) == ["connected", "set", "set"]
+    assert [list(rig.fake.entries[t]) for t in FLOW_TABLES] == [[0], [0]]
+    seen: list[str] = []
+    for _ in range(int(RULES_FULL_CHECK_S / 0.125) + 2):  # through a full check of both tables
+        rig.flow(SENDER6, RECEIVER6, segments=2)
+        seen += kinds(rig.step(segments=2))
+    assert seen == []
+    del rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY6][0]  # 'ackwise policy del --flow --ipv6 0'
+    rig.flow(SENDER6, RECEIVER6, segments=2)
+    events = rig.step(segments=2)
+    assert [(e["event"], e["flow"]) for e in events] == [("lost", str(ACKS6)), ("reapply", str(ACKS6))]
+    assert [list(rig.fake.entries[t]) for t in FLOW_TABLES] == [[0], [1]]
+    rig.fake.set_flow(*SENDER, *RECEIVER, closed=True)
+    rig.flow(SENDER6, RECEIVER6, segments=2)
+    assert [(e["event"], e["flow"]) for e in rig.step(send=False)] == [("remove", str(ACKS))]
+    assert [list(rig.fake.entries[t]) for t in FLOW_TABLES] == [[], [1]]
+    assert rig.policy_rules() == {ACKS6: "every_d mss=1448 d=1 idle_ms=1000 hold_ms=200"}
+
+
+def test_rules_of_one_ip_version_never_manage_flows_of_the_other() -> None:
+    rig = Rig()  # manages src=10.0.2.0/24 only
+    for _ in range(6):
+        rig.flow(SENDER6, RECEIVER6)
+        rig.step(send=False)
+    assert rig.fake.writes == []
+    rig6 = Rig(parse_config({"rules": [{"name": "lab6", "match": {"src": "fd00::/8"}}]}))
+    for _ in range(6):
+        rig6.step()  # the IPv4 flow
+    assert rig6.fake.writes == []
+
+
+def test_ipv6_rules_left_by_a_previous_controller_are_adopted_by_their_table() -> None:
+    rig = Rig(parse_config(BOTH_VERSIONS))
+    left4 = set_flow_policy(rig.client, ACKS.match(), PolicyParams.parse("tack", []))
+    left6 = set_flow_policy(rig.client, ACKS6.match(), PolicyParams.parse("tack", []))
+    assert (left4, left6) == (0, 0)
+    rig.flow(SENDER6, RECEIVER6, segments=10)
+    events = rig.step(segments=10)
+    assert [(e["event"], e.get("flow")) for e in events[:3]] == [
+        ("connected", None),
+        ("adopt", str(ACKS)),
+        ("adopt", str(ACKS6)),
+    ]
+    # each modified in place in its own table (in the order of the flows' slots), not added twice
+    assert sorted((e["event"], e["flow"]) for e in events[3:]) == [
+        ("change", str(ACKS)),
+        ("change", str(ACKS6)),
+    ]
+    assert [len(rig.fake.entries[t]) for t in FLOW_TABLES] == [1, 1]
+
+
+def test_a_per_flow_rule_needs_an_exact_match_and_a_program_with_the_versions_table() -> None:
+    rig = Rig()
+    with pytest.raises(PolicyError, match="a per-flow rule needs src=IP dst=IP sport=N dport=N"):
+        set_flow_policy(rig.client, PolicyMatch.parse(["src=fd00::/64"]), PolicyParams.parse("tack", []))
+    del rig.fake.entries[TABLE_ACK_THINNING_FLOW_POLICY6]
+    no_ipv6 = SimpleNamespace(tables={TABLE_ACK_THINNING_FLOW_POLICY: None, TABLE_ACK_THINNING_POLICY: None})
+    with (
+        patch.object(FakeSwitchClient, "program", no_ipv6),
+        pytest.raises(
+            SwitchOperationError, match=r"no per-flow rules' table for IPv6 flows .* load ack_switch"
+        ),
+    ):
+        set_flow_policy(rig.client, ACKS6.match(), PolicyParams.parse("tack", []))

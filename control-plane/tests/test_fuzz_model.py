@@ -1,9 +1,28 @@
 """The fuzzer's model of the parser behind the IPv6 EtherType (experiments/stress/fuzz.py): the
-cases ptf-tests/test_ipv6_headers.py sends through bmv2, with the verdict the switch gave them."""
+cases ptf-tests/test_ipv6_headers.py sends through bmv2, with the verdict the switch gave them;
+and the IPv6 pass's frames, tags and mutations."""
 
 from __future__ import annotations
 
-from ackwise.experiments.stress.fuzz import model_ipv6
+import random
+
+import pytest
+
+from ackwise.experiments.stress.dataplane import DOWNLINK, UPLINK, mac
+from ackwise.experiments.stress.fuzz import (
+    IPV6_EXT_FOLLOWED,
+    MUTATIONS_BY_VERSION,
+    Flow,
+    _ip_parts,
+    _with_ext_chain,
+    forwarded,
+    label,
+    merge_reports,
+    model,
+    model_ipv6,
+    mutate,
+    tag_of,
+)
 from ackwise.twins.p4names import IPV6_EXT_FRAGMENT, IPV6_EXT_HEADERS_MAX, IPV6_EXT_LEN_MAX
 
 TCP_HEADER = bytes(12) + bytes([5 << 4]) + bytes(7)  # data offset 5, no options
@@ -92,3 +111,86 @@ def test_an_ipv6_segments_checksum_is_checked_over_its_pseudo_header() -> None:
     )
     assert model_ipv6(ack, "coalesce").tcp_ok
     assert not model_ipv6(ack[:-1] + bytes([ack[-1] ^ 1]), "coalesce").tcp_ok
+
+
+# ---- the IPv6 pass: flows over IPv6, tagged in the flow label, routed, and its mutations ----
+
+
+def _flow6() -> Flow:
+    return Flow(3, 1000, 2000, 5, ip_version=6)
+
+
+def test_an_ipv6_flows_segments_carry_their_tag_in_the_flow_label_and_are_routed() -> None:
+    flow = _flow6()
+    data, _ = flow.data(17)
+    ack = flow.pure_ack(18, random.Random(1))
+    assert (tag_of(data), tag_of(ack)) == ((6, 17), (6, 18))
+    m = model(data, "every_d")
+    assert (m.ipv6, m.routed, m.malformed, m.pure_ack, m.tcp_ok) == (True, True, "", False, True)
+    port, out = forwarded(data, m)
+    assert port == DOWNLINK and out[14 + 7] == data[14 + 7] - 1 and out[:6] == mac(DOWNLINK, True)
+    assert out[14:] != data[14:] and out[14 + 8 :] == data[14 + 8 :]
+    assert model(ack, "every_d").thinnable and not model(ack, "off").thinnable
+    # An IPv4 frame relabelled with the IPv6 EtherType has no tag (its TOS is 0): matched whole.
+    v4 = Flow(3, 1000, 2000, 5).data(17)[0]
+    assert tag_of(v4) == (4, 17) and tag_of(v4[:12] + b"\x86\xdd" + v4[14:]) is None
+
+
+def test_an_ipv6_segment_with_hop_limit_1_must_be_dropped_and_is_never_thinned() -> None:
+    ack = bytearray(_flow6().pure_ack(1, random.Random(1)))
+    ack[14 + 7] = 1
+    m = model(bytes(ack), "every_d")
+    assert (m.must_drop, m.thinnable) == (True, False)
+    no_route = bytearray(ack)
+    no_route[14 + 24] = 0x20  # 2000::/3: no route, switched on its MAC whatever its hop limit
+    m = model(bytes(no_route), "every_d")
+    assert (m.routed, m.must_drop) == (False, False)
+    assert forwarded(bytes(no_route), m) == (UPLINK, bytes(no_route))
+
+
+def test_extension_headers_inserted_keep_the_segment_valid_and_are_read_as_the_parser_does() -> None:
+    rng = random.Random(2)
+    ack = _flow6().pure_ack(5, rng)
+    followed = sorted(IPV6_EXT_FOLLOWED)
+    for n, malformed in ((1, ""), (IPV6_EXT_HEADERS_MAX, ""), (IPV6_EXT_HEADERS_MAX + 1, "ipv6_ext_skipped")):
+        g = _with_ext_chain(ack, [followed[i % 3] for i in range(n)], rng, [1] * n)
+        m = model(g, "every_d")
+        # (the checksum is read only where the parser reads TCP)
+        assert (m.malformed, m.tcp_ok, m.thinnable, tag_of(g)) == (
+            malformed,
+            not malformed,
+            not malformed,
+            (6, 5),
+        )
+        assert int.from_bytes(g[18:20], "big") == len(g) - 54
+        assert _ip_parts(g)[1] == ack[54:]  # the TCP segment, found behind them
+    assert model(_with_ext_chain(ack, [IPV6_EXT_FRAGMENT], rng), "every_d").malformed == "ipv6_ext_skipped"
+
+
+def test_every_ipv6_mutation_keeps_the_tag_of_a_frame_long_enough_to_carry_it() -> None:
+    rng = random.Random(3)
+    flow = _flow6()
+    for kind in MUTATIONS_BY_VERSION[6]:
+        for i in range(200):
+            base = flow.data(9)[0] if i % 2 else flow.pure_ack(9, rng)
+            f = mutate(kind, base, rng)
+            assert len(f) <= 1514, kind
+            if kind != "ethertype" and len(f) >= 18:
+                assert tag_of(f) == (6, 9), (kind, f[:60].hex())
+            model(f, "coalesce")  # never raises
+
+
+def test_shards_merge_into_one_report_or_say_what_differs() -> None:
+    def doc(seed: int, *labels: tuple[str, int]) -> dict:
+        reports = [{"config": c, "ip_version": v} for c, v in labels]
+        return {"seed": seed, "packets_per_config": 10, "versions": {"ackwise": "x"}, "reports": reports}
+
+    merged = merge_reports([doc(1, ("off", 4)), doc(1, ("off", 6), ("acc", 6))])
+    assert [label(r) for r in merged["reports"]] == ["off", "off IPv6", "acc IPv6"]
+    other_commit = doc(1, ("acc", 4))
+    other_commit["versions"]["ackwise"] = "y"
+    assert merge_reports([doc(1, ("off", 4)), other_commit])["versions"]["ackwise"] == "x, y"
+    with pytest.raises(ValueError, match="differ in seed"):
+        merge_reports([doc(1, ("off", 4)), doc(2, ("off", 6))])
+    with pytest.raises(ValueError, match="off IPv6 in more than one report"):
+        merge_reports([doc(1, ("off", 6)), doc(1, ("off", 6))])

@@ -24,7 +24,7 @@ from ackwise.cli.watch import (
     watch,
 )
 from ackwise.controller.decision import AckStream
-from ackwise.features.thinning import FlowRecord, HalfFlow, PolicyRule, set_policy
+from ackwise.features.thinning import FlowRecord, HalfFlow, PolicyRule, set_flow_policy, set_policy
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.policies import MSS_BYTES, PolicyMatch, PolicyParams
 
@@ -274,3 +274,32 @@ def render_text(rows: list[dict[str, object]], width: int) -> str:
     out = io.StringIO()
     Console(file=out, width=width).print(render(rows, [], "t", width))
     return out.getvalue()
+
+
+def test_watch_shows_an_ipv6_flow_with_the_per_flow_rule_it_has() -> None:
+    """An IPv6 flow's record (its addresses in key6_a/_b) and its per-flow rule in flow_policy6,
+    beside an IPv4 flow whose per-flow rule has the same handle (0) in IPv4's table."""
+    fake, client = fake_switch()
+    sender6, receiver6 = ("fd00:0:0:1::1", 40000), ("fd00:0:0:2::1", 5001)
+    fake.set_flow(*sender6, *receiver6, data={"data_segments": 10}, acks={"acks_seen": 6, "egress_port": 1})
+    acks6 = AckStream.parse(*receiver6, *sender6)
+    acks4 = AckStream.parse("10.0.2.1", 5001, "10.0.1.1", 40000)
+    assert set_flow_policy(client, acks6.match(), PolicyParams.parse("tack", [])) == 0
+    assert set_flow_policy(client, acks4.match(), PolicyParams.parse("every_d", ["d=3"])) == 0
+    out = io.StringIO()
+    assert watch(client, as_json=True, count=1, out=out) == 0
+    lines = {x["sender"]: x for x in map(json.loads, out.getvalue().splitlines())}
+    assert (lines["[fd00:0:0:1::1]:40000"]["policy"], lines["[fd00:0:0:1::1]:40000"]["acks_seen"]) == (
+        "tack",
+        6,
+    )
+    assert (lines["10.0.1.1:40000"]["policy"], lines["10.0.1.1:40000"]["d"]) == ("every_d", 3)
+
+
+def test_watch_draws_an_ipv6_flows_endpoints_whole() -> None:
+    """rich reads ``[...]`` as markup: an IPv6 flow was drawn as ':40000 -> :5001'."""
+    fake, client = fake_switch()
+    fake.set_flow("fd00:0:0:1::1", 40000, "fd00:0:0:2::1", 5001, data={"data_segments": 10})
+    out = io.StringIO()
+    watch(client, out=out, width=160, count=1)
+    assert "[fd00:0:0:1::1]:40000 -> [fd00:0:0:2::1]:5001" in out.getvalue()

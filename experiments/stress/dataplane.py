@@ -103,8 +103,8 @@ def over_ipv6(frame_v4: bytes) -> bytes:
 
 def install_routes(client: Any, l2_across: bool = False, ipv6: bool = False) -> None:
     """A route to each host's /24 (with ``ipv6``, and its /64) out of its port, rewriting the MACs;
-    with ``l2_across``, frames that are not IPv4 are switched on their destination, the switch's
-    MAC, to the other host (the fuzzer's IPv6, which its model expects switched, not routed)."""
+    with ``l2_across``, frames without a route (not IP, or IP to another address) are switched on
+    their destination, the switch's MAC, to the other host (the fuzzer's model expects that)."""
     for port in (UPLINK, DOWNLINK):
         routes = [(TABLE_FORWARDING_IPV4_LPM, f"10.0.{port}.0/24")]
         if ipv6:
@@ -187,9 +187,12 @@ def marker(port: int, burst: int) -> bytes:
 
 
 def configure(client: Any, config: str) -> None:
-    """Routes (and L2 across) for one stress configuration: an ACK policy of ack_switch by name
-    (default parameters), or ``ap_proxy`` serving 10.0.2.0/24 behind DOWNLINK."""
-    install_routes(client, l2_across=True)
+    """Routes for IPv4 and IPv6 (and L2 across) for one stress configuration: an ACK policy of
+    ack_switch by name (default parameters), ``ap_proxy`` serving 10.0.2.0/24 behind DOWNLINK, or
+    ``forward_only`` (routes only)."""
+    install_routes(client, l2_across=True, ipv6=True)
+    if config == "forward_only":
+        return
     if config == "ap_proxy":
         params = StationParams(
             budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=60_000, holdoff_ms=0

@@ -20,7 +20,7 @@ from ackwise.features.thinning import (
     set_policy,
     set_reclaim_idle_ms,
 )
-from ackwise.twins.p4names import TABLE_ACK_THINNING_FLOW_POLICY
+from ackwise.twins.p4names import TABLE_ACK_THINNING_FLOW_POLICY, TABLE_ACK_THINNING_FLOW_POLICY6
 from ackwise.twins.policies import Policy, PolicyError, PolicyMatch, PolicyParams
 
 POLICY_NAMES = {p.value for p in Policy}
@@ -63,12 +63,11 @@ def cmd_policy_set(args: argparse.Namespace) -> int:
 def cmd_policy_list(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         rules, default = list_policies(client)
-        flow_rules = (
-            list_flow_policies(client) if TABLE_ACK_THINNING_FLOW_POLICY in client.program.tables else []
-        )
+        flow_rules = list_flow_policies(client)
     data = {
         "flow_rules": [
-            {"handle": r.handle, "match": str(r.match), "policy": r.params.to_dict()} for r in flow_rules
+            {"handle": r.handle, "ip_version": r.version, "match": str(r.match), "policy": r.params.to_dict()}
+            for r in flow_rules
         ],
         "rules": [
             {
@@ -84,11 +83,12 @@ def cmd_policy_list(args: argparse.Namespace) -> int:
     }
     text = []
     if flow_rules:
-        rows = [[r.handle, str(r.match), r.params.describe()] for r in flow_rules]
+        rows = [[r.handle, f"IPv{r.version}", str(r.match), r.params.describe()] for r in flow_rules]
         text += [
-            f"per-flow rules ({TABLE_ACK_THINNING_FLOW_POLICY}, looked up first; the controller's; "
-            "'policy del --flow HANDLE'):",
-            render_table(["handle", "match (ACKs)", "policy"], rows),
+            f"per-flow rules ({TABLE_ACK_THINNING_FLOW_POLICY}, {TABLE_ACK_THINNING_FLOW_POLICY6} for IPv6; "
+            "looked up first; the controller's; 'policy del --flow HANDLE', IPv6's 'policy del --flow "
+            "--ipv6 HANDLE'):",
+            render_table(["handle", "table", "match (ACKs)", "policy"], rows),
             "",
         ]
     rows = [[r.handle, f"IPv{r.version}", r.priority, str(r.match), r.params.describe()] for r in rules]
@@ -106,7 +106,7 @@ def cmd_policy_list(args: argparse.Namespace) -> int:
 def cmd_policy_del(args: argparse.Namespace) -> int:
     with client_for(args) as client:
         if args.flow:
-            delete_flow_policy(client, args.handle)
+            delete_flow_policy(client, args.handle, 6 if args.ipv6 else 4)
         else:
             delete_policy(client, args.handle, 6 if args.ipv6 else 4)
     what = "per-flow rule" if args.flow else "rule"
@@ -114,7 +114,7 @@ def cmd_policy_del(args: argparse.Namespace) -> int:
         args,
         {
             "deleted": args.handle,
-            "table": TABLE_ACK_THINNING_FLOW_POLICY if args.flow else POLICY_TABLES[6 if args.ipv6 else 4][0],
+            "table": POLICY_TABLES[6 if args.ipv6 else 4][1 if args.flow else 0],
         },
         f"deleted {what} {args.handle}",
     )
@@ -216,12 +216,14 @@ def add_commands(registry: Registry) -> None:
     p.add_argument(
         "--flow",
         action="store_true",
-        help=f"a per-flow rule ({TABLE_ACK_THINNING_FLOW_POLICY}, as the controller writes)",
+        help=f"a per-flow rule ({TABLE_ACK_THINNING_FLOW_POLICY}, or {TABLE_ACK_THINNING_FLOW_POLICY6} with "
+        "--ipv6; as the controller writes)",
     )
     p.add_argument(
         "--ipv6",
         action="store_true",
-        help="a rule of the IPv6 rules' table (its handles are that table's: 'policy list' shows which)",
+        help="a rule of IPv6's table (of per-flow rules with --flow); its handles are that table's: "
+        "'policy list' shows which",
     )
     p = registry.command(
         pol,

@@ -184,6 +184,7 @@ def render(
     column wraps after its arrow."""
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     wide = width >= WIDE_COLUMNS
     columns = [c for c in FLOW_TABLE if wide or c[2]]
@@ -193,7 +194,8 @@ def render(
     for header, _, _ in columns:
         flows.add_column(header, justify="left" if header in ("policy", "kept") else "right", no_wrap=True)
     for r in rows:
-        flows.add_row(f"{r['sender']} -> {r['receiver']}", *(cell(r) for _, cell, _ in columns))
+        # Text, not a string: rich would read an IPv6 endpoint's [address] as markup and drop it.
+        flows.add_row(Text(f"{r['sender']} -> {r['receiver']}"), *(Text(cell(r)) for _, cell, _ in columns))
     table_ports = Table(
         title="ports",
         title_justify="left",
@@ -204,7 +206,7 @@ def render(
         table_ports.add_column(header, justify="right" if header != "interface" else "left")
     for p in ports:
         backlog = "-" if p["backlog_pkts"] is None else str(p["backlog_pkts"])
-        table_ports.add_row(str(p["port"]), p["interface"], backlog, _text(p["ecn_marks"]))
+        table_ports.add_row(str(p["port"]), Text(p["interface"]), backlog, _text(p["ecn_marks"]))
     return Group(flows, table_ports)
 
 

@@ -2,7 +2,7 @@
 thresholds. ``ackwise controller check FILE`` runs ``load_config`` and lists every problem.
 
     interval_ms: 100                 # how often every switch is read (10..10000)
-    max_rules_per_switch: 8192       # per-flow rules the controller may hold in ack_thinning.flow_policy
+    max_rules_per_switch: 8192       # per-flow rules the controller may hold (flow_policy and flow_policy6)
     forget_after_s: 10               # a flow without new data this long loses its rule
     defaults:                        # for every rule; a rule overrides any key
       limits: {min_d: 1, max_d: 16, policies: [every_d, tack, acc, coalesce]}
@@ -15,7 +15,8 @@ thresholds. ``ackwise controller check FILE`` runs ``load_config`` and lists eve
         match: {src: 10.0.2.9/32}
         ignore: true                 # never touched, even if a later rule matches
 
-``match`` takes ``src``, ``dst`` (IPv4 address or prefix) and ``sport``, ``dport`` (port numbers),
+``match`` takes ``src``, ``dst`` (IPv4 or IPv6 address or prefix, both of one version: a rule
+matches only flows of its IP version) and ``sport``, ``dport`` (port numbers),
 as ``ackwise policy set`` does: they describe the ACKs, ``src`` being the data receiver that sends
 them. Omitted fields match anything. Rules are tried in order; the first that matches decides, so
 put narrow rules (and ``ignore`` rules) first.

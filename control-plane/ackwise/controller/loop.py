@@ -3,8 +3,9 @@
 A thin I/O shell around ``decision.decide``. Per switch and interval:
 
 1. ``time_elapsed_us``: if it went back, the switch restarted and every rule written is gone.
-2. The per-flow table ``ack_thinning.flow_policy`` (exact entries, looked up before the
-   operator's ternary rules in ``ack_thinning.policy``, which are read too): each rule the
+2. The per-flow tables ``ack_thinning.flow_policy`` and, for IPv6 flows, ``flow_policy6`` (exact
+   entries, looked up before the operator's ternary rules in ``ack_thinning.policy`` and
+   ``policy6``, which are read too): each rule the
    controller wrote must still be there, under its handle, with its match and parameters; rules
    lost that way (a restart the uptime did not show, a program reload, an operator's ``policy del
    --flow``) are re-applied. On first contact, per-flow rules of flows the configuration manages
@@ -36,8 +37,9 @@ Safe by construction:
   meanwhile stay until a controller runs again (it adopts, then removes them) or the operator
   deletes them (``ackwise policy list``, ``ackwise policy del --flow``); ``ackwise controller run
   --remove-rules-on-exit`` removes them when the controller exits cleanly.
-- At most ``max_rules_per_switch`` rules: ack_thinning.flow_policy holds 8192 entries in
-  ack_switch.p4 (FLOW_POLICY_TABLE_SIZE). Flows beyond the budget keep the operator's rules.
+- At most ``max_rules_per_switch`` rules, of both IP versions: ack_thinning.flow_policy (and
+  flow_policy6) holds 8192 entries in ack_switch.p4 (FLOW_POLICY_TABLE_SIZE). Flows beyond the
+  budget keep the operator's rules.
 
 The switch must track a flow for the controller to see it: a flow whose ACKs fall under ``off``
 has no record. Give the managed prefixes a tracking rule (e.g. ``ackwise policy set
@@ -106,7 +108,8 @@ class SwitchEndpoint:
 
 @dataclass(frozen=True)
 class Installed:
-    """A rule the controller wrote (or adopted) on a switch."""
+    """A rule the controller wrote (or adopted) on a switch: its handle in the per-flow table of the
+    flow's IP version (the stream's)."""
 
     handle: int
     params: PolicyParams
@@ -381,10 +384,11 @@ class Controller:
                 view.installed[stream] = Installed(rule.handle, rule.params)
                 self._event(view, "adopt", stream, new=rule.params.describe(), handle=rule.handle)
             return
-        by_handle = {rule.handle: rule for rule in rules}
+        # Each IP version's table has handles of its own.
+        by_handle = {(rule.version, rule.handle): rule for rule in rules}
         lost, changed = [], []
         for stream, installed in view.installed.items():
-            rule = by_handle.get(installed.handle)
+            rule = by_handle.get((stream.version, installed.handle))
             if rule is None or rule.match != stream.match():
                 lost.append(stream)
             elif rule.params.action() != installed.params.action():
@@ -425,7 +429,7 @@ class Controller:
             return
         try:
             if have is not None:
-                modify_flow_policy(client, have.handle, want.params)
+                modify_flow_policy(client, have.handle, want.params, stream.version)
                 view.installed[stream] = Installed(have.handle, want.params)
                 self._event(view, "change", stream, old=have.params.describe(), **_new(want))
                 return
@@ -458,7 +462,7 @@ class Controller:
         if installed is None or view.client is None:
             return
         try:
-            delete_flow_policy(view.client, installed.handle)
+            delete_flow_policy(view.client, installed.handle, stream.version)
         except SwitchOperationError as exc:
             self._event(view, "error", stream, error=str(exc))
             return

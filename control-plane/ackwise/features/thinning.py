@@ -162,53 +162,71 @@ def delete_policy(client: SwitchClient, handle: int, version: int = 4) -> None:
 
 def rules_in_lookup_order(client: SwitchClient) -> tuple[list[PolicyRule], PolicyParams]:
     """Every rule in the order the switch looks them up (per-flow rules, then the ternary rules
-    by priority), and the default: the first rule that matches a flow's ACKs is its policy."""
+    by priority), and the default: the first rule that matches a flow's ACKs is its policy (a
+    rule of the other IP version never matches)."""
     rules, default = list_policies(client)
-    if TABLE_ACK_THINNING_FLOW_POLICY in client.program.tables:
-        rules = list_flow_policies(client) + rules
-    return rules, default
+    return list_flow_policies(client) + rules, default
+
+
+def flow_policy_versions(client: SwitchClient) -> tuple[int, ...]:
+    """The IP versions whose per-flow rules' table the switch's program has."""
+    return tuple(v for v, (_, table) in POLICY_TABLES.items() if table in client.program.tables)
+
+
+def flow_policy_table(client: SwitchClient, version: int) -> str:
+    """The per-flow rules' table of IP ``version``; SwitchOperationError naming the program to load
+    when the switch's has none."""
+    if version not in flow_policy_versions(client):
+        raise SwitchOperationError(
+            f"the switch's program has no per-flow rules' table for IPv{version} flows "
+            f"({POLICY_TABLES[version][1]}); load ack_switch, which has them for IPv4 and IPv6"
+        )
+    return POLICY_TABLES[version][1]
 
 
 def set_flow_policy(client: SwitchClient, match: PolicyMatch, params: PolicyParams) -> int:
-    """Give one flow's ACKs (an exact match) their own policy; returns the entry's handle. IPv4
-    flows only: the controller's per-flow rules for IPv6 flows (ack_thinning.flow_policy6, which
-    the switch looks up) are not written yet (issue 40)."""
-    if match.version == 6:
-        raise SwitchOperationError(
-            f"match {match}: per-flow rules for IPv6 flows are not supported yet; give a rule (set_policy)"
-        )
+    """Give one flow's ACKs (an exact match: both addresses full length, both ports) their own
+    policy, in the per-flow table of the match's IP version (ack_thinning.flow_policy, or
+    flow_policy6); returns the entry's handle, that table's."""
+    key = match.exact_key()  # PolicyError naming what an exact match needs
+    table = flow_policy_table(client, match.version or 4)
     action, action_params = params.action()
-    return client.table_add(TABLE_ACK_THINNING_FLOW_POLICY, action, match.exact_key(), action_params)
+    return client.table_add(table, action, key, action_params)
 
 
-def modify_flow_policy(client: SwitchClient, handle: int, params: PolicyParams) -> None:
+def modify_flow_policy(client: SwitchClient, handle: int, params: PolicyParams, version: int = 4) -> None:
+    """Change the policy of per-flow rule ``handle`` of IP ``version``'s table."""
     action, action_params = params.action()
-    client.table_modify(TABLE_ACK_THINNING_FLOW_POLICY, handle, action, action_params)
+    client.table_modify(flow_policy_table(client, version), handle, action, action_params)
 
 
-def delete_flow_policy(client: SwitchClient, handle: int) -> None:
-    client.table_delete(TABLE_ACK_THINNING_FLOW_POLICY, handle)
+def delete_flow_policy(client: SwitchClient, handle: int, version: int = 4) -> None:
+    """Delete per-flow rule ``handle`` of IP ``version``'s table."""
+    client.table_delete(flow_policy_table(client, version), handle)
 
 
 def count_flow_policies(client: SwitchClient) -> int:
-    """How many per-flow rules the switch holds (one call; no dump)."""
-    return client.table_num_entries(TABLE_ACK_THINNING_FLOW_POLICY)
+    """How many per-flow rules the switch holds, of both IP versions (one call per table; no dump)."""
+    return sum(client.table_num_entries(POLICY_TABLES[v][1]) for v in flow_policy_versions(client))
 
 
 def list_flow_policies(client: SwitchClient) -> list[PolicyRule]:
-    """Every per-flow rule (priority 0: they are looked up before any ternary rule)."""
+    """Every per-flow rule, of both IP versions (priority 0: they are looked up before any ternary
+    rule); IPv4's first, each table's by handle."""
     rules = []
-    for entry in client.table_entries(TABLE_ACK_THINNING_FLOW_POLICY):
-        key = {m.field: (m.value, (1 << m.width_bits) - 1) for m in entry.key}
-        rules.append(
-            PolicyRule(
-                entry.handle,
-                PolicyMatch.from_key(key),
-                PolicyParams.from_action(entry.action, entry.params),
-                0,
+    for version in flow_policy_versions(client):
+        for entry in client.table_entries(POLICY_TABLES[version][1]):
+            key = {m.field: (m.value, (1 << m.width_bits) - 1) for m in entry.key}
+            rules.append(
+                PolicyRule(
+                    entry.handle,
+                    PolicyMatch.from_key(key, version),
+                    PolicyParams.from_action(entry.action, entry.params),
+                    0,
+                    version,
+                )
             )
-        )
-    return sorted(rules, key=lambda r: r.handle)
+    return sorted(rules, key=lambda r: (r.version, r.handle))
 
 
 def set_reclaim_idle_ms(client: SwitchClient, idle_ms: int) -> None:
