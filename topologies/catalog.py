@@ -328,8 +328,11 @@ class Dumbbell(AckwiseTopo):
         access_delay_ms: str = "",
         holdback: str = "",
         rev_shape_pps: int = 0,
+        mtu_bytes: int = DEFAULT_MTU_BYTES,
     ) -> None:
-        """``access_delay_ms``: extra one-way delay between each sender and s1, comma-separated per
+        """``mtu_bytes``: the hosts' IP MTU (1052: Landström's 1000-byte segments with
+        timestamps); the buffers stay in packets, so they hold the paper's packets.
+        ``access_delay_ms``: extra one-way delay between each sender and s1, comma-separated per
         pair ("0,30": pair 2's round trip is 60 ms longer), through an emulator node a<i>.
         ``holdback``: switches (``s1``, ``s2``, ``s1,s2``) that get a hold-back agent on a CPU port
         (hold-back for every_d, dynamic_d, tack, acc; the queue share for coalesce).
@@ -388,8 +391,9 @@ class Dumbbell(AckwiseTopo):
             raise ValueError(f"access_delay_ms={access_delay_ms!r}: comma-separated milliseconds") from None
         if len(access) > n_pairs or any(d < 0 for d in access):
             raise ValueError(f"access_delay_ms: at most {n_pairs} values, each >= 0")
+        mtu = mtu_bytes if mtu_bytes != DEFAULT_MTU_BYTES else None  # None: the interface's own
         for i in range(1, n_pairs + 1):
-            h, r = self.host(f"h{i}"), self.host(f"r{i}")
+            h, r = self.host(f"h{i}", mtu), self.host(f"r{i}", mtu)
             delay = access[i - 1] if i <= len(access) else 0.0
             if delay > 0:
                 self.wire(f"a{i}", h, s1, LinkParams(0, delay), LinkParams(0, delay), backend)

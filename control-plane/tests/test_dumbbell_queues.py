@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ackwise.topologies.catalog import TOPOLOGIES, QueueSetting
+from ackwise.topologies.catalog import TOPOLOGIES, QueueSetting, check_params
 from ackwise.twins.p4names import BMV2_DEFAULT_QUEUE_DEPTH_PKTS
 
 
@@ -20,3 +20,14 @@ def test_a_link_bottleneck_has_no_smaller_switch_queue_in_front_of_it() -> None:
     assert len(shaped.meta.queues) == 2
     switch = TOPOLOGIES["dumbbell"](bottleneck="switch", fwd_queue_pps=826, rev_queue_pps=57)
     assert {q.rate_pps for q in switch.meta.queues} == {826, 57}
+
+
+def test_a_dumbbell_takes_the_hosts_mtu() -> None:
+    """Landström's 1000-byte segments (landstrom-4w): ``mtu_bytes`` 1052 reaches every host and
+    the MSS the run's host policies are told; by default the interfaces keep their own MTU."""
+    check_params("dumbbell", {"mtu_bytes": 1052})
+    topo = TOPOLOGIES["dumbbell"](n_pairs=2, mtu_bytes=1052)
+    assert topo.mss_bytes == 1000
+    assert {topo.nodeInfo(h)["mtu"] for h in ("h1", "r1", "h2", "r2")} == {1052}
+    plain = TOPOLOGIES["dumbbell"]()
+    assert plain.mss_bytes == 1448 and plain.nodeInfo("h1")["mtu"] is None
