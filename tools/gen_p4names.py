@@ -345,10 +345,10 @@ def _comment_start(line: str, where: str) -> int | None:
 
 
 # Macros a program defines before its includes, so that a shared file adds what only that program
-# uses (headers.p4: ack_switch's working headers; IPv6, in every program but the yardstick
-# thinning_floor; checksums.p4: the TCP checksum over IPv6's pseudo-header, in programs that
+# uses (headers.p4: ack_switch's working headers, the AP proxy's flow key; IPv6, in every program
+# but the yardstick thinning_floor; checksums.p4: the TCP checksum over IPv6's pseudo-header, in programs that
 # rewrite TCP over IPv6); code under `#ifdef` of one is read as taken.
-PROGRAM_FLAGS = ("ACKWISE_ACK_SWITCH", "ACKWISE_IPV6", "ACKWISE_IPV6_TCP_REWRITE")
+PROGRAM_FLAGS = ("ACKWISE_ACK_SWITCH", "ACKWISE_AP_PROXY", "ACKWISE_IPV6", "ACKWISE_IPV6_TCP_REWRITE")
 
 
 def parse_preprocessor(source: Source, facts: P4Facts) -> str:
