@@ -366,14 +366,20 @@ struct local_metadata_t {
     bit<16> tcp_payload_len;    // bytes of TCP payload (l4_len minus the data offset)
     bool ipv4_rewritten;        // a header field changed: recompute the IPv4 checksum (IPv6 has none)
     bool tcp_rewritten;         // a TCP field changed: recompute the TCP checksum
+#ifndef ACKWISE_AP_PROXY
+    // ack_switch's (the ACK policy, what its thinning stage hands to egress), kept in the programs
+    // measured with them (the yardsticks forward_only and thinning_floor); the AP proxy does
+    // without: each field is a reset every packet pays for (docs/ap-proxy.md, "IPv6").
     ack_policy_params_t ack_policy;
     ack_meta_t ack;
+#endif
     ap_meta_t ap;
     bool tcp_rewritten_no_payload;  // a TCP header rewritten for a packet whose payload is cut off
     // A pure ACK's header and options rewritten (coalescing): the checksum covers them and nothing
     // after, and the frame is cut at the IPv4 total length. bmv2's payload would include an
     // Ethernet trailer (bytes after the IPv4 packet), which the checksum must not cover.
     bool tcp_rewritten_header_only;
+#ifndef ACKWISE_AP_PROXY
     // Travel with a copy for the agent to egress (the clone keeps only the fields of this list).
     @field_list(HOLDBACK_FIELD_LIST)
     bit<16> hold_ms;
@@ -381,6 +387,7 @@ struct local_metadata_t {
     bit<16> agent_kind;
     @field_list(HOLDBACK_FIELD_LIST)
     bit<32> agent_arg;
+#endif
 #ifdef ACKWISE_AP_PROXY
     // The AP proxy's flow key (a field of the metadata, not a local: a local passed to the control
     // that sets it for a served station only would be an uninitialised read to p4c). Only there.
