@@ -25,6 +25,7 @@ nothing, and idempotently.
     ap: {uplink: [1], wireless: [2], cpu: 100}      # ap_proxy: what 'ackwise ap setup' writes
     stations:                             # ap_proxy: what 'ackwise ap serve' writes
       - {prefix: 10.0.0.3/32, budget_bytes: 65536}
+      - {prefix: "fd00:0:0:2::/64"}          # IPv6 prefixes too (ap.stations6)
 
 **All or nothing.** The whole file is checked first: sections, fields, and every table, action,
 register, key and value against the program it will run on (the running one, or ``program``'s),
