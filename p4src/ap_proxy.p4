@@ -57,7 +57,7 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
                 bool crossing = (role == AP_ROLE_UPLINK && out_role == AP_ROLE_WIRELESS)
                     || (role == AP_ROLE_WIRELESS && out_role == AP_ROLE_UPLINK);
                 ap_station_params_t station;
-                station_select.apply(role, hdr.ipv4, hdr.ipv6, hdr.tcp, station, meta.ap_flow);
+                station_select.apply(role, hdr.ipv4, hdr.ipv6, hdr.ipv6_ext[0], hdr.tcp, station, meta.ap_flow);
                 if (station.served && crossing) {
                     proxy.apply(hdr.ipv4, hdr.ipv6, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
                                 standard_metadata.ingress_global_timestamp, role, station, meta.ap_flow,

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from scapy.layers.inet import IP, TCP
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
@@ -572,6 +572,31 @@ class ExtensionHeaderSpoofTest6(ApProxyTest):
         self.expect_spoof(2, edge, ts, data=pkt)
         self.expect_nothing_else()
         self.assertEqual(len(self.spoofed(2, edge, ts, data=pkt)), 86)
+
+
+class RoutingHeaderUntouchedTest6(ApProxyTest):
+    """IPv6 data behind a Routing header is not proxied, whatever its segments left (the parser
+    does not read them; with segments left, the final destination is another node's): it reaches
+    the station unchanged, with no copy and no spoofed ACK, and leaves the flow's state as it was:
+    the same segment without the header, after it, is spoofed (the positive control)."""
+
+    ip_version = 6
+
+    def runTest(self) -> None:
+        edge, ts = self.open_fast_mode()
+        plain = Ether(self.data(2))
+        routed_pkt = bytes(
+            Ether(src=plain.src, dst=plain.dst)
+            / IPv6(src=plain[IPv6].src, dst=plain[IPv6].dst, hlim=64, fl=SENDER_LABEL)
+            / IPv6ExtHdrRouting(type=4, segleft=0, addresses=[])
+            / plain[TCP]
+        )
+        self.send(UPLINK, routed_pkt)
+        self.expect_next(routed_pkt, STATION)
+        self.expect_nothing_else()
+        self.expect_spoof(2, edge, ts)
+        self.expect_nothing_else()
+        self.assertEqual(self.stat(ApStat.SPOOFED), 1)
 
 
 class RepairAgentTest(ApProxyTest):

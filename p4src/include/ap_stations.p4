@@ -27,7 +27,8 @@ struct ap_station_params_t {
 // when an IPv6 flow takes a slot (ApProxyFlows).
 @name(".ap.key6") register<bit<256>>(FLOW_SLOTS) ap_key6;
 
-control ApStationSelect(in ap_role_t role, in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, out ap_station_params_t params,
+// `ext0`: the first IPv6 extension header the parser followed (if any).
+control ApStationSelect(in ap_role_t role, in ipv4_h ipv4, in ipv6_h ipv6, in ipv6_ext_h ext0, in tcp_h tcp, out ap_station_params_t params,
                         inout ap_flow_key_t flow) {
     FlowKey() flow_key;
     ipv4_addr_t station_addr;
@@ -81,9 +82,19 @@ control ApStationSelect(in ap_role_t role, in ipv4_h ipv4, in ipv6_h ipv6, in tc
         // One test of the version for both the station and the key; the key only for a station
         // served (the table's hit is its next step, not a condition).
         if (ipv6.isValid()) {
-            if (stations6.apply().hit) {
-                orient6();
-                slot6();
+            // Not behind a Routing header (the first or second extension header followed): with
+            // segments left, the final destination is another node's, the pseudo-header is the
+            // final one's (docs/architecture.md), and the agent could not hold the copy. Its data
+            // in the varbit is not read, so any Routing header: the packet passes untouched, as
+            // for a station not served.
+#if IPV6_EXT_HEADERS_MAX != 2
+#error "ApStationSelect looks for a Routing header among 2 extension headers: update it with IPV6_EXT_HEADERS_MAX"
+#endif
+            if (ipv6.next_hdr != IPV6_EXT_ROUTING && !(ext0.isValid() && ext0.next_hdr == IPV6_EXT_ROUTING)) {
+                if (stations6.apply().hit) {
+                    orient6();
+                    slot6();
+                }
             }
         } else if (stations.apply().hit) {
             flow_key.apply(ipv4, tcp, flow.key_a, flow.key_b, flow.key_ports, flow.slot, direction);
