@@ -64,6 +64,17 @@ def test_ap_cli_and_agent_death(cli_env: dict[str, str]) -> None:
         ackwise("ap", "unserve", "10.0.9.0/24")
         again = ackwise("ap", "unserve", "10.0.9.0/24", check=False)
         assert again.returncode == 2 and "is not served" in again.stderr
+        # An IPv6 prefix: in ap.stations6, listed with its version, removed the same way.
+        ackwise("ap", "serve", "fd00:0:0:9::/64", "--budget-bytes", "32768")
+        served = {s["station"]: s for s in json.loads(ackwise("--json", "ap", "stations").stdout)}
+        assert (served["fd00:0:0:9::/64"]["ip_version"], served["fd00:0:0:9::/64"]["budget_bytes"]) == (
+            6,
+            32768,
+        )
+        ackwise("ap", "unserve", "fd00:0:0:9::/64")
+        assert [s["station"] for s in json.loads(ackwise("--json", "ap", "stations").stdout)] == [
+            f"{sta.IP()}/32"
+        ]
 
         # The agent dies. Half a second later the AP stops spoofing; a new transfer completes.
         assert testbed.ap_agent is not None

@@ -6,6 +6,8 @@
 
 // IPv6 parsed and routed (headers.p4: the programs that define ACKWISE_IPV6).
 #define ACKWISE_IPV6
+// The AP proxy's metadata (headers.p4: its flow key).
+#define ACKWISE_AP_PROXY
 #include "include/constants.p4"
 #include "include/headers.p4"
 #include "include/parser.p4"
@@ -48,17 +50,17 @@ control ApProxyIngress(inout headers_t hdr, inout local_metadata_t meta,
                              standard_metadata.egress_spec, drop_forwarding, meta.ipv4_rewritten);
             if (role == AP_ROLE_CPU) {
                 repairs.count(0);   // a packet-out: the agent's repair, straight to the station
-            } else if (!malformed && !drop_forwarding && hdr.tcp.isValid() && hdr.ipv4.isValid()  // IPv4 only
+            } else if (!malformed && !drop_forwarding && hdr.tcp.isValid()  // over IPv4 or IPv6
                        && (role == AP_ROLE_UPLINK || role == AP_ROLE_WIRELESS)) {
                 ap_role_t out_role;
                 egress_role.apply(standard_metadata.egress_spec, out_role);
                 bool crossing = (role == AP_ROLE_UPLINK && out_role == AP_ROLE_WIRELESS)
                     || (role == AP_ROLE_WIRELESS && out_role == AP_ROLE_UPLINK);
                 ap_station_params_t station;
-                station_select.apply(role == AP_ROLE_UPLINK ? hdr.ipv4.dst_addr : hdr.ipv4.src_addr, station);
+                station_select.apply(role, hdr.ipv4, hdr.ipv6, hdr.ipv6_ext[0], hdr.tcp, station, meta.ap_flow);
                 if (station.served && crossing) {
-                    proxy.apply(hdr.ipv4, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
-                                standard_metadata.ingress_global_timestamp, role, station,
+                    proxy.apply(hdr.ipv4, hdr.ipv6, hdr.tcp, meta.tcp_opts, meta.tcp_payload_len,
+                                standard_metadata.ingress_global_timestamp, role, station, meta.ap_flow,
                                 standard_metadata.ingress_port, cpu_port, standard_metadata.egress_spec,
                                 standard_metadata.mcast_grp, meta.ap);
                 }

@@ -1,19 +1,30 @@
 """The AP proxy (ap_proxy.p4): spoofed ACKs byte for byte, when not to spoof, what happens to the
-station's own ACKs, packet-outs, window scale, timestamps and ECN, the agent's heartbeat, stalls.
+station's own ACKs, packet-outs, window scale, timestamps and ECN, the agent's heartbeat, stalls,
+and the repair agent's resend. Each test runs over IPv4 and, in its subclass named ...6, over IPv6
+(the same segments; the sender's data with one flow label, the station's packets with another).
 
 Port 1 is the wired uplink (the sender, host 1), port 2 the wireless side (the station, host 2),
 port 3 the CPU port. Frames are switched on MAC addresses, as in the test bed."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from scapy.layers.inet import IP, TCP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting
 from scapy.layers.l2 import Ether
+from scapy.packet import Packet
 
+from ackwise.bmv2.launcher import state_dir
 from ackwise.features.ap import StationParams, configure_ap, read_flows
+from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApMode, ApStat
-from base_test import AckwiseTest, host_ip, host_mac, tcp_segment
+from ackwise.twins.packets import fix_tcp_checksum
+from base_test import AckwiseTest, host_ip, host_mac, host_prefix, param, tcp_segment
 
 UPLINK, STATION, CPU = 1, 2, 3
 SERVER_PORT, STATION_PORT = 5001, 40000
@@ -22,11 +33,37 @@ MSS = 1448
 WS = 7  # the station's window scale
 SYNACK_WINDOW = 64000  # unscaled, as in every SYN-ACK
 ACK_WINDOW = 500  # scaled by 2**7: 64000 bytes
+# IPv6 flow labels: the sender's on its data and SYNs, the station's on its own packets.
+SENDER_LABEL, STATION_LABEL = 0xABCDE, 0x12345
+
+
+def labelled(frame: bytes, label: int) -> bytes:
+    """An Ethernet/IPv6 frame with this flow label (not in the TCP checksum); IPv4 unchanged."""
+    if frame[12:14] != b"\x86\xdd":
+        return frame
+    raw = bytearray(frame)
+    first = int.from_bytes(raw[14:18], "big") & ~0xFFFFF | label
+    raw[14:18] = first.to_bytes(4, "big")
+    return bytes(raw)
+
+
+def reply_ip(pkt: Packet, src: str, dst: str, label: int | None = None) -> Packet:
+    """The IP header of an ACK the proxy makes from ``pkt`` (the data, or the station's ACK), from
+    src to dst: IPv4 with the data's identification, flags and DSCP, TTL 64, not ECN-capable;
+    IPv6 with its DSCP and flow label (``label`` if given), hop limit 64, not ECN-capable, no
+    extension headers."""
+    if IPv6 in pkt:
+        ip6 = pkt[IPv6]
+        return IPv6(src=src, dst=dst, hlim=64, tc=ip6.tc & 0xFC, fl=ip6.fl if label is None else label)
+    ip = pkt[IP]
+    return IP(src=src, dst=dst, ttl=64, id=ip.id, flags=ip.flags, tos=ip.tos & 0xFC)
 
 
 class ApProxyTest(AckwiseTest):
     program = "ap_proxy"
     s_isn = S_ISN
+    ip_version = 4
+    cpu = CPU
     station_params = StationParams(
         budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=10_000, holdoff_ms=0
     )
@@ -37,91 +74,76 @@ class ApProxyTest(AckwiseTest):
             self.client.table_add(
                 TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port}
             )
-        configure_ap(self.client, [UPLINK], [STATION], CPU, [("10.0.2.0/24", self.station_params)])
+        station = host_prefix(STATION, self.ip_version)  # 10.0.2.0/24 or fd00:0:0:2::/64
+        configure_ap(self.client, [UPLINK], [STATION], self.cpu, [(station, self.station_params)])
         self.heartbeat()
 
+    def segment(self, from_station: bool, label: int | None = None, **kwargs: object) -> bytes:
+        """A TCP segment from the sender to the station or back, over the test's IP version (the
+        sender's IPv6 packets with SENDER_LABEL, the station's with STATION_LABEL)."""
+        src, dst = (STATION, UPLINK) if from_station else (UPLINK, STATION)
+        ports = (STATION_PORT, SERVER_PORT) if from_station else (SERVER_PORT, STATION_PORT)
+        frame = bytes(
+            tcp_segment(src, dst, *ports, eth_dst=host_mac(dst), ip_version=self.ip_version, **kwargs)  # type: ignore[arg-type]
+        )
+        if label is None:
+            label = STATION_LABEL if from_station else SENDER_LABEL
+        return labelled(frame, label)
+
     def heartbeat(self) -> None:
-        self.send(CPU, b"\xff" * 6 + bytes.fromhex("000000000301") + b"\x88\xb5" + bytes(46))
+        self.send(self.cpu, b"\xff" * 6 + bytes.fromhex("000000000301") + b"\x88\xb5" + bytes(46))
 
     # ---- the flow ----
 
     def data(
         self, k: int, flags: str = "A", ecn: int = 0, length: int = MSS, seq: int | None = None
     ) -> bytes:
-        return bytes(
-            tcp_segment(
-                UPLINK,
-                STATION,
-                SERVER_PORT,
-                STATION_PORT,
-                seq=self.s_isn + 1 + k * MSS if seq is None else seq,
-                ack=A_ISN + 1,
-                flags=flags,
-                options=[("NOP", None), ("NOP", None), ("Timestamp", (7000 + k, 3000))],
-                payload=bytes([k % 250]) * length,
-                ecn=ecn,
-                eth_dst=host_mac(STATION),
-                ip_id=k,
-            )
+        return self.segment(
+            False,
+            seq=self.s_isn + 1 + k * MSS if seq is None else seq,
+            ack=A_ISN + 1,
+            flags=flags,
+            options=[("NOP", None), ("NOP", None), ("Timestamp", (7000 + k, 3000))],
+            payload=bytes([k % 250]) * length,
+            ecn=ecn,
+            ip_id=k,
         )
 
     def station_ack(self, k: int, window: int = ACK_WINDOW, flags: str = "A", ts: int | None = None) -> bytes:
-        return bytes(
-            tcp_segment(
-                STATION,
-                UPLINK,
-                STATION_PORT,
-                SERVER_PORT,
-                seq=A_ISN + 1,
-                ack=self.s_isn + 1 + k * MSS,
-                flags=flags,
-                window=window,
-                options=[
-                    ("NOP", None),
-                    ("NOP", None),
-                    ("Timestamp", (3100 + k if ts is None else ts, 7000 + k)),
-                ],
-                eth_dst=host_mac(UPLINK),
-            )
+        return self.segment(
+            True,
+            seq=A_ISN + 1,
+            ack=self.s_isn + 1 + k * MSS,
+            flags=flags,
+            window=window,
+            options=[("NOP", None), ("NOP", None), ("Timestamp", (3100 + k if ts is None else ts, 7000 + k))],
         )
 
     def sender_syn(self, flags: str, ack: int = 0, ts_ecr: int = 0) -> bytes:
         """The sender's SYN (flags "S") or SYN-ACK ("SA"): window scale 7, TSval 6999."""
-        return bytes(
-            tcp_segment(
-                UPLINK,
-                STATION,
-                SERVER_PORT,
-                STATION_PORT,
-                seq=self.s_isn,
-                ack=ack,
-                flags=flags,
-                options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (6999, ts_ecr)), ("WScale", 7)],
-                eth_dst=host_mac(STATION),
-            )
+        return self.segment(
+            False,
+            seq=self.s_isn,
+            ack=ack,
+            flags=flags,
+            options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (6999, ts_ecr)), ("WScale", 7)],
         )
 
     def station_syn(self, flags: str, ack: int = 0, ts_ecr: int = 0) -> bytes:
         """The station's SYN or SYN-ACK: window 64000 unscaled, window scale WS, TSval 3000."""
-        return bytes(
-            tcp_segment(
-                STATION,
-                UPLINK,
-                STATION_PORT,
-                SERVER_PORT,
-                seq=A_ISN,
-                ack=ack,
-                flags=flags,
-                window=SYNACK_WINDOW,
-                options=[
-                    ("MSS", 1460),
-                    ("SAckOK", b""),
-                    ("Timestamp", (3000, ts_ecr)),
-                    ("NOP", None),
-                    ("WScale", WS),
-                ],
-                eth_dst=host_mac(UPLINK),
-            )
+        return self.segment(
+            True,
+            seq=A_ISN,
+            ack=ack,
+            flags=flags,
+            window=SYNACK_WINDOW,
+            options=[
+                ("MSS", 1460),
+                ("SAckOK", b""),
+                ("Timestamp", (3000, ts_ecr)),
+                ("NOP", None),
+                ("WScale", WS),
+            ],
         )
 
     def handshake(self, agent: bool = True) -> None:
@@ -173,14 +195,7 @@ class ApProxyTest(AckwiseTest):
         window = (right_edge - end) >> WS
         ack = (
             Ether(src=host_mac(STATION), dst=host_mac(UPLINK))
-            / IP(
-                src=host_ip(STATION),
-                dst=host_ip(UPLINK),
-                ttl=64,
-                id=seg[IP].id,
-                flags=seg[IP].flags,
-                tos=seg[IP].tos & 0xFC,
-            )
+            / reply_ip(seg, host_ip(STATION, self.ip_version), host_ip(UPLINK, self.ip_version))
             / TCP(
                 sport=STATION_PORT,
                 dport=SERVER_PORT,
@@ -211,16 +226,10 @@ class ApProxyTest(AckwiseTest):
         sender's window: the station's addresses, seq and timestamps, ack = the spoofed point."""
         pkt = Ether(station_ack)
         opts = dict(pkt[TCP].options)["Timestamp"]
+        ip = pkt[IPv6] if IPv6 in pkt else pkt[IP]
         out = (
             Ether(src=pkt.src, dst=pkt.dst)
-            / IP(
-                src=pkt[IP].src,
-                dst=pkt[IP].dst,
-                ttl=64,
-                id=pkt[IP].id,
-                flags=pkt[IP].flags,
-                tos=pkt[IP].tos & 0xFC,
-            )
+            / reply_ip(pkt, ip.src, ip.dst)
             / TCP(
                 sport=pkt[TCP].sport,
                 dport=pkt[TCP].dport,
@@ -253,17 +262,22 @@ class SpoofedAckTest(ApProxyTest):
             self.expect_spoof(k, edge, station_ts=ts)
         self.expect_nothing_else()
         raw = self.spoofed(4, edge, ts)
-        ack = Ether(raw)
-        self.assertEqual(len(raw), 66)
-        check = IP(bytes(ack[IP]))
-        del check.chksum
-        del check[TCP].chksum
-        rebuilt = IP(bytes(check))
-        self.assertEqual((rebuilt.chksum, rebuilt[TCP].chksum), (ack[IP].chksum, ack[TCP].chksum))
+        self.assertEqual(len(raw), 66 if self.ip_version == 4 else 86)
+        fixed = bytearray(raw)  # the TCP checksum recomputed from the bytes alone, not by scapy
+        fix_tcp_checksum(fixed)
+        self.assertEqual(bytes(fixed), raw)
+        if self.ip_version == 4:
+            check = IP(bytes(Ether(raw)[IP]))
+            del check.chksum
+            self.assertEqual(IP(bytes(check)).chksum, Ether(raw)[IP].chksum)
         self.assertEqual(self.stat(ApStat.SPOOFED), 3)
         assert self.client is not None
         (flow,) = read_flows(self.client)
         self.assertEqual((flow.mode, flow.spoofed_acks, flow.outstanding_bytes), ("fast", 3, 3 * MSS))
+        key, _ = FlowKey.of(
+            host_ip(UPLINK, self.ip_version), host_ip(STATION, self.ip_version), SERVER_PORT, STATION_PORT
+        )
+        self.assertEqual((flow.key, flow.slot), (key, key.slot))
 
 
 class StationOpensTest(ApProxyTest):
@@ -326,10 +340,17 @@ class NoSpoofTest(ApProxyTest):
         self.assertEqual(self.stat(ApStat.BUDGET_STALLS), 1)
         other = bytes(
             tcp_segment(
-                UPLINK, 0, SERVER_PORT, STATION_PORT, seq=1, payload=b"x" * 100, eth_dst=host_mac(STATION)
+                UPLINK,
+                0,
+                SERVER_PORT,
+                STATION_PORT,
+                seq=1,
+                payload=b"x" * 100,
+                eth_dst=host_mac(STATION),
+                ip_version=self.ip_version,
             )
         )
-        self.send(UPLINK, other)  # to 10.0.0.1: not a station this AP serves
+        self.send(UPLINK, other)  # to 10.0.0.1 (fd00:0:0:0::1): not a station this AP serves
         self.expect_next(other, STATION)
         consumed = self.station_ack(5)
         self.send(STATION, consumed)
@@ -495,9 +516,10 @@ class NoAgentTest(ApProxyTest):
 class HighAddressesTest(ApProxyTest):
     """A flow between addresses from 128.0.0.0 up (a 192.168/16 WLAN, a 172.16/12 server) reads back
     with its own key. Regression: the slot's two addresses were one 64-bit register cell, which
-    Thrift saturates at 2**63 - 1, so `ackwise ap flows` showed 127.255.255.255 for such flows."""
+    Thrift saturates at 2**63 - 1, so `ackwise ap flows` showed 127.255.255.255 for such flows.
+    (Over IPv6: an address with its top bit set, read back from ap.key6_a/_b's 32-bit words.)"""
 
-    station_ip, server_ip = "192.168.2.7", "172.16.1.9"
+    station_net, station_ip, server_ip = "192.168.2.0/24", "192.168.2.7", "172.16.1.9"
 
     def install_entries(self) -> None:
         assert self.client is not None
@@ -505,13 +527,14 @@ class HighAddressesTest(ApProxyTest):
             self.client.table_add(
                 TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port}
             )
-        configure_ap(self.client, [UPLINK], [STATION], CPU, [("192.168.2.0/24", self.station_params)])
+        configure_ap(self.client, [UPLINK], [STATION], CPU, [(self.station_net, self.station_params)])
         self.heartbeat()
 
     def runTest(self) -> None:
+        ip = IPv6 if self.ip_version == 6 else IP
         syn = bytes(
             Ether(src=host_mac(STATION), dst=host_mac(UPLINK))
-            / IP(src=self.station_ip, dst=self.server_ip)
+            / ip(src=self.station_ip, dst=self.server_ip)
             / TCP(sport=STATION_PORT, dport=SERVER_PORT, flags="S", seq=A_ISN, window=SYNACK_WINDOW)
         )
         self.send(STATION, syn)
@@ -520,4 +543,199 @@ class HighAddressesTest(ApProxyTest):
         self.expect_nothing_else()
         assert self.client is not None
         (flow,) = read_flows(self.client)
-        self.assertEqual(str(flow.key), f"{self.server_ip}:{SERVER_PORT} <> {self.station_ip}:{STATION_PORT}")
+        key, _ = FlowKey.of(self.station_ip, self.server_ip, STATION_PORT, SERVER_PORT)
+        self.assertEqual((flow.key, flow.slot), (key, key.slot))
+        if self.ip_version == 4:
+            self.assertEqual(
+                str(flow.key), f"{self.server_ip}:{SERVER_PORT} <> {self.station_ip}:{STATION_PORT}"
+            )
+
+
+class ExtensionHeaderSpoofTest6(ApProxyTest):
+    """IPv6 data behind a Destination Options header (which the parser follows) is proxied like any
+    other: the station and the agent get it unchanged, and the ACK spoofed for it has no extension
+    header (as an IPv4 one has no options), its payload length and checksum its own."""
+
+    ip_version = 6
+
+    def runTest(self) -> None:
+        edge, ts = self.open_fast_mode()
+        plain = Ether(self.data(2))
+        opts = IPv6ExtHdrDestOpt(options=[])  # 8 bytes: PadN
+        pkt = bytes(
+            Ether(src=plain.src, dst=plain.dst)
+            / IPv6(src=plain[IPv6].src, dst=plain[IPv6].dst, hlim=64, fl=SENDER_LABEL)
+            / opts
+            / plain[TCP]
+        )
+        self.assertEqual(Ether(pkt)[IPv6].plen, len(bytes(plain[TCP])) + 8)
+        self.expect_spoof(2, edge, ts, data=pkt)
+        self.expect_nothing_else()
+        self.assertEqual(len(self.spoofed(2, edge, ts, data=pkt)), 86)
+
+
+class RoutingHeaderUntouchedTest6(ApProxyTest):
+    """IPv6 data behind a Routing header is not proxied, whatever its segments left (the parser
+    does not read them; with segments left, the final destination is another node's): it reaches
+    the station unchanged, with no copy and no spoofed ACK, and leaves the flow's state as it was:
+    the same segment without the header, after it, is spoofed (the positive control)."""
+
+    ip_version = 6
+
+    def runTest(self) -> None:
+        edge, ts = self.open_fast_mode()
+        plain = Ether(self.data(2))
+        routed_pkt = bytes(
+            Ether(src=plain.src, dst=plain.dst)
+            / IPv6(src=plain[IPv6].src, dst=plain[IPv6].dst, hlim=64, fl=SENDER_LABEL)
+            / IPv6ExtHdrRouting(type=4, segleft=0, addresses=[])
+            / plain[TCP]
+        )
+        self.send(UPLINK, routed_pkt)
+        self.expect_next(routed_pkt, STATION)
+        self.expect_nothing_else()
+        self.expect_spoof(2, edge, ts)
+        self.expect_nothing_else()
+        self.assertEqual(self.stat(ApStat.SPOOFED), 1)
+
+
+class RepairAgentTest(ApProxyTest):
+    """The repair agent itself (ackwise.daemons.ap_agent) on the CPU port: it holds the copies of
+    the spoofed segments, and when the station, which lost segment 3 on the air, acknowledges
+    segment 2 and then sends three duplicates, it resends its copy of segment 3 through the switch:
+    the station gets it again, byte for byte as the sender sent it (its timer may resend the
+    segment at the station's ACK too: whatever the station gets is one of the sender's segments,
+    unchanged). The spoofed ACKs are what the tests above check."""
+
+    cpu = 64  # the agent's veth (run_ptf.py), not a PTF port
+
+    def setUp(self) -> None:
+        self.agent: subprocess.Popen[str] | None = None
+        state = state_dir()
+        state.mkdir(parents=True, exist_ok=True)
+        self.stats = Path(tempfile.mkstemp(prefix="ap-agent-stats-", suffix=".json", dir=state)[1])
+        super().setUp()
+
+    def switch_ports(self) -> dict[int, str]:
+        return super().switch_ports() | {self.cpu: param("agent_switch_iface")}
+
+    def heartbeat(self) -> None:
+        pass  # the agent's own
+
+    def install_entries(self) -> None:
+        super().install_entries()
+        cmd = [sys.executable, "-m", "ackwise.daemons.ap_agent", "--iface", param("agent_iface")]
+        cmd += ["--thrift-port", param("thrift_port", "9190"), "--stats", str(self.stats)]
+        self.agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.agent.stdout is not None
+        line = self.agent.stdout.readline().strip()
+        if line != "ready":
+            self.agent.kill()
+            _, err = self.agent.communicate()
+            self.fail(f"the repair agent did not start: {err.strip() or line}")
+        time.sleep(0.15)  # its first heartbeat reached the switch
+
+    def tearDown(self) -> None:
+        try:
+            if self.agent is not None:
+                if self.agent.poll() is None:
+                    self.agent.terminate()
+                try:
+                    self.agent.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.agent.kill()
+                    self.agent.communicate()
+                    raise
+                finally:
+                    self.agent = None
+        finally:
+            self.stats.unlink(missing_ok=True)
+            self.stats.with_suffix(".tmp").unlink(missing_ok=True)
+            super().tearDown()
+
+    def wait_for(self, port: int, pkt: bytes, allowed: list[bytes]) -> None:
+        """Read ``port`` until ``pkt`` comes, each packet before it one of ``allowed`` (the agent's
+        timer may resend a held segment at any time: one of the sender's segments, unchanged)."""
+        while (got := self.next_packet(port)) != pkt:
+            self.assertIsNotNone(got, f"nothing more on port {port}")
+            self.assertIn(got, allowed, f"port {port}: an unexpected packet")
+
+    def runTest(self) -> None:
+        data = [self.data(k) for k in range(5)]
+        syn, synack = self.sender_syn("S"), self.station_syn("SA", ack=self.s_isn + 1, ts_ecr=6999)
+        self.send(UPLINK, syn)
+        self.wait_for(STATION, syn, [])
+        self.send(STATION, synack)
+        self.wait_for(UPLINK, synack, [])
+        for k in (0, 1):
+            self.send(UPLINK, data[k])
+            self.wait_for(STATION, data[k], data)
+        ack2 = self.station_ack(2)
+        self.send(STATION, ack2)
+        self.wait_for(UPLINK, ack2, [])
+        edge = self.s_isn + 1 + 2 * MSS + ACK_WINDOW * 2**WS
+        for k in (2, 3, 4):
+            self.send(UPLINK, data[k])
+            self.wait_for(STATION, data[k], data)
+            self.wait_for(UPLINK, self.spoofed(k, edge, 3102), [])
+        for n in range(4):  # segment 3 lost on the air: the station acknowledges 2, and again
+            self.send(STATION, self.station_ack(3, ts=3103 + n))
+        self.wait_for(STATION, data[3], data)  # the agent's copy, resent through the switch
+        self.assertEqual(self.collect(UPLINK, 0.1), [])  # the station's ACKs were consumed
+        self.assertGreaterEqual(self.counter("ap.repairs", 0), 1)
+
+
+# ---- the same over IPv6 ----
+
+
+class SpoofedAckTest6(SpoofedAckTest):
+    ip_version = 6
+
+
+class StationOpensTest6(StationOpensTest):
+    ip_version = 6
+
+
+class NoSpoofTest6(NoSpoofTest):
+    ip_version = 6
+
+
+class StationAckTest6(StationAckTest):
+    ip_version = 6
+
+
+class PacketOutTest6(PacketOutTest):
+    ip_version = 6
+
+
+class WindowTimestampEcnTest6(WindowTimestampEcnTest):
+    ip_version = 6
+
+
+class ZeroWindowTest6(ZeroWindowTest):
+    ip_version = 6
+
+
+class StationWindowReopensTest6(StationWindowReopensTest):
+    ip_version = 6
+
+
+class AgentGoneTest6(AgentGoneTest):
+    ip_version = 6
+
+
+class StallTest6(StallTest):
+    ip_version = 6
+
+
+class NoAgentTest6(NoAgentTest):
+    ip_version = 6
+
+
+class HighAddressesTest6(HighAddressesTest):
+    ip_version = 6
+    station_net, station_ip, server_ip = "2001:db8:ff02::/64", "2001:db8:ff02::7", "fdff:ffff::9"
+
+
+class RepairAgentTest6(RepairAgentTest):
+    ip_version = 6

@@ -3,13 +3,19 @@ prefix is served, never traffic between two stations on the wireless side, never
 was removed. Each case checks every port: exactly the packets expected, byte for byte.
 
 Ports: 1 the wired uplink (host 1, 10.0.1.1), 2 and 3 wireless (stations 10.0.2.1 and 10.0.3.1),
-0 the agent's CPU port (port 0 cannot be a data port of the AP: multicast group ids use it)."""
+0 the agent's CPU port (port 0 cannot be a data port of the AP: multicast group ids use it). Each
+test runs over IPv4 and, in its subclass named ...6, over IPv6 (fd00:0:0:N::1, the stations served
+as /128s)."""
 
 from __future__ import annotations
 
-from ackwise.features.ap import StationParams, configure_ap, list_stations, read_flows
+from scapy.layers.inet import IP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from ackwise.features.ap import StationParams, configure_ap, list_stations, read_flows, remove_station
 from ackwise.twins.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApStat
-from base_test import AckwiseTest, host_mac, tcp_segment
+from base_test import AckwiseTest, host_ip, host_mac, tcp_segment
 
 UPLINK, STA_A, STA_B, CPU = 1, 2, 3, 0
 ALL_PORTS = (UPLINK, STA_A, STA_B, CPU)
@@ -19,7 +25,8 @@ PARAMS = StationParams(budget_bytes=64 * 1024, fast_after_segments=2, stall_time
 
 class ApScopeTest(AckwiseTest):
     program = "ap_proxy"
-    served = ("10.0.2.1/32", "10.0.3.1/32")
+    served = (STA_A, STA_B)  # the stations (host addresses) served
+    ip_version = 4
 
     def install_entries(self) -> None:
         assert self.client is not None
@@ -27,8 +34,18 @@ class ApScopeTest(AckwiseTest):
             self.client.table_add(
                 TABLE_FORWARDING_L2_EXACT, "l2_forward", {"dst_addr": host_mac(port)}, {"port": port}
             )
-        configure_ap(self.client, [UPLINK], [STA_A, STA_B], CPU, [(p, PARAMS) for p in self.served])
+        configure_ap(
+            self.client, [UPLINK], [STA_A, STA_B], CPU, [(self.address(p), PARAMS) for p in self.served]
+        )
         self.heartbeat()
+
+    def address(self, port: int) -> str:
+        """Host ``port``'s address as a prefix of one address (/32, /128)."""
+        return f"{host_ip(port, self.ip_version)}/{32 if self.ip_version == 4 else 128}"
+
+    def other_host(self, port: int) -> str:
+        """Another host behind the same port: 10.0.N.7, fd00:0:0:N::7."""
+        return host_ip(port, self.ip_version)[:-1] + "7"
 
     def heartbeat(self) -> None:
         self.send(CPU, b"\xff" * 6 + bytes.fromhex("000000000001") + b"\x88\xb5" + bytes(46))
@@ -56,18 +73,10 @@ class ApScopeTest(AckwiseTest):
             window=2000,
             payload=bytes([seq % 251]) * n,
             eth_dst=host_mac(dst),
+            ip_version=self.ip_version,
+            dst_ip=dst_ip,  # another host behind the same port: same MACs, another address
         )
-        raw = bytearray(bytes(pkt))
-        if dst_ip is not None:  # another host behind the same port: same MACs, another address
-            from scapy.layers.inet import IP
-            from scapy.layers.l2 import Ether
-
-            frame = Ether(bytes(raw))
-            frame[IP].dst = dst_ip
-            del frame[IP].chksum
-            del frame[IP].payload.chksum
-            raw = bytearray(bytes(frame))
-        return bytes(raw)
+        return bytes(pkt)
 
     def through(self, src: int, dst: int, pkt: bytes) -> None:
         """``pkt`` sent on ``src`` leaves on ``dst`` unchanged, and on no other port. (A heartbeat
@@ -98,13 +107,12 @@ class ApScopeTest(AckwiseTest):
 
     @staticmethod
     def _from(src_ip: str, pkt: bytes) -> bytes:
-        from scapy.layers.inet import IP
-        from scapy.layers.l2 import Ether
-
         frame = Ether(pkt)
-        frame[IP].src = src_ip
-        del frame[IP].chksum
-        del frame[IP].payload.chksum
+        ip = frame[IPv6] if IPv6 in frame else frame[IP]
+        ip.src = src_ip
+        if IP in frame:
+            del frame[IP].chksum
+        del ip.payload.chksum
         return bytes(frame)
 
     def spoofed(self) -> int:
@@ -112,14 +120,14 @@ class ApScopeTest(AckwiseTest):
 
 
 class ServedPrefixOnlyTest(ApScopeTest):
-    """Only 10.0.2.1/32 is served. A flow to 10.0.2.7, behind the same wireless port, is forwarded
-    exactly as a plain switch would: no spoofed ACK, no copy to the agent, no state. The served
-    station's flow, run the same way after it, is spoofed (the positive control)."""
+    """Only 10.0.2.1/32 is served. A flow to 10.0.2.7 (fd00:0:0:2::7), behind the same wireless
+    port, is forwarded exactly as a plain switch would: no spoofed ACK, no copy to the agent, no
+    state. The served station's flow, run the same way after it, is spoofed (the positive control)."""
 
-    served = ("10.0.2.1/32",)
+    served = (STA_A,)
 
     def runTest(self) -> None:
-        self.run_flow(STA_A, dst_ip="10.0.2.7")
+        self.run_flow(STA_A, dst_ip=self.other_host(STA_A))
         self.assertEqual(self.spoofed(), 0)
         assert self.client is not None
         self.assertEqual(read_flows(self.client), [])
@@ -163,7 +171,7 @@ class RemovedStationTest(ApScopeTest):
     segment on nothing is spoofed and nothing copied, its ACKs go to the sender; a new connection
     to it is never proxied either."""
 
-    served = ("10.0.2.1/32",)
+    served = (STA_A,)
 
     def runTest(self) -> None:
         s_isn, a_isn = 1000, 9000
@@ -192,8 +200,8 @@ class RemovedStationTest(ApScopeTest):
         self.assertEqual(self.spoofed(), 1)
 
         assert self.client is not None
-        for station in list_stations(self.client):
-            self.client.table_delete("ap.stations", station["handle"])
+        (station,) = list_stations(self.client)
+        self.assertEqual(remove_station(self.client, station["station"]), 1)
         self.heartbeat()
         for k in (3, 4, 5):
             self.through(UPLINK, STA_A, self.segment(UPLINK, STA_A, s_isn + 1 + k * MSS, a_isn + 1, n=MSS))
@@ -208,3 +216,18 @@ class RemovedStationTest(ApScopeTest):
         # A new connection to the removed station is a plain one.
         self.run_flow(STA_A)
         self.assertEqual(self.spoofed(), 1)
+
+
+# ---- the same over IPv6 ----
+
+
+class ServedPrefixOnlyTest6(ServedPrefixOnlyTest):
+    ip_version = 6
+
+
+class StationToStationTest6(StationToStationTest):
+    ip_version = 6
+
+
+class RemovedStationTest6(RemovedStationTest):
+    ip_version = 6

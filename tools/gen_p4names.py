@@ -16,9 +16,11 @@ not a guess:
   not integer expressions (bit slices such as ``223:128``, lists of expressions) are not constants
   and are left out. Code under ``#if``/``#ifdef`` (other than an include guard) is refused: which
   branch p4c takes is not known here (an ``#if`` that holds only an ``#error`` is a check, and fine).
-  The exception is ``#ifdef`` of a program's own flag (PROGRAM_FLAGS, without ``#else``): what it
-  adds for that program (ack_switch's working headers in the shared metadata, IPv6 in every program
-  but thinning_floor) is read as taken, that program being one the control plane talks to.
+  The exception is ``#ifdef`` (or ``#ifndef``) of a program's own flag (PROGRAM_FLAGS, without
+  ``#else``): what it adds for that program (ack_switch's working headers in the shared metadata,
+  IPv6 in every program but thinning_floor), or for every program but that one (ack_switch's
+  metadata, which the AP proxy does without), is read as taken, that program being one the control
+  plane talks to.
 - ``typedef bit<N> name_t;`` and ``const TYPE NAME = <integer expression>;`` at the top level.
   Expressions may use integer literals (``0x10``, ``8w3``), other constants, ``( )`` and
   ``~ * + - << >> & ^ |`` with P4's (C's) precedence. A value must fit its ``bit<N>``.
@@ -345,10 +347,11 @@ def _comment_start(line: str, where: str) -> int | None:
 
 
 # Macros a program defines before its includes, so that a shared file adds what only that program
-# uses (headers.p4: ack_switch's working headers; IPv6, in every program but the yardstick
-# thinning_floor; checksums.p4: the TCP checksum over IPv6's pseudo-header, in programs that
-# rewrite TCP over IPv6); code under `#ifdef` of one is read as taken.
-PROGRAM_FLAGS = ("ACKWISE_ACK_SWITCH", "ACKWISE_IPV6", "ACKWISE_IPV6_TCP_REWRITE")
+# uses (headers.p4: ack_switch's working headers, the AP proxy's flow key; IPv6, in every program
+# but the yardstick thinning_floor; checksums.p4: the TCP checksum over IPv6's pseudo-header, in
+# programs that rewrite TCP over IPv6; `#ifndef ACKWISE_AP_PROXY`: what every program but the AP
+# proxy has); code under `#ifdef` or `#ifndef` of one is read as taken.
+PROGRAM_FLAGS = ("ACKWISE_ACK_SWITCH", "ACKWISE_AP_PROXY", "ACKWISE_IPV6", "ACKWISE_IPV6_TCP_REWRITE")
 
 
 def parse_preprocessor(source: Source, facts: P4Facts) -> str:
@@ -381,7 +384,7 @@ def parse_preprocessor(source: Source, facts: P4Facts) -> str:
             guard = text.split()[1] if len(text.split()) > 1 else ""
             following = lines[n].strip() if n < len(lines) else ""
             is_guard = re.fullmatch(rf"#\s*define\s+{re.escape(guard)}", following) is not None
-            conditionals.append("guard" if is_guard else "if")
+            conditionals.append("guard" if is_guard else "program" if guard in PROGRAM_FLAGS else "if")
         elif keyword == "ifdef" and len(text.split()) == 2 and text.split()[1] in PROGRAM_FLAGS:
             conditionals.append("program")
         elif keyword in ("if", "ifdef"):

@@ -403,6 +403,9 @@ def test_configs_picks_programs_and_policies_by_name() -> None:
     assert len(bench.select_configs(configs, "ack_switch")) == 7
     with pytest.raises(ValueError, match="ack_switch:fast_d not known"):
         bench.select_configs(configs, "ack_switch:fast_d")
+    # The AP proxy only when named: not in the full run's tables.
+    assert bench.AP_PROXY not in {program for program, _ in configs}
+    assert bench.select_configs(configs + bench.EXTRA_CONFIGS, "ap_proxy") == [("ap_proxy", None)]
 
 
 def test_ipv6_traffic_is_the_same_segments_over_ipv6() -> None:

@@ -158,15 +158,17 @@ ROWS: list[tuple[list[str], int, str]] = [
     (["policy", "reclaim", "-5"], 2, r"idle_ms -5: must be 0\.\.4000000 ms"),
     (["flows", "--sort", "bogus"], 2, r"--sort bogus: give one of slot, sender"),
     # AP proxy
-    (["ap", "serve", "10.0.0.300"], 2, r"station 10\.0\.0\.300: not an IPv4 address or prefix"),
+    (["ap", "serve", "10.0.0.300"], 2, r"station 10\.0\.0\.300: not an IPv4 or IPv6 address or prefix"),
     (["ap", "serve", "10.0.0.1/24"], 2, r"station 10\.0\.0\.1/24: .*host bits set"),
+    (["ap", "serve", "fd00::2:1/64"], 2, r"station fd00::2:1/64: .*host bits set.*fd00:0:0:2::/64"),
+    (["ap", "serve", "fd00::g"], 2, r"station fd00::g: not an IPv4 or IPv6 address or prefix"),
     (
         ["ap", "serve", "10.0.0.3", "--budget-bytes", "0"],
         2,
         r"--budget-bytes 0: must be 1\.\.4294967295 bytes",
     ),
     (["ap", "serve", "10.0.0.3", "--holdoff-ms", "-1"], 2, r"--holdoff-ms -1: must be 0\.\."),
-    (["ap", "unserve", "nonsense"], 2, r"station nonsense: not an IPv4 address or prefix"),
+    (["ap", "unserve", "nonsense"], 2, r"station nonsense: not an IPv4 or IPv6 address or prefix"),
     (["ap", "setup", "--uplink", "0", "--wireless", "2", "--cpu", "100"], 2, r"cannot use port 0"),
     (
         ["ap", "setup", "--uplink", "1", "--wireless", "1", "--cpu", "100"],

@@ -61,7 +61,16 @@ from ackwise.bmv2.toolchain import (
 from ackwise.experiments.measure.rawsend import BURST_FRAMES, send_paced, senders
 from ackwise.experiments.measure.versions import tool_versions
 from ackwise.experiments.stress import holdback_bench, instructions
-from ackwise.experiments.stress.dataplane import cpu_s, install_routes, over_ipv6, segment
+from ackwise.experiments.stress.dataplane import (
+    CPU,
+    DOWNLINK,
+    UPLINK,
+    cpu_s,
+    install_routes,
+    over_ipv6,
+    segment,
+)
+from ackwise.features.ap import StationParams, configure_ap
 from ackwise.features.thinning import set_default_policy
 from ackwise.netdev import add_veth, delete_link
 from ackwise.processes import run_until_stopped
@@ -100,6 +109,12 @@ CONFIGS = [
     ("ack_switch", "coalesce"),
     ("thinning_floor", "every_d d=8"),
 ]
+# Selectable with --configs only, not in `make bench`'s tables: the AP proxy serving the receivers'
+# prefix (10.0.2.0/24, or fd00:0:0:2::/64 with --ip-version 6). The traffic has no handshake and no
+# agent runs, so every flow stays in pass mode: what each proxied packet pays for the station lookup,
+# the flow key and the per-flow state, not spoofing.
+AP_PROXY = "ap_proxy"
+EXTRA_CONFIGS = [(AP_PROXY, None)]
 # The yardstick (p4src/thinning_floor.p4): the least a switch does to thin with every_d. Not an
 # ackwise program: it measures what ack_switch's contract and features cost beyond that core.
 FLOOR = "thinning_floor"
@@ -597,6 +612,9 @@ def set_floor_policy(client: SwitchClient, params: PolicyParams) -> None:
 def _routes_and_policy(thrift_port: int, policy: str | None, program: str, ipv6: bool = False) -> None:
     with SwitchClient("localhost", thrift_port) as client:
         install_routes(client, ipv6=ipv6)
+        if program == AP_PROXY:
+            station = f"fd00:0:0:{DOWNLINK}::/64" if ipv6 else f"10.0.{DOWNLINK}.0/24"
+            configure_ap(client, [UPLINK], [DOWNLINK], CPU, [(station, StationParams())])
         if policy is None:
             return
         params = PolicyParams.parse(policy.split()[0], policy.split()[1:])
@@ -682,7 +700,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="only these configurations: comma-separated PROGRAM or PROGRAM:POLICY (the policy's "
         "name, its parameters aside), e.g. ack_switch:dynamic_d,ack_switch:coalesce,thinning_floor; "
-        "a --baseline program by its NAME",
+        f"a --baseline program by its NAME; also {AP_PROXY} (not in the full run: the AP proxy's flows, in "
+        "pass mode)",
     )
     parser.add_argument(
         "--write-docs", action="store_true", help="write the results into docs/performance.md"
@@ -728,7 +747,7 @@ def _main(argv: list[str] | None) -> int:
         configs += [(name, policy) for program, policy in CONFIGS if program == "ack_switch"]
     if args.configs:
         try:
-            configs = select_configs(configs, args.configs)
+            configs = select_configs(configs + EXTRA_CONFIGS, args.configs)
         except ValueError as exc:
             parser.error(str(exc))
         if args.write_docs:

@@ -219,8 +219,9 @@ def model_ipv6(ip: bytes, policy: str = "off") -> Model:
     elif next_header == IP_PROTO_UDP and len(ip) < at + 8:
         m.malformed = "truncated"
     elif next_header == IP_PROTO_TCP:
-        # Thinned by ack_switch's policies as over IPv4 (issue 40); left alone by the AP proxy,
-        # which never spoofs for it (m.tcp stays False, and it is no pure ACK to the AP proxy).
+        # Thinned by ack_switch's policies as over IPv4 (issue 40); left alone by the AP proxy here,
+        # which serves no IPv6 prefix in the fuzzer's configuration (dataplane.configure), so never
+        # spoofs for it (m.tcp stays False, and it is no pure ACK to the AP proxy).
         tcp = ip[at:]
         m.malformed, unknown = tcp_verdict(tcp)
         upper_len = payload_len - (at - 40)

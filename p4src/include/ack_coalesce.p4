@@ -25,6 +25,7 @@
 #include <v1model.p4>
 #include "headers.p4"
 #include "serial.p4"
+#include "checksums.p4"  // WORDS8
 
 // Bits of the coalescing state's flags.
 const bit<8> COALESCE_WAITING = 0x01;   // an ACK of this half-flow waits in the queue
@@ -371,8 +372,6 @@ control AckCoalesceDeparture(in bit<32> half, in bit<16> serial, in time_us_t no
     // addresses into the one field of it that counts, l4_len: their 16 words and the length summed
     // with end-around carry (the same ones'-complement sum as the words themselves). Nothing reads
     // l4_len after this.
-#define WORDS8(a) ((bit<32>)a[127:112] + (bit<32>)a[111:96] + (bit<32>)a[95:80] + (bit<32>)a[79:64] \
-    + (bit<32>)a[63:48] + (bit<32>)a[47:32] + (bit<32>)a[31:16] + (bit<32>)a[15:0])
     action pseudo_header6() {
         w.frame_bytes = (bit<32>)hdr.ipv6.payload_len + 54;
         bit<32> sum = WORDS8(hdr.ipv6.src_addr) + WORDS8(hdr.ipv6.dst_addr) + (bit<32>)l4_len;

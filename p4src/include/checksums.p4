@@ -15,6 +15,18 @@
     hdr.tcp_options[i].sack_permitted, hdr.tcp_options[i].timestamps, hdr.tcp_options[i].sack, \
     hdr.tcp_options[i].other
 
+// TCP over IPv6 through IPv4's calculations: bmv2 leaves the invalid IPv4 header's fields out of a
+// checksum, so a control that rewrites a segment over IPv6 puts the ones'-complement sum of the
+// IPv6 pseudo-header's addresses into `len` (the upper-layer length, l4_len), folded to 16 bits:
+// IPV6_PSEUDO_HEADER(ipv6, len) is that value (RFC 8200 8.1: both addresses, the length, Next
+// Header TCP's, the last taken as a constant by the calculation). An expression, twice folded
+// (17 words of 16 bits sum to under 2^21), so that it needs no local (a metadata field).
+#define WORDS8(a) ((bit<32>)a[127:112] + (bit<32>)a[111:96] + (bit<32>)a[95:80] + (bit<32>)a[79:64] \
+    + (bit<32>)a[63:48] + (bit<32>)a[47:32] + (bit<32>)a[31:16] + (bit<32>)a[15:0])
+#define IPV6_PSEUDO_SUM(ipv6, len) (WORDS8(ipv6.src_addr) + WORDS8(ipv6.dst_addr) + (bit<32>)(len))
+#define FOLD16(s) ((bit<32>)(s)[15:0] + ((s) >> 16))
+#define IPV6_PSEUDO_HEADER(ipv6, len) (FOLD16(FOLD16(IPV6_PSEUDO_SUM(ipv6, len))))[15:0]
+
 control AckwiseVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
         verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl >= 5,
@@ -74,9 +86,11 @@ control AckwiseComputeChecksum(inout headers_t hdr, inout local_metadata_t meta)
               TCP_OPTIONS_IN_ORDER, hdr.tcp_padding },
             hdr.tcp.checksum, HashAlgorithm.csum16);
         // A segment that leaves without its payload (truncate()): the checksum must not cover
-        // the payload bmv2 still holds when it computes it.
+        // the payload bmv2 still holds when it computes it. Over IPv6 too (the AP proxy's spoofed
+        // ACK): as the header-only calculation, TCP's protocol number a constant and IPv6's
+        // addresses in l4_len (IPV6_PSEUDO_HEADER).
         update_checksum(hdr.tcp.isValid() && meta.tcp_rewritten_no_payload,
-            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, hdr.ipv4.protocol, meta.l4_len,
+            { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, 8w0, IP_PROTO_TCP, meta.l4_len,
               hdr.tcp.src_port, hdr.tcp.dst_port, hdr.tcp.seq_no, hdr.tcp.ack_no,
               hdr.tcp.data_offset, hdr.tcp.reserved, hdr.tcp.flags, hdr.tcp.window,
               hdr.tcp.urgent_ptr, hdr.spoof_ts },

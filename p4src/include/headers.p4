@@ -330,6 +330,18 @@ struct ap_meta_t {
     bit<32> ack_ts_ecr;
 }
 
+// The AP proxy's key of a packet's flow (ap_stations.p4), as ApProxyFlows keeps the flow's state:
+// key_a, key_b, key_ports and the slot as FlowKey computes them for IPv4; for IPv6, (FLOW_KEY_IPV6 or FLOW_KEY_IPV6_OTHER, 0, the ports) as in ack_thinning
+// (flow_key.p4's FLOW_KEY6_TAG: FLOW_KEY_IPV6 when the slot's addresses in ap.key6 are this
+// flow's), the slot from the 36 key bytes, and addrs6 the slot's addresses as read.
+struct ap_flow_key_t {
+    bit<32> key_a;
+    bit<32> key_b;
+    bit<32> key_ports;
+    bit<32> slot;
+    bit<256> addrs6;
+}
+
 // Working headers (a control's working state in a header made valid where it starts; see
 // docs/performance.md, "What every packet pays first"). Within one action p4c substitutes the
 // expression that computed each field into every later use of the field (copy propagation), and
@@ -354,14 +366,20 @@ struct local_metadata_t {
     bit<16> tcp_payload_len;    // bytes of TCP payload (l4_len minus the data offset)
     bool ipv4_rewritten;        // a header field changed: recompute the IPv4 checksum (IPv6 has none)
     bool tcp_rewritten;         // a TCP field changed: recompute the TCP checksum
+#ifndef ACKWISE_AP_PROXY
+    // ack_switch's (the ACK policy, what its thinning stage hands to egress), kept in the programs
+    // measured with them (the yardsticks forward_only and thinning_floor); the AP proxy does
+    // without: each field is a reset every packet pays for (docs/ap-proxy.md, "IPv6").
     ack_policy_params_t ack_policy;
     ack_meta_t ack;
+#endif
     ap_meta_t ap;
     bool tcp_rewritten_no_payload;  // a TCP header rewritten for a packet whose payload is cut off
     // A pure ACK's header and options rewritten (coalescing): the checksum covers them and nothing
     // after, and the frame is cut at the IPv4 total length. bmv2's payload would include an
     // Ethernet trailer (bytes after the IPv4 packet), which the checksum must not cover.
     bool tcp_rewritten_header_only;
+#ifndef ACKWISE_AP_PROXY
     // Travel with a copy for the agent to egress (the clone keeps only the fields of this list).
     @field_list(HOLDBACK_FIELD_LIST)
     bit<16> hold_ms;
@@ -369,6 +387,12 @@ struct local_metadata_t {
     bit<16> agent_kind;
     @field_list(HOLDBACK_FIELD_LIST)
     bit<32> agent_arg;
+#endif
+#ifdef ACKWISE_AP_PROXY
+    // The AP proxy's flow key (a field of the metadata, not a local: a local passed to the control
+    // that sets it for a served station only would be an uninitialised read to p4c). Only there.
+    ap_flow_key_t ap_flow;
+#endif
 #ifdef ACKWISE_ACK_SWITCH
     // ack_switch's working headers (ack_switch_work.p4). Only there: the other programs, among them
     // the yardsticks forward_only and thinning_floor, keep the metadata they were measured with.

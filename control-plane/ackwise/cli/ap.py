@@ -24,8 +24,8 @@ from ackwise.features.ap import (
     read_agent_report,
     read_flows,
     read_stats,
+    remove_station,
 )
-from ackwise.twins.p4names import TABLE_AP_STATIONS
 
 STAT_LABELS = {
     "spoofed": "spoofed ACKs sent",
@@ -125,6 +125,7 @@ def flow_rows(flows: list[ApFlow], agent_flows: dict[str, Any]) -> list[dict[str
 
 STATION_COLUMNS = (
     "handle",
+    "ip_version",
     "station",
     "budget_bytes",
     "fast_after_segments",
@@ -149,9 +150,7 @@ def cmd_ap_serve(args: argparse.Namespace) -> int:
         holdoff_ms=args.holdoff_ms,
     )
     with client_for(args) as client:
-        for station in list_stations(client):
-            if station["station"] == prefix:
-                client.table_delete(TABLE_AP_STATIONS, station["handle"])
+        remove_station(client, prefix)
         handle = add_station(client, prefix, params)
     emit(args, {"handle": handle, "station": prefix} | params.__dict__, f"serving {prefix} (entry {handle})")
     return 0
@@ -160,11 +159,8 @@ def cmd_ap_serve(args: argparse.Namespace) -> int:
 def cmd_ap_unserve(args: argparse.Namespace) -> int:
     prefix = parse_station_prefix(args.prefix)
     with client_for(args) as client:
-        handles = [s["handle"] for s in list_stations(client) if s["station"] == prefix]
-        if not handles:
+        if not remove_station(client, prefix):
             raise ApConfigError(f"{prefix} is not served: 'ackwise ap stations' lists what is")
-        for handle in handles:
-            client.table_delete(TABLE_AP_STATIONS, handle)
     emit(args, {"deleted": prefix}, f"no longer serving {prefix}: its new flows pass untouched")
     return 0
 
@@ -199,7 +195,9 @@ def add_commands(registry: Registry) -> None:
     p = registry.command(
         ap, "serve", cmd_ap_serve, "serve a station prefix (replaces its entry if it has one)"
     )
-    p.add_argument("prefix", help="station address or prefix, e.g. 10.0.0.3/32")
+    p.add_argument(
+        "prefix", help="station address or prefix, IPv4 or IPv6, e.g. 10.0.0.3/32 or fd00:0:0:2::/64"
+    )
     p.add_argument(
         "--budget-bytes",
         type=int_in(1, 2**32 - 1, "bytes"),
@@ -212,7 +210,7 @@ def add_commands(registry: Registry) -> None:
     p.add_argument("--stall-timeout-ms", type=u32, default=defaults.stall_timeout_ms)
     p.add_argument("--holdoff-ms", type=u32, default=defaults.holdoff_ms, help="0: leave fast mode for good")
     p = registry.command(ap, "unserve", cmd_ap_unserve, "stop serving a station prefix")
-    p.add_argument("prefix")
+    p.add_argument("prefix", help="as given to 'ap serve' (IPv4 or IPv6)")
     p = registry.command(
         ap, "setup", cmd_ap_setup, "port roles and multicast groups of a fresh ap_proxy switch"
     )

@@ -34,7 +34,7 @@ from ackwise.daemons.cpu_port import CpuPortAgent
 from ackwise.features.ap import agent_stats_path, leave_fast_mode, list_stations
 from ackwise.processes import run_daemon
 from ackwise.twins.flowkey import FlowKey
-from ackwise.twins.packets import ACK, RST, SYN, TcpSegment, parse_ipv4_tcp
+from ackwise.twins.packets import ACK, RST, SYN, TcpSegment, parse_frame_tcp
 from ackwise.twins.serial import seq_diff, seq_geq, seq_gt, seq_leq
 
 # Without SACK, the classic three duplicates say the segment at the ACK number is lost.
@@ -189,6 +189,16 @@ class ProxiedFlow:
         return []
 
 
+StationNet = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def is_station(addr: str, nets: list[StationNet]) -> bool:
+    """Whether ``addr`` (either IP version) is in one of the station prefixes served (a prefix
+    of the other version never holds it)."""
+    ip = ipaddress.ip_address(addr)
+    return any(ip in net for net in nets)
+
+
 class RepairAgent(CpuPortAgent):
     def __init__(
         self, iface: str, thrift_port: int, global_cap_bytes: int, holdoff_ms: int, stats_path: Path
@@ -198,7 +208,7 @@ class RepairAgent(CpuPortAgent):
         self.global_cap_bytes, self.holdoff_ms = global_cap_bytes, holdoff_ms
         self.flows: dict[FlowKey, ProxiedFlow] = {}
         self.client = SwitchClient("localhost", thrift_port).connect()
-        self.station_nets: list[ipaddress.IPv4Network] = []
+        self.station_nets: list[StationNet] = []
         self.refresh_stations()
         self.counters = {
             "data_copies": 0,
@@ -223,9 +233,9 @@ class RepairAgent(CpuPortAgent):
     # ---- packets from the CPU port ----
 
     def handle(self, frame: bytes, now: float) -> None:
-        if len(frame) < 14 or frame[12:14] != b"\x08\x00":
-            return
-        seg = parse_ipv4_tcp(frame[14:], now)
+        """A frame from the CPU port: TCP over IPv4 or IPv6 (behind the extension headers the
+        switch follows); anything else is not the proxy's."""
+        seg = parse_frame_tcp(frame, now) if len(frame) >= 14 else None
         if seg is None:
             return
         from_station, to_station = self.is_station(seg.src), self.is_station(seg.dst)
@@ -256,14 +266,13 @@ class RepairAgent(CpuPortAgent):
             self.leave_fast_mode(flow, f"internal error: {exc}")
 
     def is_station(self, addr: str) -> bool:
-        ip = ipaddress.IPv4Address(addr)
-        return any(ip in net for net in self.station_nets)
+        return is_station(addr, self.station_nets)
 
     def refresh_stations(self) -> None:
-        """The station prefixes the switch serves (ap.stations): they tell a copy of the
-        sender's data from the station's own packets."""
+        """The station prefixes the switch serves (ap.stations, ap.stations6): they tell a copy
+        of the sender's data from the station's own packets."""
         try:
-            self.station_nets = [ipaddress.IPv4Network(e["station"]) for e in list_stations(self.client)]
+            self.station_nets = [ipaddress.ip_network(e["station"]) for e in list_stations(self.client)]
         except SwitchError as exc:
             log.error("could not read ap.stations: %s", exc)
 

@@ -1,5 +1,6 @@
-"""Control plane of the AP proxy (p4src/ap_proxy.p4): port roles, the stations served, the
-multicast groups that make a spoofed segment's three copies, and the per-flow records."""
+"""Control plane of the AP proxy (p4src/ap_proxy.p4): port roles, the stations served (IPv4 prefixes
+in ap.stations, IPv6 prefixes in ap.stations6), the multicast groups that make a spoofed segment's
+three copies, and the per-flow records (IPv4 and IPv6 flows alike)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from ackwise.bmv2.client import SwitchClient, named_cells
 from ackwise.errors import InputError
-from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.flowkey import FlowKey, address6
 from ackwise.twins.p4names import (
     ACTION_AP_CPU,
     ACTION_AP_EGRESS_UPLINK,
@@ -24,6 +25,7 @@ from ackwise.twins.p4names import (
     AP_AGENT_TIMEOUT_US,
     COUNTER_AP_REPAIRS,
     COUNTER_AP_STATS,
+    FLOW_KEY_IPV6,
     KEY_PORT,
     KEY_STATION,
     REGISTER_AP_AGENT_ALIVE_AT_US,
@@ -31,6 +33,8 @@ from ackwise.twins.p4names import (
     REGISTER_AP_CONSUMED_ACKS,
     REGISTER_AP_DUP_ACKS_TO_AGENT,
     REGISTER_AP_HOLDOFF_UNTIL_US,
+    REGISTER_AP_KEY6_A,
+    REGISTER_AP_KEY6_B,
     REGISTER_AP_KEY_A,
     REGISTER_AP_KEY_B,
     REGISTER_AP_KEY_PORTS,
@@ -43,6 +47,7 @@ from ackwise.twins.p4names import (
     TABLE_AP_EGRESS_ROLE,
     TABLE_AP_PORT_ROLE,
     TABLE_AP_STATIONS,
+    TABLE_AP_STATIONS6,
     ApFlowState,
     ApMode,
     ApRid,
@@ -58,13 +63,19 @@ class ApConfigError(InputError, ValueError):
 
 
 def parse_station_prefix(text: str) -> str:
-    """``10.0.0.3`` or ``10.0.0.0/24`` -> the normalised prefix; host bits must be zero."""
+    """``10.0.0.3``, ``10.0.0.0/24``, ``fd00:0:0:2::1`` or ``fd00:0:0:2::/64`` -> the normalised
+    prefix (a bare address is its /32 or /128); host bits must be zero."""
     try:
-        return str(ipaddress.IPv4Network(text))
+        return str(ipaddress.ip_network(text.strip()))
     except ValueError as exc:
         raise ApConfigError(
-            f"station {text}: not an IPv4 address or prefix ({exc}); write e.g. 10.0.0.3/32 or 10.0.1.0/24"
+            f"station {text}: not an IPv4 or IPv6 address or prefix ({exc}); write e.g. 10.0.0.3/32, "
+            "10.0.1.0/24, fd00:0:0:2::1/128 or fd00:0:0:2::/64"
         ) from None
+
+
+# Where each IP version's station prefixes are (ap_stations.p4): the same action and parameters.
+STATION_TABLES = {4: TABLE_AP_STATIONS, 6: TABLE_AP_STATIONS6}
 
 
 @dataclass(frozen=True)
@@ -143,9 +154,10 @@ def configure_ap(
 
 
 def add_station(client: SwitchClient, prefix: str, params: StationParams) -> int:
-    net = ipaddress.IPv4Network(parse_station_prefix(prefix))
+    """Serve a station prefix of either IP version (ap.stations or ap.stations6); its entry handle."""
+    net = ipaddress.ip_network(parse_station_prefix(prefix))
     return client.table_add(
-        TABLE_AP_STATIONS,
+        STATION_TABLES[net.version],
         ACTION_AP_SERVE,
         {KEY_STATION: str(net)},
         {
@@ -158,12 +170,27 @@ def add_station(client: SwitchClient, prefix: str, params: StationParams) -> int
 
 
 def list_stations(client: SwitchClient) -> list[dict[str, Any]]:
+    """Every station prefix served, IPv4's then IPv6's: entry handle (within its version's table),
+    IP version, prefix and parameters."""
     out = []
-    for e in client.table_entries(TABLE_AP_STATIONS):
-        (key,) = e.key
-        prefix = ipaddress.IPv4Network((key.value, key.prefix_len or 0))
-        out.append({"handle": e.handle, "station": str(prefix), **e.params})
+    for version, table in STATION_TABLES.items():
+        for e in client.table_entries(table):
+            (key,) = e.key
+            network = ipaddress.IPv6Network if version == 6 else ipaddress.IPv4Network
+            prefix = network((key.value, key.prefix_len or 0))
+            out.append({"handle": e.handle, "ip_version": version, "station": str(prefix), **e.params})
     return out
+
+
+def remove_station(client: SwitchClient, prefix: str) -> int:
+    """Stop serving a station prefix (either IP version): how many entries were deleted (0: it was
+    not served)."""
+    prefix = parse_station_prefix(prefix)
+    version = ipaddress.ip_network(prefix).version
+    handles = [s["handle"] for s in list_stations(client) if s["station"] == prefix]
+    for handle in handles:
+        client.table_delete(STATION_TABLES[version], handle)
+    return len(handles)
 
 
 def leave_fast_mode(client: SwitchClient, key: FlowKey, holdoff_ms: int) -> None:
@@ -215,18 +242,36 @@ FLOW_REGISTERS = {
 }
 
 
+# An IPv6 flow's slot has (FLOW_KEY_IPV6, 0) in key_a and key_b, and its addresses in these:
+# KEY6_WORDS 32-bit words each at slot * KEY6_WORDS, the highest first (ap_proxy_flows.p4).
+KEY6_REGISTERS = (REGISTER_AP_KEY6_A, REGISTER_AP_KEY6_B)
+
+
 def read_flows(client: SwitchClient) -> list[ApFlow]:
     regs = {name: client.register_read_all(register) for name, register in FLOW_REGISTERS.items()}
+    words6: tuple[list[int], list[int]] | None = None
     flows = []
     for slot in range(len(regs["key_a"])):  # the program's slots
-        if regs["key_a"][slot] == 0 and regs["key_b"][slot] == 0 and regs["key_ports"][slot] == 0:
+        a, b, ports = regs["key_a"][slot], regs["key_b"][slot], regs["key_ports"][slot]
+        if a == 0 and b == 0 and ports == 0:
             continue
+        if (a, b) == (FLOW_KEY_IPV6, 0):  # an IPv6 flow (never an IPv4 key: lower address first)
+            if words6 is None:
+                words6 = (
+                    client.register_read_all(KEY6_REGISTERS[0]),
+                    client.register_read_all(KEY6_REGISTERS[1]),
+                )
+            key = FlowKey.from_registers(
+                address6(words6[0], slot), address6(words6[1], slot), ports, version=6
+            )
+        else:
+            key = FlowKey.from_registers(a, b, ports)
         spoof_valid = regs["state"][slot] & ApFlowState.SPOOF_VALID
         spoofed, station_ack = regs["spoofed"][slot], regs["station_ack"][slot]
         flows.append(
             ApFlow(
                 slot=slot,
-                key=FlowKey.from_registers(regs["key_a"][slot], regs["key_b"][slot], regs["key_ports"][slot]),
+                key=key,
                 mode=ApMode(regs["mode"][slot]).name.lower(),
                 spoofed=spoofed,
                 station_ack=station_ack,

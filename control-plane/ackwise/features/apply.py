@@ -25,6 +25,7 @@ nothing, and idempotently.
     ap: {uplink: [1], wireless: [2], cpu: 100}      # ap_proxy: what 'ackwise ap setup' writes
     stations:                             # ap_proxy: what 'ackwise ap serve' writes
       - {prefix: 10.0.0.3/32, budget_bytes: 65536}
+      - {prefix: "fd00:0:0:2::/64"}          # IPv6 prefixes too (ap.stations6)
 
 **All or nothing.** The whole file is checked first: sections, fields, and every table, action,
 register, key and value against the program it will run on (the running one, or ``program``'s),
@@ -47,6 +48,7 @@ its table entries and defaults; its registers start at zero, as after any swap.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +62,7 @@ from ackwise.bmv2.program import Program, Table, UnknownName
 from ackwise.bmv2.values import BadValue, format_value
 from ackwise.errors import InputError
 from ackwise.features.ap import (
+    STATION_TABLES,
     ApConfigError,
     StationParams,
     check_ports,
@@ -89,7 +92,6 @@ from ackwise.twins.p4names import (
     KEY_STATION,
     TABLE_AP_EGRESS_ROLE,
     TABLE_AP_PORT_ROLE,
-    TABLE_AP_STATIONS,
     TABLE_ECN_PORT_THRESHOLD,
     ApRid,
 )
@@ -715,7 +717,8 @@ class _Planner:
                 params = StationParams(**values)
             except ApConfigError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
-            self.entry(where, TABLE_AP_STATIONS, ACTION_AP_SERVE, {KEY_STATION: prefix}, vars(params), None)
+            table = STATION_TABLES[ipaddress.ip_network(prefix).version]
+            self.entry(where, table, ACTION_AP_SERVE, {KEY_STATION: prefix}, vars(params), None)
 
     def check_one_entry_per_key(self) -> None:
         """One key, one entry: two items with the same key would each undo the other."""

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ackwise.bmv2.client import SwitchClient, SwitchOperationError
-from ackwise.twins.flowkey import FlowKey
+from ackwise.twins.flowkey import FlowKey, address6
 from ackwise.twins.p4names import (
     FLOW_KEY_IPV6,
-    KEY6_WORDS,
     REGISTER_ACC_D,
     REGISTER_ACC_D_MAX,
     REGISTER_ACC_SIGNALS,
@@ -358,15 +357,6 @@ class FlowRecord:
             "closed": self.closed,
             "directions": [h.to_dict() for h in self.halves],
         }
-
-
-def address6(words: list[int], slot: int) -> int:
-    """An IPv6 address from its KEY6_WORDS 32-bit words at slot * KEY6_WORDS, the highest first
-    (ack_thinning.key6_a or key6_b)."""
-    value = 0
-    for i in range(KEY6_WORDS):
-        value = value << 32 | words[slot * KEY6_WORDS + i] & 0xFFFFFFFF
-    return value
 
 
 def read_flows(client: SwitchClient) -> list[FlowRecord]:

@@ -12,7 +12,7 @@ import ipaddress
 import zlib
 from dataclasses import dataclass
 
-from ackwise.twins.p4names import FLOW_SLOTS
+from ackwise.twins.p4names import FLOW_SLOTS, KEY6_WORDS
 
 ADDR_BYTES = {4: 4, 6: 16}  # the bytes of an address of each IP version
 
@@ -22,6 +22,15 @@ def format_endpoint(address: int, port: int, version: int) -> str:
     if version == 6:
         return f"[{ipaddress.IPv6Address(address)}]:{port}"
     return f"{ipaddress.IPv4Address(address)}:{port}"
+
+
+def address6(words: list[int], slot: int) -> int:
+    """An IPv6 address from the KEY6_WORDS 32-bit words the P4 keeps of it for the control plane at
+    slot * KEY6_WORDS, the highest first (ack_thinning.key6_a/_b, ap.key6_a/_b)."""
+    value = 0
+    for i in range(KEY6_WORDS):
+        value = value << 32 | words[slot * KEY6_WORDS + i] & 0xFFFFFFFF
+    return value
 
 
 @dataclass(frozen=True)

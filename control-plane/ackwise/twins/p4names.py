@@ -498,6 +498,7 @@ TABLE_ACK_THINNING_POLICY6 = "ack_thinning.policy6"
 TABLE_AP_EGRESS_ROLE = "ap.egress_role"
 TABLE_AP_PORT_ROLE = "ap.port_role"
 TABLE_AP_STATIONS = "ap.stations"
+TABLE_AP_STATIONS6 = "ap.stations6"
 TABLE_ECN_PORT_THRESHOLD = "ecn.port_threshold"
 TABLE_FLOOR_POLICY = "floor.policy"
 TABLE_FORWARDING_IPV4_LPM = "forwarding.ipv4_lpm"
@@ -566,6 +567,9 @@ REGISTER_AP_COPIED_TO = "ap.copied_to"
 REGISTER_AP_DUP_ACKS_TO_AGENT = "ap.dup_acks_to_agent"
 REGISTER_AP_HOLDOFF_UNTIL_US = "ap.holdoff_until_us"
 REGISTER_AP_IN_ORDER = "ap.in_order"
+REGISTER_AP_KEY6 = "ap.key6"
+REGISTER_AP_KEY6_A = "ap.key6_a"
+REGISTER_AP_KEY6_B = "ap.key6_b"
 REGISTER_AP_KEY_A = "ap.key_a"
 REGISTER_AP_KEY_B = "ap.key_b"
 REGISTER_AP_KEY_PORTS = "ap.key_ports"
@@ -619,7 +623,7 @@ KEY_DST_ADDR = "dst_addr"  # floor.policy, forwarding.ipv4_lpm, forwarding.ipv6_
 # ack_thinning.flow_policy, ack_thinning.flow_policy6, ack_thinning.policy, ack_thinning.policy6
 KEY_FLOW = "flow"
 KEY_PORT = "port"  # ap.egress_role, ap.port_role, ecn.port_threshold, holdback.ports, queue.model
-KEY_STATION = "station"  # ap.stations
+KEY_STATION = "station"  # ap.stations, ap.stations6
 
 # Bits of a register's cell (Thrift reads a cell as a signed 64-bit value: at most 63 of them).
 REGISTER_WIDTHS_BITS: dict[str, int] = {
@@ -657,6 +661,9 @@ REGISTER_WIDTHS_BITS: dict[str, int] = {
     REGISTER_AP_DUP_ACKS_TO_AGENT: 32,
     REGISTER_AP_HOLDOFF_UNTIL_US: 48,
     REGISTER_AP_IN_ORDER: 32,
+    REGISTER_AP_KEY6: 256,
+    REGISTER_AP_KEY6_A: 32,
+    REGISTER_AP_KEY6_B: 32,
     REGISTER_AP_KEY_A: 32,
     REGISTER_AP_KEY_B: 32,
     REGISTER_AP_KEY_PORTS: 32,
