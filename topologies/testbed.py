@@ -347,6 +347,12 @@ class Testbed:
 
     # ---- the AP proxy ----
 
+    def _station_prefixes(self, name: str) -> list[str]:
+        """What the AP serves a station by: its IPv4 address and, on a dual-stack test bed, its
+        IPv6 one (ap.stations6)."""
+        host = self.host(name)
+        return [f"{host.IP()}/32"] + ([f"{host.ip6}/128"] if host.ip6 else [])
+
     def _start_ap_proxy(self) -> None:
         setting = self.topo.meta.ap
         if setting is None:
@@ -365,7 +371,7 @@ class Testbed:
                 [uplink],
                 wireless,
                 setting.cpu_port,
-                [(f"{self.host(s).IP()}/32", params) for s in setting.stations],
+                [(prefix, params) for s in setting.stations for prefix in self._station_prefixes(s)],
             )
         if setting.agent:
             self.ap_agent_stats = agent_stats_path(ap.thrift_port)
