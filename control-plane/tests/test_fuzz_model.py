@@ -83,7 +83,8 @@ def test_payload_length_is_checked_at_the_chains_end_as_the_parser_does() -> Non
 
 def test_tcp_over_ipv6_is_modelled_as_the_parser_reads_it_behind_the_extension_headers() -> None:
     m = model_ipv6(ipv6(60, ext(6, 0)))
-    assert (m.malformed, m.tcp, m.thinnable, m.must_drop) == ("", False, False, False)  # no ACK flag
+    # A TCP segment (no ACK flag): TCP, nothing to thin; IPv6 has no header checksum to be wrong.
+    assert (m.malformed, m.tcp, m.thinnable, m.must_drop, m.ip_ok) == ("", True, False, False, True)
     ack = bytearray(ipv6(60, ext(6, 0)))
     ack[40 + 8 + 13] = 0x10
     assert (model_ipv6(bytes(ack), "every_d").pure_ack, model_ipv6(bytes(ack), "every_d").thinnable) == (
@@ -91,7 +92,10 @@ def test_tcp_over_ipv6_is_modelled_as_the_parser_reads_it_behind_the_extension_h
         True,
     )
     assert model_ipv6(bytes(ack), "off").thinnable is False  # off: a pure ACK, never thinned
-    assert model_ipv6(bytes(ack), "ap_proxy").pure_ack is False  # the AP proxy leaves IPv6 alone
+    # The AP proxy proxies IPv6 (issue 40): a station's pure ACK is one to it, never thinned. (The
+    # model had it leave IPv6 alone, so every ACK it spoofed over IPv6 was a violation.)
+    proxied = model_ipv6(bytes(ack), "ap_proxy")
+    assert (proxied.tcp, proxied.pure_ack, proxied.thinnable) == (True, True, False)
     assert model_ipv6(ipv6(60, ext(6, 0))[:-1]).malformed == "truncated"
     offset_4 = bytearray(ipv6(60, ext(6, 0)))
     offset_4[40 + 8 + 12] = 4 << 4

@@ -188,8 +188,8 @@ def marker(port: int, burst: int) -> bytes:
 
 def configure(client: Any, config: str) -> None:
     """Routes for IPv4 and IPv6 (and L2 across) for one stress configuration: an ACK policy of
-    ack_switch by name (default parameters), ``ap_proxy`` serving 10.0.2.0/24 behind DOWNLINK, or
-    ``forward_only`` (routes only)."""
+    ack_switch by name (default parameters), ``ap_proxy`` serving 10.0.2.0/24 and fd00:0:0:2::/64
+    behind DOWNLINK (ap.stations and ap.stations6), or ``forward_only`` (routes only)."""
     install_routes(client, l2_across=True, ipv6=True)
     if config == "forward_only":
         return
@@ -197,7 +197,9 @@ def configure(client: Any, config: str) -> None:
         params = StationParams(
             budget_bytes=64 * 1024, fast_after_segments=2, stall_timeout_ms=60_000, holdoff_ms=0
         )
-        configure_ap(client, [UPLINK], [DOWNLINK], CPU, [("10.0.2.0/24", params)])
+        configure_ap(
+            client, [UPLINK], [DOWNLINK], CPU, [("10.0.2.0/24", params), ("fd00:0:0:2::/64", params)]
+        )
     else:
         set_default_policy(client, PolicyParams.parse(config, []))
 

@@ -219,20 +219,27 @@ def model_ipv6(ip: bytes, policy: str = "off") -> Model:
     elif next_header == IP_PROTO_UDP and len(ip) < at + 8:
         m.malformed = "truncated"
     elif next_header == IP_PROTO_TCP:
-        # Thinned by ack_switch's policies as over IPv4 (issue 40); left alone by the AP proxy here,
-        # which serves no IPv6 prefix in the fuzzer's configuration (dataplane.configure), so never
-        # spoofs for it (m.tcp stays False, and it is no pure ACK to the AP proxy).
+        # Thinned by ack_switch's policies and proxied by the AP proxy (which serves fd00:0:0:2::/64,
+        # dataplane.configure) as over IPv4 (issue 40). IPv6 has no header checksum to be wrong.
+        m.ip_ok = True
         tcp = ip[at:]
+        m.tcp = len(tcp) >= 20
         m.malformed, unknown = tcp_verdict(tcp)
         upper_len = payload_len - (at - 40)
         if 20 <= upper_len <= len(tcp):
             pseudo = ip[8:40] + struct.pack("!IxxxB", upper_len, IP_PROTO_TCP)
             m.tcp_ok = checksum(bytes(pseudo) + bytes(tcp[:upper_len])) == 0
-        if m.malformed or policy == "ap_proxy":
+        if m.malformed:
             return m
         flags, doff = tcp[13], (tcp[12] >> 4) * 4
         m.pure_ack = bool(flags & 0x10) and upper_len - doff == 0 and not flags & 0x07
-        m.thinnable = m.pure_ack and policy != "off" and not flags & 0x28 and not unknown and not m.may_drop
+        m.thinnable = (
+            m.pure_ack
+            and policy not in ("off", "ap_proxy")
+            and not flags & 0x28
+            and not unknown
+            and not m.may_drop
+        )
     return m
 
 
