@@ -19,32 +19,20 @@ from ackwise.netdev import add_veth
 
 PORT = "9092"
 
+# 16 data segments host1 -> host2 and their ACKs, segments FIRST..LAST-1 (argv), over IP VERSION
+# (argv: 4, 10.0.N.1; 6, fd00:0:0:N::1).
 SEND = r"""
 import sys
-from scapy.all import Ether, IP, TCP, Raw, sendp
+from scapy.all import Ether, IP, IPv6, TCP, Raw, sendp
+version, first, last = (int(a) for a in sys.argv[1:4])
 mac = lambda p: f"00:00:00:00:0{p}:fe"
+ip = (lambda s, d: IP(src=f"10.0.{s}.1", dst=f"10.0.{d}.1")) if version == 4 else (
+    lambda s, d: IPv6(src=f"fd00:0:0:{s}::1", dst=f"fd00:0:0:{d}::1"))
 def seg(src, dst, sport, dport, seq, ack, payload=b""):
-    pkt = Ether(dst=mac(src)) / IP(src=f"10.0.{src}.1", dst=f"10.0.{dst}.1") / TCP(
+    pkt = Ether(dst=mac(src)) / ip(src, dst) / TCP(
         sport=sport, dport=dport, seq=seq, ack=ack, flags="A",
         options=[("NOP", None), ("NOP", None), ("Timestamp", (seq % 2**32, ack % 2**32))])
     return pkt / Raw(load=payload) if payload else pkt
-data = [seg(1, 2, 40000, 5001, 1000 + k * 1448, 1, b"x" * 1448) for k in range(16)]
-acks = [seg(2, 1, 5001, 40000, 1, 1000 + k * 1448) for k in range(1, 17)]
-sendp(data, iface="host1", verbose=False)
-sendp(acks, iface="host2", verbose=False, inter=0.002)
-"""
-
-# The same segments over IPv6 (fd00:0:0:N::1 for 10.0.N.1), segments FIRST..LAST-1 (argv).
-SEND6 = r"""
-import sys
-from scapy.all import Ether, IPv6, TCP, Raw, sendp
-mac = lambda p: f"00:00:00:00:0{p}:fe"
-def seg(src, dst, sport, dport, seq, ack, payload=b""):
-    pkt = Ether(dst=mac(src)) / IPv6(src=f"fd00:0:0:{src}::1", dst=f"fd00:0:0:{dst}::1") / TCP(
-        sport=sport, dport=dport, seq=seq, ack=ack, flags="A",
-        options=[("NOP", None), ("NOP", None), ("Timestamp", (seq % 2**32, ack % 2**32))])
-    return pkt / Raw(load=payload) if payload else pkt
-first, last = int(sys.argv[1]), int(sys.argv[2])
 data = [seg(1, 2, 40000, 5001, 1000 + k * 1448, 1, b"x" * 1448) for k in range(first, last)]
 acks = [seg(2, 1, 5001, 40000, 1, 1000 + k * 1448) for k in range(first + 1, last + 1)]
 sendp(data, iface="host1", verbose=False)
@@ -93,7 +81,7 @@ def test_policy_and_flows(netns: Netns, cli_env: dict[str, str]) -> None:
         assert bad.returncode == 2 and "no policy named" in bad.stderr
 
         assert ackwise("flows").stdout.strip() == "no flows"
-        netns.run(sys.executable, "-c", SEND, env=cli_env)
+        netns.run(sys.executable, "-c", SEND, "4", "0", "16", env=cli_env)
         rows = json.loads(ackwise("--json", "flows").stdout)
         acks = next(r for r in rows if r["sender"] == "10.0.2.1:5001")
         data = next(r for r in rows if r["sender"] == "10.0.1.1:40000")
@@ -143,7 +131,7 @@ def check_ipv6_flows(netns: Netns, cli_env: dict[str, str], ackwise: Any) -> Non
             f"dst_mac=00:00:00:00:0{i}:01",
         )
     ackwise("policy", "set", "src=fd00:0:0:2::/64", "every_d", "d=4")
-    netns.run(sys.executable, "-c", SEND6, "0", "16", env=cli_env)
+    netns.run(sys.executable, "-c", SEND, "6", "0", "16", env=cli_env)
     rows = json.loads(ackwise("--json", "flows").stdout)
     acks = next(r for r in rows if r["sender"] == "[fd00:0:0:2::1]:5001")
     assert (acks["acks_seen"], acks["acks_forwarded"], acks["acks_thinned"]) == (16, 5, 11)
@@ -180,7 +168,7 @@ def check_ipv6_flows(netns: Netns, cli_env: dict[str, str], ackwise: Any) -> Non
         assert written["new"].startswith("every_d mss=1448 d=1 "), written
         flow_rules = json.loads(ackwise("--json", "policy", "list").stdout)["flow_rules"]
         assert [(r["ip_version"], r["match"]) for r in flow_rules] == [(6, written["acks"])]
-        netns.run(sys.executable, "-c", SEND6, "16", "32", env=cli_env)
+        netns.run(sys.executable, "-c", SEND, "6", "16", "32", env=cli_env)
         rows = json.loads(ackwise("--json", "flows").stdout)
         after = next(r for r in rows if r["sender"] == "[fd00:0:0:2::1]:5001")
         assert (after["acks_seen"], after["acks_forwarded"]) == (32, 5 + 16)  # the flow's rule: d=1

@@ -13,6 +13,8 @@ to 6, its bytes built the same way in either.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -287,6 +289,36 @@ def routed(pkt: Packet | bytes, out_port: int) -> bytes:
     raw[14 + 10 : 14 + 12] = b"\0\0"
     raw[14 + 10 : 14 + 12] = checksum(bytes(raw[14 : 14 + ihl_bytes])).to_bytes(2, "big")
     return bytes(raw)
+
+
+def start_cpu_agent(test: BaseTest, module: str, args: list[str], what: str) -> subprocess.Popen[str]:
+    """One of ackwise's CPU-port agents (``python -m module``) on run_ptf.py's agent veth, talking to
+    the test's switch: started, and its "ready" line awaited (the test fails naming ``what`` and the
+    agent's error if it does not come), then a moment for its first heartbeat to reach the switch."""
+    cmd = [sys.executable, "-m", module, "--iface", param("agent_iface")]
+    cmd += ["--thrift-port", param("thrift_port", "9190"), *args]
+    agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert agent.stdout is not None
+    line = agent.stdout.readline().strip()
+    if line != "ready":
+        agent.kill()
+        _, err = agent.communicate()
+        test.fail(f"the {what} did not start: {err.strip() or line}")
+    time.sleep(0.15)
+    return agent
+
+
+def stop_cpu_agent(agent: subprocess.Popen[str]) -> None:
+    """Stop an agent start_cpu_agent started; one stuck is killed (it must not outlive the test
+    either way) and the test then fails on the timeout."""
+    if agent.poll() is None:
+        agent.terminate()
+    try:
+        agent.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        agent.communicate()
+        raise
 
 
 class AckwiseTest(BaseTest):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 from ackwise.bmv2.launcher import state_dir
 from ackwise.features.thinning import read_half_field
 from ackwise.twins.policies import PolicyParams
-from base_test import TcpFlow, param, routed
+from base_test import TcpFlow, param, routed, start_cpu_agent, stop_cpu_agent
 from test_ack_thinning import ThinningTest
 
 CPU_PORT = 64
@@ -49,29 +48,14 @@ class HoldbackTest(ThinningTest):
             self.start_the_agent()
 
     def start_the_agent(self) -> None:
-        cmd = [sys.executable, "-m", "ackwise.daemons.holdback_agent", "--iface", param("agent_iface")]
-        cmd += ["--thrift-port", param("thrift_port", "9190"), "--cpu-port", str(CPU_PORT)]
-        cmd += ["--stats", str(self.stats)]
-        self.agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert self.agent.stdout is not None
-        line = self.agent.stdout.readline().strip()
-        if line != "ready":
-            self.agent.kill()
-            _, err = self.agent.communicate()
-            self.fail(f"the hold-back agent did not start: {err.strip() or line}")
-        time.sleep(0.15)  # its first heartbeat reached the switch
+        args = ["--cpu-port", str(CPU_PORT), "--stats", str(self.stats)]
+        self.agent = start_cpu_agent(self, "ackwise.daemons.holdback_agent", args, "hold-back agent")
 
     def tearDown(self) -> None:
         try:
             if self.agent is not None:
-                if self.agent.poll() is None:
-                    self.agent.terminate()
                 try:
-                    self.agent.communicate(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.agent.kill()  # stuck: it must not outlive the test either way
-                    self.agent.communicate()
-                    raise
+                    stop_cpu_agent(self.agent)
                 finally:
                     self.agent = None
         finally:

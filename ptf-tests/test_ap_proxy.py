@@ -9,7 +9,6 @@ port 3 the CPU port. Frames are switched on MAC addresses, as in the test bed.""
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +23,16 @@ from ackwise.features.ap import StationParams, configure_ap, read_flows
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApMode, ApStat
 from ackwise.twins.packets import fix_tcp_checksum
-from base_test import AckwiseTest, host_ip, host_mac, host_prefix, param, tcp_segment
+from base_test import (
+    AckwiseTest,
+    host_ip,
+    host_mac,
+    host_prefix,
+    param,
+    start_cpu_agent,
+    stop_cpu_agent,
+    tcp_segment,
+)
 
 UPLINK, STATION, CPU = 1, 2, 3
 SERVER_PORT, STATION_PORT = 5001, 40000
@@ -624,28 +632,14 @@ class RepairAgentTest(ApProxyTest):
 
     def install_entries(self) -> None:
         super().install_entries()
-        cmd = [sys.executable, "-m", "ackwise.daemons.ap_agent", "--iface", param("agent_iface")]
-        cmd += ["--thrift-port", param("thrift_port", "9190"), "--stats", str(self.stats)]
-        self.agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert self.agent.stdout is not None
-        line = self.agent.stdout.readline().strip()
-        if line != "ready":
-            self.agent.kill()
-            _, err = self.agent.communicate()
-            self.fail(f"the repair agent did not start: {err.strip() or line}")
-        time.sleep(0.15)  # its first heartbeat reached the switch
+        args = ["--stats", str(self.stats)]
+        self.agent = start_cpu_agent(self, "ackwise.daemons.ap_agent", args, "repair agent")
 
     def tearDown(self) -> None:
         try:
             if self.agent is not None:
-                if self.agent.poll() is None:
-                    self.agent.terminate()
                 try:
-                    self.agent.communicate(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.agent.kill()
-                    self.agent.communicate()
-                    raise
+                    stop_cpu_agent(self.agent)
                 finally:
                     self.agent = None
         finally:

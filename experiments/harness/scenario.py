@@ -180,17 +180,22 @@ def _check_udp_answers(traffic: dict[str, Any], arms: Any, where: str) -> None:
                 raise ScenarioError(f"{where}: arms[{i}]: {exc}") from None
 
 
+def _read_yaml(path: Path, shown: str) -> tuple[Any, str]:
+    """A scenario file's document and its text (hashed into every run's provenance)."""
+    text = path.read_text()
+    try:
+        return yaml.safe_load(text), text
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{shown}: not valid YAML: {exc}") from None
+
+
 def _with_base(doc: dict[str, Any], path: Path, text: str, where: str) -> tuple[dict[str, Any], str]:
     """``doc`` over the scenario it names as ``base`` (a file beside it), and the text the
     scenario's hash covers: the base's then its own (an edit to either is another scenario)."""
     base_path = path.parent / f"{doc['base']}.yaml"
     if not base_path.is_file():
         raise ScenarioError(f"{where}: base {doc['base']!r}: no {base_path.name} beside it")
-    base_text = base_path.read_text()
-    try:
-        base = yaml.safe_load(base_text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{base_path.name}: not valid YAML: {exc}") from None
+    base, base_text = _read_yaml(base_path, base_path.name)
     if not isinstance(base, dict) or "base" in base:
         raise ScenarioError(f"{where}: base {doc['base']!r} must be a scenario without a base of its own")
     own = {k: v for k, v in doc.items() if k != "base"}
@@ -206,11 +211,7 @@ def load(name_or_path: str | Path) -> Scenario:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")))
         raise ScenarioError(f"no scenario {str(name_or_path)!r}; known: {known}")
-    text = path.read_text()
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    doc, text = _read_yaml(path, str(path))
     where = path.name
     if not isinstance(doc, dict):
         raise ScenarioError(f"{where}: a scenario is a mapping")
