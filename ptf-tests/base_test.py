@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
 from ackwise.bmv2.client import SwitchClient
-from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch
+from ackwise.bmv2.launcher import RunningSwitch, SwitchSpec, start_switch, state_dir
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import TABLE_FORWARDING_IPV4_LPM, TABLE_FORWARDING_IPV6_LPM
 from ackwise.twins.packets import checksum
@@ -291,34 +292,53 @@ def routed(pkt: Packet | bytes, out_port: int) -> bytes:
     return bytes(raw)
 
 
-def start_cpu_agent(test: BaseTest, module: str, args: list[str], what: str) -> subprocess.Popen[str]:
-    """One of ackwise's CPU-port agents (``python -m module``) on run_ptf.py's agent veth, talking to
-    the test's switch: started, and its "ready" line awaited (the test fails naming ``what`` and the
-    agent's error if it does not come), then a moment for its first heartbeat to reach the switch."""
-    cmd = [sys.executable, "-m", module, "--iface", param("agent_iface")]
-    cmd += ["--thrift-port", param("thrift_port", "9190"), *args]
-    agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert agent.stdout is not None
-    line = agent.stdout.readline().strip()
-    if line != "ready":
-        agent.kill()
-        _, err = agent.communicate()
-        test.fail(f"the {what} did not start: {err.strip() or line}")
-    time.sleep(0.15)
-    return agent
+class CpuAgentTest(BaseTest):
+    """Mixed in before a switch test whose switch talks to one of ackwise's CPU-port agents
+    (``python -m agent_module``) on run_ptf.py's agent veth: ``launch_agent`` starts it and awaits its
+    "ready"; tearDown stops it (one stuck is killed: it must not outlive the test either way) and
+    removes its stats file (``self.stats``), which lives in the run's state directory, which
+    run_ptf.py removes however the run ends (a run stopped by SIGTERM kills ptf, and tearDown never
+    runs: a file in /tmp stayed behind)."""
 
+    agent_module = ""
+    agent_name = ""  # what a failure to start calls it
 
-def stop_cpu_agent(agent: subprocess.Popen[str]) -> None:
-    """Stop an agent start_cpu_agent started; one stuck is killed (it must not outlive the test
-    either way) and the test then fails on the timeout."""
-    if agent.poll() is None:
-        agent.terminate()
-    try:
-        agent.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        agent.kill()
-        agent.communicate()
-        raise
+    def setUp(self) -> None:
+        self.agent: subprocess.Popen[str] | None = None
+        state = state_dir()
+        state.mkdir(parents=True, exist_ok=True)
+        self.stats = Path(tempfile.mkstemp(prefix="agent-stats-", suffix=".json", dir=state)[1])
+        super().setUp()
+
+    def launch_agent(self, *args: str) -> None:
+        cmd = [sys.executable, "-m", self.agent_module, "--iface", param("agent_iface")]
+        cmd += ["--thrift-port", param("thrift_port", "9190"), "--stats", str(self.stats), *args]
+        self.agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.agent.stdout is not None
+        line = self.agent.stdout.readline().strip()
+        if line != "ready":
+            self.agent.kill()
+            _, err = self.agent.communicate()
+            self.fail(f"the {self.agent_name} did not start: {err.strip() or line}")
+        time.sleep(0.15)  # its first heartbeat reached the switch
+
+    def tearDown(self) -> None:
+        try:
+            if self.agent is not None:
+                if self.agent.poll() is None:
+                    self.agent.terminate()
+                try:
+                    self.agent.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.agent.kill()
+                    self.agent.communicate()
+                    raise
+                finally:
+                    self.agent = None
+        finally:
+            self.stats.unlink(missing_ok=True)
+            self.stats.with_suffix(".tmp").unlink(missing_ok=True)
+            super().tearDown()
 
 
 class AckwiseTest(BaseTest):

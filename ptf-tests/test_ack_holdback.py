@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
-from ackwise.bmv2.launcher import state_dir
 from ackwise.features.thinning import read_half_field
 from ackwise.twins.policies import PolicyParams
-from base_test import TcpFlow, param, routed, start_cpu_agent, stop_cpu_agent
+from base_test import CpuAgentTest, TcpFlow, param, routed
 from test_ack_thinning import ThinningTest
 
 CPU_PORT = 64
@@ -24,20 +20,14 @@ HOLD_MS = 500
 EVERY_4 = PolicyParams.parse("every_d", ["d=4", f"hold_ms={HOLD_MS}"])
 
 
-class HoldbackTest(ThinningTest):
+class HoldbackTest(CpuAgentTest, ThinningTest):
     """A switch with the agent's port as port 64, and the agent running on its far end."""
+
+    agent_module = "ackwise.daemons.holdback_agent"
+    agent_name = "hold-back agent"
 
     policy = EVERY_4
     start_agent = True
-
-    def setUp(self) -> None:
-        self.agent: subprocess.Popen[str] | None = None
-        # In the run's state directory, which run_ptf.py removes however the run ends: a run stopped
-        # by SIGTERM kills ptf, and this test's tearDown never runs (a file in /tmp stayed behind).
-        state = state_dir()
-        state.mkdir(parents=True, exist_ok=True)
-        self.stats = Path(tempfile.mkstemp(prefix="holdback-stats-", suffix=".json", dir=state)[1])
-        super().setUp()
 
     def switch_ports(self) -> dict[int, str]:
         return super().switch_ports() | {CPU_PORT: param("agent_switch_iface")}
@@ -48,20 +38,7 @@ class HoldbackTest(ThinningTest):
             self.start_the_agent()
 
     def start_the_agent(self) -> None:
-        args = ["--cpu-port", str(CPU_PORT), "--stats", str(self.stats)]
-        self.agent = start_cpu_agent(self, "ackwise.daemons.holdback_agent", args, "hold-back agent")
-
-    def tearDown(self) -> None:
-        try:
-            if self.agent is not None:
-                try:
-                    stop_cpu_agent(self.agent)
-                finally:
-                    self.agent = None
-        finally:
-            self.stats.unlink(missing_ok=True)
-            Path(f"{self.stats.with_suffix('.tmp')}").unlink(missing_ok=True)
-            super().tearDown()
+        self.launch_agent("--cpu-port", str(CPU_PORT))
 
     def interleave(self, flow: TcpFlow, n: int) -> tuple[list[bytes], dict[int, float]]:
         """data(k), then ack(k + 1) right behind it, for k < n: each ACK acknowledges everything

@@ -8,29 +8,24 @@ port 3 the CPU port. Frames are switched on MAC addresses, as in the test bed.""
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
-from ackwise.bmv2.launcher import state_dir
 from ackwise.features.ap import StationParams, configure_ap, read_flows
 from ackwise.twins.flowkey import FlowKey
 from ackwise.twins.p4names import COUNTER_AP_STATS, TABLE_FORWARDING_L2_EXACT, ApMode, ApStat
 from ackwise.twins.packets import fix_tcp_checksum
 from base_test import (
     AckwiseTest,
+    CpuAgentTest,
     host_ip,
     host_mac,
     host_prefix,
     param,
-    start_cpu_agent,
-    stop_cpu_agent,
     tcp_segment,
 )
 
@@ -607,7 +602,7 @@ class RoutingHeaderUntouchedTest6(ApProxyTest):
         self.assertEqual(self.stat(ApStat.SPOOFED), 1)
 
 
-class RepairAgentTest(ApProxyTest):
+class RepairAgentTest(CpuAgentTest, ApProxyTest):
     """The repair agent itself (ackwise.daemons.ap_agent) on the CPU port: it holds the copies of
     the spoofed segments, and when the station, which lost segment 3 on the air, acknowledges
     segment 2 and then sends three duplicates, it resends its copy of segment 3 through the switch:
@@ -616,13 +611,8 @@ class RepairAgentTest(ApProxyTest):
     unchanged). The spoofed ACKs are what the tests above check."""
 
     cpu = 64  # the agent's veth (run_ptf.py), not a PTF port
-
-    def setUp(self) -> None:
-        self.agent: subprocess.Popen[str] | None = None
-        state = state_dir()
-        state.mkdir(parents=True, exist_ok=True)
-        self.stats = Path(tempfile.mkstemp(prefix="ap-agent-stats-", suffix=".json", dir=state)[1])
-        super().setUp()
+    agent_module = "ackwise.daemons.ap_agent"
+    agent_name = "repair agent"
 
     def switch_ports(self) -> dict[int, str]:
         return super().switch_ports() | {self.cpu: param("agent_switch_iface")}
@@ -632,20 +622,7 @@ class RepairAgentTest(ApProxyTest):
 
     def install_entries(self) -> None:
         super().install_entries()
-        args = ["--stats", str(self.stats)]
-        self.agent = start_cpu_agent(self, "ackwise.daemons.ap_agent", args, "repair agent")
-
-    def tearDown(self) -> None:
-        try:
-            if self.agent is not None:
-                try:
-                    stop_cpu_agent(self.agent)
-                finally:
-                    self.agent = None
-        finally:
-            self.stats.unlink(missing_ok=True)
-            self.stats.with_suffix(".tmp").unlink(missing_ok=True)
-            super().tearDown()
+        self.launch_agent()
 
     def wait_for(self, port: int, pkt: bytes, allowed: list[bytes]) -> None:
         """Read ``port`` until ``pkt`` comes, each packet before it one of ``allowed`` (the agent's
