@@ -168,14 +168,11 @@ def plan(
     return [run for block in blocks for run in block]
 
 
-CONFIRM_BLOCKS = 10  # the confirmation pass's blocks per point (ackwise experiment run --confirm)
-
-
 def plan_confirmation(
     scenario: Scenario,
     chosen: dict[str, list[Arm]],
     *,
-    blocks: int = CONFIRM_BLOCKS,
+    blocks: int | None = None,
     first_repeat: int = 0,
     seed: int = 1,
 ) -> list[PlannedRun]:
@@ -183,7 +180,10 @@ def plan_confirmation(
     ``baseline_arm``, else nothing on) and the arms chosen there
     (the best of each place on the screening runs), ``blocks`` blocks numbered from
     ``first_repeat`` up, so that their traffic seeds are not the screening's (a winner picked on
-    some draws is confirmed on fresh ones). Blocks and arms in a seeded order, as plan()."""
+    some draws is confirmed on fresh ones); ``blocks`` defaults to the scenario's
+    confirm_blocks. Blocks and arms in a seeded order, as plan()."""
+    if blocks is None:
+        blocks = scenario.confirm_blocks
     if blocks < 2:
         raise ExperimentError("--confirm-blocks must be at least 2 (a paired interval needs two blocks)")
     if first_repeat + blocks > 100:

@@ -34,6 +34,8 @@ UDP_ANSWERS_KEYS = ("kind", "offered_mbps", "warmup_s", "measure_s", "tack_rtt_m
 # A point parameter that is not a topology's (the runner passes no "_" key to the topology): the
 # traffic keys this point sets over the scenario's, and the keys it may set (the piggyback
 # traffic's mode and bytes written back per read: Shang and Wills' N sweep, 2Con, 1Con).
+# The confirmation pass's blocks per point, unless a scenario sets confirm_blocks.
+CONFIRM_BLOCKS = 10
 POINT_TRAFFIC = "_traffic"
 POINT_TRAFFIC_KEYS = ("size_bytes", "timeout_s", "mode", "write_bytes", "offered_mbps")
 
@@ -76,6 +78,9 @@ class Scenario:
     # (Linux's receiver as it is). Altman and Jimenez compare with standard TCP, an ACK per
     # segment: `baseline_arm: {host: quickack}`.
     baseline_arm: str = ""
+    # Blocks per point of the confirmation pass (ackwise experiment run --confirm, unless
+    # --confirm-blocks says otherwise).
+    confirm_blocks: int = CONFIRM_BLOCKS
 
     def to_dict(self) -> dict[str, Any]:
         """The definition as data (what a results directory records): no absolute paths, so the
@@ -93,6 +98,12 @@ class Scenario:
     def baseline(self) -> Arm:
         """The arm every other is compared with (baseline_arm; nothing on by default)."""
         return next((a for a in self.arms if a.label() == self.baseline_arm), Arm())
+
+    def compares(self) -> bool:
+        """Whether any arm is compared with the baseline: a scenario of the baseline alone (a
+        paper's measurement, reproduced) has no verdict, so no confirmation pass."""
+        baseline = self.baseline()
+        return any(a != baseline for a in self.arms)
 
     def arm_topology_params(self, arm: Arm) -> dict[str, Any]:
         return dict(self.arm_params[self.arms.index(arm)])
@@ -293,6 +304,11 @@ def load(name_or_path: str | Path) -> Scenario:
     for label in quick.get("points", []):
         if label not in {p.label for p in points}:
             raise ScenarioError(f"{where}: quick point {label!r} is not a point")
+    confirm_blocks = int(doc.get("confirm_blocks", CONFIRM_BLOCKS))
+    if confirm_blocks < 2:
+        raise ScenarioError(
+            f"{where}: confirm_blocks {confirm_blocks}: give at least 2 (a paired interval needs two blocks)"
+        )
     return Scenario(
         name=name,
         title=_need(doc, "title", str, where),
@@ -315,6 +331,7 @@ def load(name_or_path: str | Path) -> Scenario:
         source_path=str(path),
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         baseline_arm=baseline_arm,
+        confirm_blocks=confirm_blocks,
     )
 
 

@@ -125,7 +125,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.confirm:
         if shard is not None:
             raise ExperimentCliError("--confirm runs on one machine: drop --shard (merge the shards first)")
-        runs, matrix, out = _confirmation(scenario, out, args.confirm_blocks, args.seed)
+        if not scenario.compares():
+            # make experiments CONFIRM=1 runs every scenario's pass: this one has none, and that is
+            # not a failure (its report has no verdict to rest on one).
+            print(f"{scenario.name}: no confirmation pass: it compares no arm with its baseline")
+            return 0
+        blocks = args.confirm_blocks or scenario.confirm_blocks
+        runs, matrix, out = _confirmation(scenario, out, blocks, args.seed)
     else:
         runs = plan(scenario, quick=args.quick, shard=shard, **options)  # type: ignore[arg-type]
         if shard is not None:
@@ -252,7 +258,6 @@ def _confirmation(
     return runs, matrix, screening / CONFIRM_DIR
 
 
-CONFIRM_BLOCKS = 10
 EARLIER_YAML = " of an earlier version of its YAML"
 
 
@@ -261,8 +266,8 @@ def _add_confirm_blocks(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--confirm-blocks",
         type=int_in(2, 90),
-        default=CONFIRM_BLOCKS,
-        help=f"blocks per point of the confirmation pass (default {CONFIRM_BLOCKS})",
+        default=None,
+        help="blocks per point of the confirmation pass (default: the scenario's confirm_blocks)",
     )
 
 
@@ -329,7 +334,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             raise ExperimentCliError(str(exc)) from exc
         planned = plan(scenario, repeats=args.repeats, quick=args.quick)
         screen = estimate.screening(planned, t)
-        confirm = estimate.confirmation(planned, t, args.confirm_blocks)
+        blocks = args.confirm_blocks or scenario.confirm_blocks
+        confirm = (
+            estimate.confirmation(planned, t, blocks)
+            if scenario.compares()
+            else estimate.PassEstimate(0, 0.0, {})
+        )
         total["screening"] += screen.seconds
         total["confirmation"] += confirm.seconds
         levels = ", ".join(f"{n} by {level}" for level, n in sorted(screen.matched.items()))
@@ -338,7 +348,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 scenario.name,
                 f"{screen.runs} ({screen.seconds / screen.runs:.0f} s each)",
                 f"{screen.seconds / 3600:.2f}",
-                f"{confirm.runs}",
+                f"{confirm.runs} ({blocks} blocks)" if confirm.runs else "0 (no arm to compare)",
                 f"{confirm.seconds / 3600:.2f}",
                 (
                     f"{t.runs} runs{EARLIER_YAML if scenario.name in other_version else ''} "
@@ -354,6 +364,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 "screening_runs": screen.runs,
                 "screening_s": round(screen.seconds),
                 "confirmation_runs": confirm.runs,
+                "confirmation_blocks": blocks if confirm.runs else 0,
                 "confirmation_s": round(confirm.seconds),
                 "timings_from": str(source) if source is not None else estimate.DECLARED,
                 "timed_runs": t.runs,
@@ -381,7 +392,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 "scenario",
                 "screening runs",
                 "h",
-                f"confirmation runs ({args.confirm_blocks} blocks)",
+                "confirmation runs",
                 "h",
                 "timed from",
             ],
