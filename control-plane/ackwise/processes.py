@@ -6,9 +6,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+# The exit status of a command stopped by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT, as a shell has it).
+EXIT_INTERRUPTED = 130
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> None:
@@ -40,6 +44,25 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def run_to_its_end(cmd: Sequence[str]) -> int:
+    """Run a child command that cleans up on Ctrl-C (an ``ackwise`` command: run_until_stopped) and
+    return its exit status. In a session of its own, so that Ctrl-C at the terminal reaches this
+    process alone: here, Ctrl-C (or SIGTERM or SIGHUP, under stop_on_signals) sends the child one
+    SIGINT and waits for it to exit, its test bed torn down; further interrupts while it does are
+    not passed on, since a second SIGINT would cut its clean-up short. (subprocess.run killed the
+    child 0.25 s after an interrupt: a run's switches, links and emulators were left behind.)"""
+    child = subprocess.Popen(list(cmd), start_new_session=True)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.send_signal(signal.SIGINT)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            print(f"{Path(cmd[0]).name}: waiting for its clean-up (pid {child.pid})", file=sys.stderr)
+
+
 def run_until_stopped(name: str, main: Callable[[], int]) -> int:
     """Run a command's main with SIGTERM and SIGHUP turned into Ctrl-C: its own cleanup runs (no
     veth, switch or file left behind), and it ends with status 130 and one line naming the signal."""
@@ -48,7 +71,7 @@ def run_until_stopped(name: str, main: Callable[[], int]) -> int:
             return main()
         except KeyboardInterrupt as exc:
             print(f"{name}: stopped ({str(exc) or 'Ctrl-C'})", file=sys.stderr)
-            return 130
+            return EXIT_INTERRUPTED
 
 
 def run_daemon(

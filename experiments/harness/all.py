@@ -20,7 +20,6 @@ import datetime as dt
 import difflib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +36,7 @@ from ackwise.experiments.harness.report import CONFIRM_DIR, MARKDOWN_FILE, build
 from ackwise.experiments.harness.scenario import all_scenarios
 from ackwise.experiments.harness.schema import RunRecord
 from ackwise.experiments.harness.store import ResultStore
+from ackwise.processes import EXIT_INTERRUPTED, run_to_its_end, run_until_stopped
 
 DOCS = REPO_ROOT / "docs" / "results.md"
 # What docs/results.md links to: each scenario's report.md, figures, manifest and records, copied
@@ -344,9 +344,13 @@ def main(argv: list[str] | None = None) -> int:
         passes = [] if args.report_only else [cmd] + ([[*cmd, "--confirm"]] if args.confirm else [])
         status = 0
         for one in passes:
-            status = subprocess.run(one).returncode
+            status = run_to_its_end(one)
             if status != 0:
                 break
+        if status == EXIT_INTERRUPTED:
+            # Ctrl-C or SIGTERM: the run tore its test bed down and kept what it had done.
+            print(f"{scenario.name}: stopped; run the same command again to resume", file=sys.stderr)
+            return EXIT_INTERRUPTED
         if status == EXIT_STOPPED:
             # A part ends here: the next scenarios wait for the same command to resume this one.
             left = scenarios[scenarios.index(scenario) + 1 :]
@@ -382,4 +386,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_until_stopped("experiments", main))

@@ -32,6 +32,7 @@ from ackwise.cli.args import EXIT_FAILED, EXIT_TOOLCHAIN, EXIT_UNREACHABLE, EXIT
 from ackwise.cli.common import Registry, UsageError
 from ackwise.errors import InputError, printable, shown
 from ackwise.features.apply import ConfigError
+from ackwise.processes import EXIT_INTERRUPTED
 
 # Every command group, in the order `ackwise --help` lists them.
 MODULES = (switch, table, register, port, apply, policy, ap, holdback, topo, experiment, watch, controller)
@@ -129,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(exc)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug: still one line, never a traceback, but say it is one
         if os.environ.get("ACKWISE_DEBUG"):
             raise

@@ -21,7 +21,7 @@ from typing import Any
 from ackwise.bmv2.launcher import release_state_dir, state_dir
 from ackwise.cli.common import Registry
 from ackwise.errors import InputError, shown
-from ackwise.processes import stop_on_signals
+from ackwise.processes import EXIT_INTERRUPTED, stop_on_signals
 
 
 class TopoError(RuntimeError):
@@ -216,7 +216,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         run_demo()
     except KeyboardInterrupt:
         print("\ndemo interrupted; everything it started has been removed", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     return 0
 
 
