@@ -34,10 +34,10 @@ UDP_ANSWERS_KEYS = ("kind", "offered_mbps", "warmup_s", "measure_s", "tack_rtt_m
 # A point parameter that is not a topology's (the runner passes no "_" key to the topology): the
 # traffic keys this point sets over the scenario's, and the keys it may set (the piggyback
 # traffic's mode and bytes written back per read: Shang and Wills' N sweep, 2Con, 1Con).
-# The confirmation pass's blocks per point, unless a scenario sets confirm_blocks.
-CONFIRM_BLOCKS = 10
 POINT_TRAFFIC = "_traffic"
 POINT_TRAFFIC_KEYS = ("size_bytes", "timeout_s", "mode", "write_bytes", "offered_mbps")
+# The confirmation pass's blocks per point, unless a scenario sets confirm_blocks.
+CONFIRM_BLOCKS = 10
 
 
 class ScenarioError(InputError, ValueError):

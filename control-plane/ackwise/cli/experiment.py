@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             # not a failure (its report has no verdict to rest on one).
             print(f"{scenario.name}: no confirmation pass: it compares no arm with its baseline")
             return 0
-        blocks = args.confirm_blocks or scenario.confirm_blocks
+        blocks = _confirm_blocks(args, scenario)
         runs, matrix, out = _confirmation(scenario, out, blocks, args.seed)
     else:
         runs = plan(scenario, quick=args.quick, shard=shard, **options)  # type: ignore[arg-type]
@@ -261,6 +261,11 @@ def _confirmation(
 EARLIER_YAML = " of an earlier version of its YAML"
 
 
+def _confirm_blocks(args: argparse.Namespace, scenario: Scenario) -> int:
+    """The confirmation pass's blocks per point: --confirm-blocks, else the scenario's."""
+    return int(args.confirm_blocks or scenario.confirm_blocks)
+
+
 def _add_confirm_blocks(p: argparse.ArgumentParser) -> None:
     """run and estimate take the same --confirm-blocks: the confirmation pass's length."""
     p.add_argument(
@@ -334,7 +339,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             raise ExperimentCliError(str(exc)) from exc
         planned = plan(scenario, repeats=args.repeats, quick=args.quick)
         screen = estimate.screening(planned, t)
-        blocks = args.confirm_blocks or scenario.confirm_blocks
+        blocks = _confirm_blocks(args, scenario)
         confirm = (
             estimate.confirmation(planned, t, blocks)
             if scenario.compares()
