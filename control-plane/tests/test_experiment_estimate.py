@@ -79,6 +79,28 @@ def test_confirmation_counts_the_baseline_and_each_places_slowest_arm() -> None:
     assert confirm.runs == 30 and confirm.seconds == pytest.approx(650.0)
 
 
+def test_confirmation_counts_the_scenarios_baseline_arm_and_its_named_arms() -> None:
+    """A baseline_arm (the chain's standard TCP) is timed as itself, not as nothing on, and is not
+    one of its place's arms; confirm_arms replaces the slowest arm of each place."""
+    records = timed(
+        [
+            (make_record(POINTS[0], ARMS[0], 0), 10.0),
+            (make_record(POINTS[0], ARMS[1], 0), 70.0),  # the baseline arm, the slowest host arm
+            (make_record(POINTS[0], Arm(host=PolicySpec("tack")), 0), 20.0),
+            (make_record(POINTS[0], ARMS[2], 0), 5.0),
+        ],
+        0.0,
+    )
+    t = estimate.timings(records, "dir")
+    tack = Arm(host=PolicySpec("tack"))
+    screen = [planned(0, a) for a in (ARMS[0], ARMS[1], tack, ARMS[2])]
+    confirm = estimate.confirmation(screen, t, blocks=10, baseline=ARMS[1])
+    # Per block: the baseline arm 70 + the other host arm 20 + switch 5 (nothing on is not confirmed).
+    assert confirm.runs == 30 and confirm.seconds == pytest.approx(950.0)
+    named = estimate.confirmation(screen, t, blocks=10, baseline=ARMS[0], named=[ARMS[1], tack, ARMS[2]])
+    assert named.runs == 40 and named.seconds == pytest.approx(1050.0)  # 10 + 70 + 20 + 5
+
+
 def test_no_timed_runs_name_the_fix() -> None:
     with pytest.raises(estimate.EstimateError, match="--quick first"):
         estimate.timings([], "results/x")

@@ -133,19 +133,30 @@ def screening(planned: Sequence[PlannedRun], t: Timings) -> PassEstimate:
     return PassEstimate(len(planned), seconds, matched)
 
 
-def confirmation(planned: Sequence[PlannedRun], t: Timings, blocks: int) -> PassEstimate:
+def confirmation(
+    planned: Sequence[PlannedRun],
+    t: Timings,
+    blocks: int,
+    baseline: Arm | None = None,
+    named: Sequence[Arm] = (),
+) -> PassEstimate:
     """The confirmation pass after ``planned`` screening runs: per point, ``blocks`` blocks of the
-    baseline and one arm per place, each place at its slowest arm (upper bound)."""
+    scenario's ``baseline`` (nothing on by default) and the ``named`` arms (its confirm_arms), else
+    one arm per place, each place at its slowest arm (upper bound)."""
+    baseline = baseline if baseline is not None else Arm()
     points: dict[str, dict[str, list[Arm]]] = {}
     for run in planned:
-        points.setdefault(run.point.label, {}).setdefault(category(run.arm.where), []).append(run.arm)
+        if run.arm != baseline:
+            points.setdefault(run.point.label, {}).setdefault(category(run.arm.where), []).append(run.arm)
     seconds = 0.0
     runs = 0
     matched: dict[str, int] = {}
     for point, places in points.items():
-        block = [(Arm(), *t.run_s(point, Arm()))]
+        block = [(baseline, *t.run_s(point, baseline))]
+        if named:
+            block += [(arm, *t.run_s(point, arm)) for arm in named if arm != baseline]
         for place, arms in places.items():
-            if place == BASELINE:
+            if named or place == BASELINE:
                 continue
             slowest = max(arms, key=lambda a: t.run_s(point, a)[0])
             block.append((slowest, *t.run_s(point, slowest)))

@@ -81,6 +81,11 @@ class Scenario:
     # Blocks per point of the confirmation pass (ackwise experiment run --confirm, unless
     # --confirm-blocks says otherwise).
     confirm_blocks: int = CONFIRM_BLOCKS
+    # The arms a claim needs confirmed (their labels): the confirmation pass runs them beside the
+    # baseline at every point, whichever did best in the screening (Landstrom's 4W, 2W and A4L4
+    # against delayed ACK). Empty: the best arm of each place on the main metric, which must then
+    # have a better direction (load() refuses a scenario that gives neither).
+    confirm_arms: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The definition as data (what a results directory records): no absolute paths, so the
@@ -104,6 +109,12 @@ class Scenario:
         paper's measurement, reproduced) has no verdict, so no confirmation pass."""
         baseline = self.baseline()
         return any(a != baseline for a in self.arms)
+
+    def confirmed_arms(self) -> tuple[Arm, ...]:
+        """The arms confirm_arms names, at every point of the confirmation pass (run --confirm and
+        the estimate alike); empty when the pass picks each place's best on the main metric."""
+        by_label = {a.label(): a for a in self.arms}
+        return tuple(by_label[label] for label in self.confirm_arms)
 
     def arm_topology_params(self, arm: Arm) -> dict[str, Any]:
         return dict(self.arm_params[self.arms.index(arm)])
@@ -309,7 +320,10 @@ def load(name_or_path: str | Path) -> Scenario:
         raise ScenarioError(
             f"{where}: confirm_blocks {confirm_blocks}: give at least 2 (a paired interval needs two blocks)"
         )
-    return Scenario(
+    confirm_arms = doc.get("confirm_arms") or []
+    if not isinstance(confirm_arms, list) or not all(isinstance(label, str) for label in confirm_arms):
+        raise ScenarioError(f"{where}: confirm_arms is a list of arm labels (as quick.arms)")
+    scenario = Scenario(
         name=name,
         title=_need(doc, "title", str, where),
         reproduces=claims,
@@ -332,7 +346,33 @@ def load(name_or_path: str | Path) -> Scenario:
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         baseline_arm=baseline_arm,
         confirm_blocks=confirm_blocks,
+        confirm_arms=tuple(confirm_arms),
     )
+    _check_confirmation(scenario, where)
+    return scenario
+
+
+def _check_confirmation(scenario: Scenario, where: str) -> None:
+    """confirm_arms names arms of the scenario, none the baseline, none twice; and the confirmation
+    pass can be planned: a scenario that compares arms on a main metric with no better direction
+    (a count described, not judged) must name the arms its claim needs confirmed, or `make
+    experiments CONFIRM=1` stops there with nothing confirmed (it did: landstrom-4w and
+    reverse-data in issue 41's run)."""
+    labels = [a.label() for a in scenario.arms]
+    for label in scenario.confirm_arms:
+        if label not in labels:
+            raise ScenarioError(f"{where}: confirm_arms {label!r} is not an arm; arms: {'; '.join(labels)}")
+        if label == scenario.baseline().label():
+            raise ScenarioError(f"{where}: confirm_arms {label!r} is the baseline, which every block runs")
+    if len(set(scenario.confirm_arms)) != len(scenario.confirm_arms):
+        raise ScenarioError(f"{where}: confirm_arms names an arm twice")
+    main = scenario.metrics[0]
+    if scenario.compares() and not scenario.confirm_arms and METRICS[main].better not in ("lower", "higher"):
+        raise ScenarioError(
+            f"{where}: the main metric {main} has no better direction, so the confirmation pass "
+            "cannot pick each place's best arm on it: name the arms the claim needs confirmed in "
+            "confirm_arms, or put a metric with a better direction first in metrics"
+        )
 
 
 def all_scenarios() -> list[Scenario]:

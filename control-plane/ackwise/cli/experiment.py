@@ -205,8 +205,9 @@ def _start_before(text: str | None) -> dt.datetime | None:
 def _confirmation(
     scenario: Any, screening: Path, blocks: int, seed: int
 ) -> tuple[list[Any], dict[str, Any], Path]:
-    """The confirmation pass of a screened matrix: at every point, the baseline and the best arm
-    of each place on the screening runs' main metric, ``blocks`` fresh blocks each, into
+    """The confirmation pass of a screened matrix: at every point, the baseline and the arms the
+    scenario's confirm_arms names, else the best arm of each place on the screening runs' main
+    metric, ``blocks`` fresh blocks each, into
     SCREENING/confirm (report.CONFIRM_DIR), whose runs the report's verdict then rests on."""
     # lazy: the harness loads matplotlib, scipy and the test bed; other commands must not pay for them.
     from ackwise.experiments.harness.comparison import (
@@ -225,24 +226,25 @@ def _confirmation(
             "then --confirm"
         )
     records = [r for r in ResultStore.load(screening).records() if r.scenario == scenario.name]
-    metric = scenario.metrics[0]
-    better = METRICS[metric].better
-    if better not in ("lower", "higher"):
-        raise ExperimentCliError(
-            f"--confirm: the main metric {metric} has no better direction to pick arms by"
-        )
-    effects = arm_results(
-        records,
-        metric,
-        excluded_blocks(records, emulator_limited),
-        baseline_label=scenario.baseline_arm,
-    )
-    best = best_per_category(effects, better)
+    named = scenario.confirmed_arms()
     chosen: dict[str, list[Arm]] = {}
-    for (point, _place), result in best.items():
-        chosen.setdefault(point, []).append(Arm.from_dict(result.arm))
+    if named:
+        # The arms the claim needs confirmed, at every point screened, whichever did best there.
+        screened = {r.point["label"] for r in records}
+        chosen = {p.label: list(named) for p in scenario.points if p.label in screened}
+        chosen_on = "confirm_arms"
+    else:
+        chosen_on = scenario.metrics[0]  # load() saw to it that it has a better direction
+        effects = arm_results(
+            records,
+            chosen_on,
+            excluded_blocks(records, emulator_limited),
+            baseline_label=scenario.baseline_arm,
+        )
+        for (point, _place), result in best_per_category(effects, METRICS[chosen_on].better).items():
+            chosen.setdefault(point, []).append(Arm.from_dict(result.arm))
     if not chosen:
-        raise ExperimentCliError(f"--confirm: no arm in {screening} has an effect on {metric} to confirm")
+        raise ExperimentCliError(f"--confirm: no arm in {screening} has an effect on {chosen_on} to confirm")
     first_repeat = max(r.repeat for r in records) + 1
     runs = plan_confirmation(scenario, chosen, blocks=blocks, first_repeat=first_repeat, seed=seed)
     matrix = {
@@ -253,7 +255,7 @@ def _confirmation(
         "quick": False,
         "stage": "confirm",
         "chosen": {point: [a.label() for a in arms] for point, arms in sorted(chosen.items())},
-        "chosen_on": metric,
+        "chosen_on": chosen_on,
     }
     return runs, matrix, screening / CONFIRM_DIR
 
@@ -341,7 +343,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         screen = estimate.screening(planned, t)
         blocks = _confirm_blocks(args, scenario)
         confirm = (
-            estimate.confirmation(planned, t, blocks)
+            estimate.confirmation(planned, t, blocks, scenario.baseline(), scenario.confirmed_arms())
             if scenario.compares()
             else estimate.PassEstimate(0, 0.0, {})
         )
