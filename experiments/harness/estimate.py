@@ -152,15 +152,13 @@ def confirmation(
     runs = 0
     matched: dict[str, int] = {}
     for point, places in points.items():
-        block = [(baseline, *t.run_s(point, baseline))]
-        if named:
-            block += [(arm, *t.run_s(point, arm)) for arm in named if arm != baseline]
-        for place, arms in places.items():
-            if named or place == BASELINE:
-                continue
-            slowest = max(arms, key=lambda a: t.run_s(point, a)[0])
-            block.append((slowest, *t.run_s(point, slowest)))
-        for _arm, s, level in block:
+        confirmed = list(named) or [
+            max(arms, key=lambda a: t.run_s(point, a)[0])
+            for place, arms in places.items()
+            if place != BASELINE
+        ]
+        for arm in [baseline, *(a for a in confirmed if a != baseline)]:
+            s, level = t.run_s(point, arm)
             seconds += s * blocks
             runs += blocks
             matched[level] = matched.get(level, 0) + blocks
