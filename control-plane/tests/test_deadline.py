@@ -80,6 +80,8 @@ def test_a_run_stopped_by_start_before_resumes_where_it_stopped(
 
     monkeypatch.setattr(runner, "execute", fake_execute)
     monkeypatch.setattr("ackwise.cli.experiment.dt.datetime", FakeDatetime)
+    # The fake runs record no tool versions, and neither does this machine: a resume may go on.
+    monkeypatch.setattr("ackwise.experiments.measure.versions.tool_versions", dict)
     out = tmp_path / "two-two"
     argv = ["experiment", "run", "two-two", "--out", str(out), "--start-before", "14:33:30"]
     assert cli.main(argv) == EXIT_STOPPED

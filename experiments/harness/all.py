@@ -32,7 +32,13 @@ from ackwise.experiments.harness.deadline import (
     stopped_message,
 )
 from ackwise.experiments.harness.estimate import PAUSE_S
-from ackwise.experiments.harness.report import CONFIRM_DIR, MARKDOWN_FILE, build_report, write_report
+from ackwise.experiments.harness.report import (
+    CONFIRM_DIR,
+    MARKDOWN_FILE,
+    ReportError,
+    build_report,
+    write_report,
+)
 from ackwise.experiments.harness.scenario import all_scenarios
 from ackwise.experiments.harness.schema import RunRecord
 from ackwise.experiments.harness.store import ResultStore
@@ -365,7 +371,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{scenario.name}: {what} failed; its directory keeps what was done", file=sys.stderr)
             failed.append(scenario.name)
             continue
-        write_report(directory)
+        try:
+            write_report(directory)
+        except ReportError as exc:
+            # One scenario's records that cannot be reported (runs of two machines, say) must not
+            # cost the scenarios after it their runs: say why, and go on.
+            print(f"{scenario.name}: no report: {exc}", file=sys.stderr)
+            failed.append(scenario.name)
+            continue
         directories.append(directory)
     command = "make experiments" + (" QUICK=1" if args.quick else "")
     if args.report_only or args.only:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,6 +273,22 @@ def provenance_differences(records: Sequence[RunRecord]) -> list[str]:
                     f"point {point}, arm {label}, run {r.run_id} vs run {runs[0].run_id}: {d}"
                     for d in diff_paths(base, sender_provenance(r))
                 ]
+    return out
+
+
+def machine_differences(records: Sequence[RunRecord], versions: Mapping[str, str]) -> list[str]:
+    """Where the tools of this machine (``tool_versions()``) differ from a directory's runs, among
+    the versions a report will not pool (SHARED_VERSIONS), against its first run as
+    provenance_differences compares. Checked before a run adds to the directory, so that a resume
+    on another machine stops before its first run, not at the report after the last."""
+    if not records:
+        return []
+    first = records[0]
+    out = []
+    for key in SHARED_VERSIONS:
+        theirs, ours = first.versions.get(key, NOT_RECORDED), versions.get(key, NOT_RECORDED)
+        if theirs != ours:
+            out.append(f"versions.{key}: {theirs!r} in its runs (run {first.run_id}), {ours!r} here")
     return out
 
 

@@ -148,6 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     captures = out / "captures" if args.keep_captures else None
     done = store.completed(retry_failed=args.retry_failed)
     todo = [r for r in runs if r.run_id not in done]
+    if todo and not args.allow_mixed_provenance:
+        _refuse_another_machine(store, out)
     progress = Progress(
         total=len(runs),
         already=len(runs) - len(todo),
@@ -191,6 +193,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         done_text = f"{len(todo)} runs done ({failed} failed) in {out}"
         print(f"{done_text}; report: ackwise experiment report {report_dir}")
     return 0
+
+
+def _refuse_another_machine(store: ResultStore, out: Path) -> None:
+    """Stop before the first run if this machine's tools would record other versions than the
+    directory's runs did (a resumed part on a rebuilt machine, another kernel): a report refuses
+    to pool them, so every run added would be wasted until the directory is split."""
+    # lazy: the harness loads numpy and scipy, and tool_versions runs the tools; only `run` needs them.
+    from ackwise.experiments.harness.comparison import machine_differences
+    from ackwise.experiments.measure.versions import tool_versions
+
+    differences = machine_differences(store.records(), tool_versions())
+    if differences:
+        raise ExperimentCliError(
+            f"{out}: its runs were made with other tools than this machine has "
+            f"({'; '.join(differences)}), and a report does not pool them. Resume it on a machine "
+            "like theirs, start a new --out, or pass --allow-mixed-provenance to add runs anyway "
+            "(its report then needs --allow-mixed-provenance too)."
+        )
 
 
 def _start_before(text: str | None) -> dt.datetime | None:
@@ -547,6 +567,11 @@ def add_commands(registry: Registry) -> None:
     p.add_argument("--out", help="results directory (default results/SCENARIO[-quick])")
     p.add_argument("--allow-mixing", action="store_true", help="add to a directory made by other code")
     p.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
+    p.add_argument(
+        "--allow-mixed-provenance",
+        action="store_true",
+        help="add runs to a directory whose runs name other tool versions (kernel, bmv2, p4c, ...) than here",
+    )
     p.add_argument(
         "--shard",
         metavar="K/N",
