@@ -133,3 +133,28 @@ def build_store(directory: Path) -> ResultStore:
                     record = make_record(point, arm, repeat, completion_s=value, with_series=True)
                 store.append(record)
     return store
+
+
+def planned_run_record(
+    run: Any, versions: dict[str, str] | None = None, started_at: str = "2026-11-28T03:00:00+00:00"
+) -> RunRecord:
+    """The ok record a fake runner's execute returns for a planned run: no test bed, a minute long."""
+    return RunRecord(
+        run_id=run.run_id,
+        scenario=run.scenario,
+        point={"label": run.point.label, "x": run.point.x, "params": run.point.params},
+        arm=run.arm.to_dict(),
+        repeat=run.repeat,
+        seed=run.seed,
+        scale={"factor": 1, "what": "none"},
+        config={},
+        code_version="abc1234",
+        versions=dict(versions or {}),
+        link_backend="linkem",
+        status="ok",
+        reason=None,
+        started_at=started_at,
+        duration_s=60.0,
+        metrics={},
+        series={},
+    )

@@ -42,6 +42,8 @@ def test_a_run_stopped_by_start_before_resumes_where_it_stopped(
     """`ackwise experiment run --start-before`: runs start until the time, then it exits with
     EXIT_STOPPED naming what is left, and the same command picks up the rest (no test bed: the
     runner's execute is replaced by one that records what it was asked to run)."""
+    from results_fixtures import planned_run_record
+
     from ackwise import cli
     from ackwise.experiments.harness import runner
     from ackwise.experiments.harness.deadline import EXIT_STOPPED
@@ -53,25 +55,7 @@ def test_a_run_stopped_by_start_before_resumes_where_it_stopped(
     def fake_execute(run: runner.PlannedRun, scenario: object, **_: object) -> RunRecord:
         executed.append(run.run_id)
         clock["now"] += dt.timedelta(minutes=1)  # each run takes a minute
-        return RunRecord(
-            run_id=run.run_id,
-            scenario=run.scenario,
-            point={"label": run.point.label, "x": run.point.x, "params": run.point.params},
-            arm=run.arm.to_dict(),
-            repeat=run.repeat,
-            seed=run.seed,
-            scale={"factor": 1, "what": "none"},
-            config={},
-            code_version="abc1234",
-            versions={},
-            link_backend="linkem",
-            status="ok",
-            reason=None,
-            started_at=clock["now"].isoformat(),
-            duration_s=60.0,
-            metrics={},
-            series={},
-        )
+        return planned_run_record(run, started_at=clock["now"].isoformat())
 
     class FakeDatetime(dt.datetime):
         @classmethod

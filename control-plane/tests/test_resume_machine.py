@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from results_fixtures import planned_run_record
 
 from ackwise.experiments.harness.comparison import SHARED_VERSIONS, machine_differences
 from ackwise.experiments.harness.schema import RunRecord
@@ -26,25 +27,7 @@ THEIRS = {
 
 
 def fake_record(run: Any, versions: dict[str, str]) -> RunRecord:
-    return RunRecord(
-        run_id=run.run_id,
-        scenario=run.scenario,
-        point={"label": run.point.label, "x": run.point.x, "params": run.point.params},
-        arm=run.arm.to_dict(),
-        repeat=run.repeat,
-        seed=run.seed,
-        scale={"factor": 1, "what": "none"},
-        config={},
-        code_version="abc1234",
-        versions=dict(versions),
-        link_backend="linkem",
-        status="ok",
-        reason=None,
-        started_at="2026-11-28T03:00:00+00:00",
-        duration_s=60.0,
-        metrics={},
-        series={},
-    )
+    return planned_run_record(run, versions)
 
 
 class _Run:
