@@ -284,12 +284,13 @@ def machine_differences(records: Sequence[RunRecord], versions: Mapping[str, str
     if not records:
         return []
     first = records[0]
-    out = []
-    for key in SHARED_VERSIONS:
-        theirs, ours = first.versions.get(key, NOT_RECORDED), versions.get(key, NOT_RECORDED)
-        if theirs != ours:
-            out.append(f"versions.{key}: {theirs!r} in its runs (run {first.run_id}), {ours!r} here")
-    return out
+    theirs = shared_provenance(first)["versions"]
+    return [
+        f"versions.{key}: {theirs[key]!r} in its runs (run {first.run_id}), {ours!r} here"
+        for key in SHARED_VERSIONS
+        for ours in [versions.get(key, NOT_RECORDED)]
+        if theirs[key] != ours
+    ]
 
 
 def provenance_rows(records: Sequence[RunRecord]) -> list[tuple[str, str]]:

@@ -203,7 +203,10 @@ def _refuse_another_machine(store: ResultStore, out: Path) -> None:
     from ackwise.experiments.harness.comparison import machine_differences
     from ackwise.experiments.measure.versions import tool_versions
 
-    differences = machine_differences(store.records(), tool_versions())
+    records = store.records()
+    if not records:
+        return  # a new directory: nothing to differ from, and no tools to run
+    differences = machine_differences(records, tool_versions())
     if differences:
         raise ExperimentCliError(
             f"{out}: its runs were made with other tools than this machine has "
