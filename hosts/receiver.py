@@ -10,7 +10,10 @@ with accept() and drop().
 
 At the receiver every ACK acknowledges all data received so far, so the contract's end-of-burst
 rule (acks_all_data) cannot be the switch's; it is met by the hold timer instead: no held ACK
-outlives its due time unless a newer ACK carrying its news has been released.
+outlives its due time unless a newer ACK carrying its news has been released. The loss-repair rule
+(recovery) is met by the policy's bound on holds while a hole is repaired
+(AckPolicy.hold_while_repairing): the receiver sees the holes the switch can only infer from
+retransmissions, and a duplicate ACK that follows a partial ACK carries its number.
 """
 
 from __future__ import annotations
@@ -199,6 +202,7 @@ class ReceiverFlow:
                 )
             ),
             idle=self.last_activity is not None and t - self.last_activity > self.idle_s and valid,
+            recovery=False,  # met by hold_while_repairing at the receiver (module docstring)
             acks_all_data=False,  # met by the hold timer at the receiver (module docstring)
         )
 

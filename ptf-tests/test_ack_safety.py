@@ -19,8 +19,9 @@ from test_ack_thinning import ThinningTest
 @dataclass
 class Step:
     pkt: bytes
-    kept: KeepReason | None  # None: thinned
+    kept: KeepReason | None  # None: thinned (a data segment: always forwarded, no reason)
     pause_s: float = 0.0
+    data: bool = False  # a data segment from the data sender (retransmissions start a repair)
 
 
 class SafetyContractTest(ThinningTest):
@@ -36,6 +37,10 @@ class SafetyContractTest(ThinningTest):
             self.send_data(flow, range(20))
             for i, step in enumerate(steps):
                 time.sleep(step.pause_s)
+                if step.data:
+                    self.send(flow.data_port, step.pkt)
+                    self.expect_next(routed(step.pkt, flow.ack_port), flow.ack_port)
+                    continue
                 self.send(flow.ack_port, step.pkt)
                 if step.kept is not None:
                     # The next packet out must be this one: a thinned ACK before it would show here.
@@ -159,6 +164,53 @@ def _acknowledges_all_data(f: TcpFlow) -> list[Step]:
     ]
 
 
+def _loss_recovery(f: TcpFlow) -> list[Step]:
+    """Data 0-19 was sent (run_steps). A retransmission begins a repair whose recovery point is
+    the highest data sent then; every ACK below it is kept (NewReno's partial ACKs), another
+    retransmission during the repair does not move it, the first ACK past it is thinned again, and
+    a retransmission after that begins a new repair. On the contract without the rule, the partial
+    ACKs were thinned and a sender without SACK waited for its retransmission timer."""
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.ack(3), None),
+        Step(f.data(5), None, data=True),  # a retransmission: the point is seq(20)
+        Step(f.ack(6), KeepReason.RECOVERY),
+        Step(f.ack(8), KeepReason.RECOVERY),
+        *(Step(f.data(k), None, data=True) for k in (20, 21, 22)),  # new data: data_end seq(23)
+        Step(f.data(9), None, data=True),  # retransmitted while repairing: the point stays
+        Step(f.ack(19), KeepReason.RECOVERY),
+        Step(f.ack(21), None),  # past the point, not all data: the repair is over
+        Step(f.data(21), None, data=True),  # a new repair: the point is seq(23)
+        Step(f.ack(22), KeepReason.RECOVERY),
+        Step(f.ack(23), KeepReason.ACKS_ALL_DATA),
+    ]
+
+
+# The most segments a serial comparison spans: an ACK this far past a recovery point is below it.
+_HALF_SEQ_SPACE_SEGMENTS = 2**31 // 1448 + 1
+
+
+def _recovery_ends_with_the_probe(f: TcpFlow) -> list[Step]:
+    """The repair's mark is cleared when the ACK that answers the RTT probe (started with new
+    data after the retransmission) reaches past the point: 2^31 bytes later, an ACK serially
+    below the old point is the policy's, not the repair's. Without the clearing it was kept as
+    RECOVERY for the next 2 GiB."""
+    far = 23 + _HALF_SEQ_SPACE_SEGMENTS + 10
+    half_way = 23 + _HALF_SEQ_SPACE_SEGMENTS // 2
+    return [
+        Step(f.ack(1), KeepReason.FIRST_ACK),
+        Step(f.data(5), None, data=True),  # a repair with the point seq(20)
+        Step(f.ack(19), KeepReason.RECOVERY),
+        Step(f.data(20), None, data=True),  # new data: the probe starts (ends at seq(21))
+        Step(f.ack(21), KeepReason.ACKS_ALL_DATA),  # answers it: the repair's mark is cleared
+        Step(f.data(half_way), None, data=True),
+        Step(f.ack(half_way + 1), KeepReason.ACKS_ALL_DATA),
+        Step(f.data(far), None, data=True),
+        Step(f.data(far + 1), None, data=True),
+        Step(f.ack(far + 1), KeepReason.POLICY),  # 2^31 bytes past seq(20), serially below it
+    ]
+
+
 SCENARIOS: tuple[tuple[str, Callable[[TcpFlow], list[Step]]], ...] = (
     ("first ACK, then thinned", _first_then_thinned),
     *((f"flags {flag}", _flags(flag)) for flag in ("AP", "AU", "AF", "AR")),
@@ -172,4 +224,6 @@ SCENARIOS: tuple[tuple[str, Callable[[TcpFlow], list[Step]]], ...] = (
     ("timestamps older than seen", _timestamps_older),
     ("first ACK after idle", _idle),
     ("acknowledges all data", _acknowledges_all_data),
+    ("loss recovery", _loss_recovery),
+    ("loss recovery ends with the RTT probe", _recovery_ends_with_the_probe),
 )

@@ -8,7 +8,7 @@
 
 // The facts, one bit each in the fact_bits the caller computes from its per-flow state (the
 // thinning stage, ack_thinning.p4 ack_facts). Their names are the Python twin's AckFacts fields.
-typedef bit<13> safety_fact_t;
+typedef bit<14> safety_fact_t;
 const safety_fact_t FACT_FLAGS_KEEP = 1 << 12;        // SYN, FIN, RST, URG or PSH set
 const safety_fact_t FACT_HAS_PAYLOAD = 1 << 11;
 const safety_fact_t FACT_FIRST_ACK = 1 << 10;         // no earlier ACK of this half-flow
@@ -22,8 +22,14 @@ const safety_fact_t FACT_UNKNOWN_OPTION = 1 << 3;
 const safety_fact_t FACT_TS_REORDERED = 1 << 2;       // TSval or TSecr older than already seen: RTT samples stay valid
 const safety_fact_t FACT_IDLE = 1 << 1;               // first ACK after the flow was idle
 const safety_fact_t FACT_ACKS_ALL_DATA = 1 << 0;      // acknowledges all data the switch has seen the other side send
+// Below the recovery point of a loss the other side is repairing: NewReno's partial ACKs (RFC
+// 6582: each one makes the sender retransmit the next hole) and the ACKs of the slow start after a
+// timeout. Without SACK, and in a window smaller than a policy's threshold, nothing else would
+// reach the sender: acks_all_data holds only at the highest data sent, which a repair does not
+// reach. docs/ack-thinning.md, "Loss recovery".
+const safety_fact_t FACT_RECOVERY = 1 << 13;
 
-control AckSafety(in bit<13> fact_bits, out keep_reason_t reason) {
+control AckSafety(in bit<14> fact_bits, out keep_reason_t reason) {
     action keep(keep_reason_t why) {
         reason = why;
     }
@@ -52,6 +58,7 @@ control AckSafety(in bit<13> fact_bits, out keep_reason_t reason) {
             FACT_UNKNOWN_OPTION &&& FACT_UNKNOWN_OPTION : keep(KEEP_UNKNOWN_OPTION);
             FACT_TS_REORDERED &&& FACT_TS_REORDERED : keep(KEEP_TS_REORDERED);
             FACT_IDLE &&& FACT_IDLE : keep(KEEP_IDLE);
+            FACT_RECOVERY &&& FACT_RECOVERY : keep(KEEP_RECOVERY);
             FACT_ACKS_ALL_DATA &&& FACT_ACKS_ALL_DATA : keep(KEEP_ACKS_ALL_DATA);
         }
     }

@@ -21,6 +21,7 @@ const bit<8> HALF_ACK_VALID = 0x02;     // the ACK fields (H_ACK_LAST, H_WINDOW,
 const bit<8> HALF_PROBE = 0x04;         // an RTT probe is waiting for its ACK
 const bit<8> HALF_TS_VALID = 0x08;      // H_TS_VAL and H_TS_ECR are set
 const bit<8> HALF_SACK_SEEN = 0x10;     // H_HIGH is set
+const bit<8> HALF_RECOVERY = 0x20;      // this side retransmitted: H_RECOVER holds its recovery point
 
 // A half-flow's part of the record (HALF_BITS), from the lowest bit: what a pure ACK or a data
 // segment changes every time lowest, what changes rarely (the first ACK number, the RTT probe,
@@ -36,7 +37,9 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // H_HIGH is set
 //   high:     the highest SACK right edge reported
 //   rtt:      when measured (low 32 bits) | RTTmin in us (31 bits), from this side's data to the
 //             other's ACKs (and its copy for the control plane in ack_thinning.rtt)
-#define HALF_BITS 487
+//   recover:  the recovery point of this side's loss repair: data_end when it retransmitted first
+//             (with HALF_RECOVERY; NewReno's "recover", RFC 6582)
+#define HALF_BITS 519
 #define H_TS_ECR 31:0
 #define H_TS_VAL 63:32
 #define H_ACK_LAST 95:64
@@ -57,6 +60,7 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // H_HIGH is set
 #define H_RTT_AT 455:424
 #define H_RTT_MIN 486:456
 #define H_RTT 486:424
+#define H_RECOVER 518:487
 #define H_TS_ECR_LO 0
 #define H_TS_VAL_LO 32
 #define H_ACK_LAST_LO 64
@@ -72,6 +76,7 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // H_HIGH is set
 #define H_SACK_LO 328
 #define H_HIGH_LO 392
 #define H_RTT_LO 424
+#define H_RECOVER_LO 487
 
 // A new half is built in place, as an OR of its pieces: each either the old half masked where the
 // piece lies (one operator) or a new value moved there, never cut out and concatenated again
@@ -100,6 +105,7 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // H_HIGH is set
 #define M_SACK HALF_MASK(391, 328)
 #define M_HIGH HALF_MASK(423, 392)
 #define M_RTT HALF_MASK(486, 424)
+#define M_RECOVER HALF_MASK(518, 487)
 
 // The flow record (ack_thinning.flow, per slot): the half of direction 0 | the half of direction 1
 // | the key (key_a | key_b | ports, as FLOW_KEY) | last seen, in 1.024 ms ticks (30 bits: wraps
@@ -107,9 +113,9 @@ const bit<8> HALF_SACK_SEEN = 0x10;     // H_HIGH is set
 // closed, are the slot's word the control plane reads (ack_thinning.slot), and the key's addresses
 // are in key_a and key_b. The halves start at bit 127 (a shift p4c allows), and what every packet
 // changes, last seen, is in the lowest bits.
-#define FLOW_BITS 1101
-#define R_H0 1100:614
-#define R_H1 613:127
+#define FLOW_BITS 1165
+#define R_H0 1164:646
+#define R_H1 645:127
 #define R_KEY 126:31
 #define R_SLOT_WORD 62:0
 #define R_SEEN 30:1
@@ -141,13 +147,13 @@ header thinning_ack_h {
     bit<62> acks;
     bit<39> outcome;
     bit<32> stat;               // the ack_thinning.stats cell of the ACK's outcome
-    bit<13> fact_bits;          // the safety contract's facts (FACT_* in ack_safety.p4)
+    bit<14> fact_bits;          // the safety contract's facts (FACT_* in ack_safety.p4)
     keep_reason_t reason;
     bool policy_keep;           // the policy's own rule keeps it
     bool absorbed;              // folded into the flow's waiting ACK (coalescing)
     bool policy_thinned;        // thinned by the policy here (reason NONE, not filter)
     bool forwarded;             // neither thinned, absorbed, held nor left to filter
-    bit<10> unused;
+    bit<9> unused;
 }
 
 // What only rarer paths use: taking a record over, an RTT sample, an ACK the agent sends back,

@@ -250,7 +250,11 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
             || (bit<32>)now - w.oth[H_RTT_AT] > (bit<32>)RTT_MIN_WINDOW_US;
         rare.rtt = newer_min ? (bit<31>)sample ++ (bit<32>)now : w.oth[H_RTT];
         COPY_BARRIER(rare);
-        w.oth = HALF_HIGH(rare.rtt, H_RTT_LO) | w.oth & ~(M_RTT | HALF_BIT(HALF_PROBE));
+        // A loss repair ends here too: the probe started with new data after the retransmission
+        // that began it (Karn), so the ACK that answers it is past the recovery point unless the
+        // repair is still going on. (Once a round trip, where a test per ACK would cost every ACK.)
+        w.oth = HALF_HIGH(rare.rtt, H_RTT_LO) | w.oth & ~(M_RTT | HALF_BIT(HALF_PROBE))
+            & ~(SEQ_GEQ(tcp.ack_no, w.oth[H_RECOVER]) ? HALF_BIT(HALF_RECOVERY) : 0);
         rtt_reg.write(rare.other, rare.rtt);
     }
 
@@ -301,13 +305,27 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
             | (opts.ts_present && (!ts_known || SEQ_GT(opts.ts_ecr, w.own[H_TS_ECR]))
                 ? HALF_AT(opts.ts_ecr, H_TS_ECR_LO) : w.own & M_TS_ECR)
             | (start_probe ? HALF_HIGH(end ++ (bit<32>)now, H_PROBE_LO) : w.own & M_PROBE)
-            | w.own & (M_SACK | M_HIGH | M_RTT)
+            | w.own & (M_SACK | M_HIGH | M_RTT | M_RECOVER)
             | (w.retransmission ? w.own & M_DATA_END : HALF_AT(end, H_DATA_END_LO));
         w.data = (w.retransmission ? w.data[62:31] : end) ++ (w.data[30:0] + 1);
         COPY_BARRIER(w);
         store_flow();
         data_reg.write(w.half, w.data);
         port_reg.write(w.half, egress_port);
+    }
+
+    // A retransmission (after data_segment(), which has stored the record) begins a loss repair
+    // unless one is going on: its recovery point is the highest data this side has sent (NewReno's
+    // "recover", RFC 6582), and until an ACK reaches it the contract keeps every ACK below it
+    // (FACT_RECOVERY). A repair is over once the other side has acknowledged its point, even before
+    // rtt_sample() has cleared HALF_RECOVERY: a later retransmission begins a new one.
+    action start_recovery_store() {
+        bool repairing = w.own & HALF_BIT(HALF_RECOVERY) != 0
+            && !(w.oth & HALF_BIT(HALF_ACK_VALID) != 0 && SEQ_GEQ(w.oth[H_ACK_LAST], w.own[H_RECOVER]));
+        w.own = repairing ? w.own
+            : w.own & ~M_RECOVER | HALF_HIGH(w.own[H_DATA_END], H_RECOVER_LO) | HALF_BIT(HALF_RECOVERY);
+        COPY_BARRIER(w);
+        store_flow();
     }
 
     // A retransmission counted (after data_segment() or no_ack(), which have written w.data out).
@@ -333,7 +351,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         w.retransmission = w.own & HALF_BIT(HALF_DATA_VALID) != 0 && SEQ_LEQ(end, w.own[H_DATA_END]);
         COPY_BARRIER(w);
         bool start_probe = !w.retransmission && w.own & HALF_BIT(HALF_PROBE) == 0;
-        w.own = w.own & (M_TS | M_ACK_LAST | M_ECE_CWR_WINDOW | M_FWD | M_ACK_BASE | M_SACK | M_HIGH | M_RTT)
+        w.own = w.own & (M_TS | M_ACK_LAST | M_ECE_CWR_WINDOW | M_FWD | M_ACK_BASE | M_SACK | M_HIGH | M_RTT | M_RECOVER)
             | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(opts.ws_shift, H_WS_LO) : w.own & M_WS)
             | w.own & M_STATE & ~HALF_BIT(HALF_PROBE) | HALF_BIT(HALF_DATA_VALID)
             | (w.retransmission ? 0 : HALF_BIT(HALF_PROBE))
@@ -388,6 +406,10 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         // never at stake.
         bool acks_all_data = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
             && (w.oth & HALF_BIT(HALF_DATA_VALID) == 0 || SEQ_GEQ(tcp.ack_no, w.oth[H_DATA_END]));
+        // Below the recovery point of the other side's loss repair (start_recovery_store): not
+        // for filter and coalesce either, which drop an ACK only for a newer one that carries it.
+        bool recovery = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
+            && w.oth & HALF_BIT(HALF_RECOVERY) != 0 && SEQ_LT(tcp.ack_no, w.oth[H_RECOVER]);
         a.fact_bits = (flags_keep ? FACT_FLAGS_KEEP : 0)
             | (w.own & HALF_BIT(HALF_ACK_VALID) == 0 ? FACT_FIRST_ACK
                 : (window_update ? FACT_WINDOW_UPDATE : 0)
@@ -398,6 +420,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
                 | (opts.unknown_present ? FACT_UNKNOWN_OPTION : 0)
                 | (ts_reordered ? FACT_TS_REORDERED : 0)
                 | (idle ? FACT_IDLE : 0)
+                | (recovery ? FACT_RECOVERY : 0)
                 | (acks_all_data ? FACT_ACKS_ALL_DATA : 0));
     }
 
@@ -491,7 +514,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         // folds only one whose right edge moves forward. A receiver's window grows with nearly
         // every ACK while it autotunes.
         bool window_update = a.fact_bits & FACT_WINDOW_UPDATE != 0;
-        bit<13> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
+        bit<14> foldable_news = FACT_ACKS_ALL_DATA | FACT_WINDOW_UPDATE
             | (window_update || opts.sack_blocks != 0 ? FACT_DUP_ACK : 0)
             | (opts.sack_blocks != 0 ? FACT_SACK_NEWS : 0);
         coalesce_w.foldable = a.fact_bits & ~foldable_news == 0;
@@ -537,7 +560,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         bool sack_present = opts.sack_blocks != 0;
         w.own = HALF_AT(tcp.window ++ (tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR)), H_ECE_CWR_LO)
             | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(opts.ws_shift, H_WS_LO) : w.own & M_WS)
-            | w.own & (M_STATE | M_PROBE | M_DATA_END | M_RTT) | HALF_BIT(HALF_ACK_VALID)
+            | w.own & (M_STATE | M_PROBE | M_DATA_END | M_RTT | M_RECOVER) | HALF_BIT(HALF_ACK_VALID)
             | (opts.ts_present ? HALF_BIT(HALF_TS_VALID) : 0)
             | (sack_present ? HALF_BIT(HALF_SACK_SEEN) : 0)
             | (!ack_valid || SEQ_GT(tcp.ack_no, w.own[H_ACK_LAST]) ? HALF_AT(tcp.ack_no, H_ACK_LAST_LO)
@@ -689,6 +712,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
                             rtt_sample_store();
                         }
                         if (w.retransmission) {
+                            start_recovery_store();
                             count_retransmission();
                         }
                         if (params.policy == POLICY_ACC) {

@@ -32,7 +32,7 @@
 #define FLOW_SLOTS 4096
 #define HALF_FLOWS 8192
 #define THINNING_STATS 11
-#define KEEP_REASONS 16
+#define KEEP_REASONS 17
 #define ACK_POLICY_TABLE_SIZE 256
 #define FLOW_POLICY_TABLE_SIZE 8192   // per-flow rules (the controller's): two per flow slot
 #define PORTS 512               // port_t is 9 bits
@@ -163,6 +163,7 @@ const keep_reason_t KEEP_TS_REORDERED = 12;     // timestamps older than ones al
 const keep_reason_t KEEP_IDLE = 13;             // first ACK after the flow was idle
 const keep_reason_t KEEP_ACKS_ALL_DATA = 14;    // acknowledges everything the switch saw sent
 const keep_reason_t KEEP_RELEASED = 15;         // held by the hold-back agent, released: nothing newer passed
+const keep_reason_t KEEP_RECOVERY = 16;         // below the recovery point of a loss being repaired
 
 // Global counters of the thinning stage (index into ack_thinning.stats, THINNING_STATS cells).
 typedef bit<32> thinning_stat_t;

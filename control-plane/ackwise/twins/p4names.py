@@ -55,6 +55,12 @@ class SafetyFact(IntEnum):
     TS_REORDERED = 4  # = 1 << 2; TSval or TSecr older than already seen: RTT samples stay valid
     IDLE = 2  # = 1 << 1; first ACK after the flow was idle
     ACKS_ALL_DATA = 1  # = 1 << 0; acknowledges all data the switch has seen the other side send
+    # Below the recovery point of a loss the other side is repairing: NewReno's partial ACKs (RFC
+    # 6582: each one makes the sender retransmit the next hole) and the ACKs of the slow start after a
+    # timeout. Without SACK, and in a window smaller than a policy's threshold, nothing else would
+    # reach the sender: acks_all_data holds only at the highest data sent, which a repair does not
+    # reach. docs/ack-thinning.md, "Loss recovery".
+    RECOVERY = 8192  # = 1 << 13
 
 
 # ---- p4src/include/ack_switch_work.p4 ----
@@ -64,6 +70,7 @@ HALF_ACK_VALID = 0x02  # the ACK fields (H_ACK_LAST, H_WINDOW, ...) hold the pre
 HALF_PROBE = 0x04  # an RTT probe is waiting for its ACK
 HALF_TS_VALID = 0x08  # H_TS_VAL and H_TS_ECR are set
 HALF_SACK_SEEN = 0x10  # H_HIGH is set
+HALF_RECOVERY = 0x20  # this side retransmitted: H_RECOVER holds its recovery point
 
 # A half-flow's part of the record (HALF_BITS), from the lowest bit: what a pure ACK or a data
 # segment changes every time lowest, what changes rarely (the first ACK number, the RTT probe,
@@ -79,7 +86,9 @@ HALF_SACK_SEEN = 0x10  # H_HIGH is set
 # high:     the highest SACK right edge reported
 # rtt:      when measured (low 32 bits) | RTTmin in us (31 bits), from this side's data to the
 # other's ACKs (and its copy for the control plane in ack_thinning.rtt)
-HALF_BITS = 487
+# recover:  the recovery point of this side's loss repair: data_end when it retransmitted first
+# (with HALF_RECOVERY; NewReno's "recover", RFC 6582)
+HALF_BITS = 519
 H_TS_ECR_LO = 0
 H_TS_VAL_LO = 32
 H_ACK_LAST_LO = 64
@@ -95,6 +104,7 @@ H_PROBE_LO = 264
 H_SACK_LO = 328
 H_HIGH_LO = 392
 H_RTT_LO = 424
+H_RECOVER_LO = 487
 
 # The flow record (ack_thinning.flow, per slot): the half of direction 0 | the half of direction 1
 # | the key (key_a | key_b | ports, as FLOW_KEY) | last seen, in 1.024 ms ticks (30 bits: wraps
@@ -102,7 +112,7 @@ H_RTT_LO = 424
 # closed, are the slot's word the control plane reads (ack_thinning.slot), and the key's addresses
 # are in key_a and key_b. The halves start at bit 127 (a shift p4c allows), and what every packet
 # changes, last seen, is in the lowest bits.
-FLOW_BITS = 1101
+FLOW_BITS = 1165
 R_HALVES_LO = 127
 R_KEY_LO = 31
 R_SEEN_LO = 1
@@ -151,7 +161,7 @@ L2_EXACT_TABLE_SIZE = 1024
 FLOW_SLOTS = 4096
 HALF_FLOWS = 8192
 THINNING_STATS = 11
-KEEP_REASONS = 16
+KEEP_REASONS = 17
 ACK_POLICY_TABLE_SIZE = 256
 FLOW_POLICY_TABLE_SIZE = 8192  # per-flow rules (the controller's): two per flow slot
 PORTS = 512  # port_t is 9 bits
@@ -298,6 +308,7 @@ class KeepReason(IntEnum):
     IDLE = 13  # first ACK after the flow was idle
     ACKS_ALL_DATA = 14  # acknowledges everything the switch saw sent
     RELEASED = 15  # held by the hold-back agent, released: nothing newer passed
+    RECOVERY = 16  # below the recovery point of a loss being repaired
 
 
 class ThinningStat(IntEnum):
@@ -641,8 +652,8 @@ REGISTER_WIDTHS_BITS: dict[str, int] = {
     REGISTER_ACK_THINNING_ACKS: 62,
     REGISTER_ACK_THINNING_CONFIG: 48,
     REGISTER_ACK_THINNING_DATA: 63,
-    REGISTER_ACK_THINNING_FLOW: 1101,
-    REGISTER_ACK_THINNING_KEY6: 487,
+    REGISTER_ACK_THINNING_FLOW: 1165,
+    REGISTER_ACK_THINNING_KEY6: 519,
     REGISTER_ACK_THINNING_KEY6_A: 32,
     REGISTER_ACK_THINNING_KEY6_B: 32,
     REGISTER_ACK_THINNING_KEY_A: 32,
@@ -832,6 +843,7 @@ ACK_SAFETY_RULES_ENTRIES = (
     (((SafetyFact.UNKNOWN_OPTION, SafetyFact.UNKNOWN_OPTION),), "keep", (KeepReason.UNKNOWN_OPTION,)),
     (((SafetyFact.TS_REORDERED, SafetyFact.TS_REORDERED),), "keep", (KeepReason.TS_REORDERED,)),
     (((SafetyFact.IDLE, SafetyFact.IDLE),), "keep", (KeepReason.IDLE,)),
+    (((SafetyFact.RECOVERY, SafetyFact.RECOVERY),), "keep", (KeepReason.RECOVERY,)),
     (((SafetyFact.ACKS_ALL_DATA, SafetyFact.ACKS_ALL_DATA),), "keep", (KeepReason.ACKS_ALL_DATA,)),
 )
 

@@ -27,6 +27,10 @@ class AckFacts:
     unknown_option: bool = False
     ts_reordered: bool = False  # TSval or TSecr older than already seen
     idle: bool = False  # first ACK after the flow was idle
+    # below the recovery point of a loss the data sender is repairing (its highest data sent when it
+    # first retransmitted): NewReno's partial ACKs (RFC 6582) and a timeout's slow start, where each
+    # ACK may be the only one the sender gets for a round trip
+    recovery: bool = False
     acks_all_data: bool = False  # acknowledges all data seen sent: dropping it could stall a burst's end
 
 
@@ -44,6 +48,7 @@ RULES: tuple[tuple[str, KeepReason], ...] = (
     ("unknown_option", KeepReason.UNKNOWN_OPTION),
     ("ts_reordered", KeepReason.TS_REORDERED),
     ("idle", KeepReason.IDLE),
+    ("recovery", KeepReason.RECOVERY),
     ("acks_all_data", KeepReason.ACKS_ALL_DATA),
 )
 
