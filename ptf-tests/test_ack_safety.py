@@ -133,6 +133,26 @@ def _window_reopened(f: TcpFlow) -> list[Step]:
     ]
 
 
+def _window_reopened_scale_clamped(f: TcpFlow) -> list[Step]:
+    """The ACK side's SYN-ACK says window scale 200: the switch takes 14 (RFC 7323 2.3), so a
+    window of 1 after 0 is 16 KiB and reopens it. Kept 200 (the record had 8 bits for it), the
+    shift gave 0 and the reopening ACK was thinned."""
+    syn_options = (
+        b"\x01\x01"
+        + bytes([8, 10])
+        + (f.ts_base + 500).to_bytes(4, "big")
+        + (f.ts_base).to_bytes(4, "big")
+        + b"\x01"
+        + bytes([3, 3, 200])
+    )
+    return [
+        Step(f.ack(0, flags="SA", raw_options=syn_options), KeepReason.FLAGS),
+        Step(f.ack(2, window=0), None),
+        Step(f.ack(3, window=1), KeepReason.WINDOW_REOPEN),
+        Step(f.ack(4, window=2), None),
+    ]
+
+
 def _unknown_option(f: TcpFlow) -> list[Step]:
     unknown = (
         b"\x01\x01"
@@ -220,6 +240,7 @@ SCENARIOS: tuple[tuple[str, Callable[[TcpFlow], list[Step]]], ...] = (
     ("DSACK", _dsack),
     ("ECE/CWR change", _ece_cwr_change),
     ("window reopened", _window_reopened),
+    ("window reopened, scale above 14", _window_reopened_scale_clamped),
     ("unknown option", _unknown_option),
     ("timestamps older than seen", _timestamps_older),
     ("first ACK after idle", _idle),

@@ -25,11 +25,14 @@ const bit<8> HALF_RECOVERY = 0x20;      // this side retransmitted: H_RECOVER ho
 
 // A half-flow's part of the record (HALF_BITS), from the lowest bit: what a pure ACK or a data
 // segment changes every time lowest, what changes rarely (the first ACK number, the RTT probe,
-// SACK, RTTmin) above bit 256, since p4c lets an expression shift by at most 256 (below).
+// SACK, RTTmin, the recovery point) highest, the pieces from bit 254 up moved there with
+// HALF_HIGH, since p4c lets an expression shift by at most 256 (below). At most 512 bits: bmv2
+// computes on a half in 64-bit limbs, and a ninth limb cost every packet (2026-11-28).
 //   ts:       the newest TSecr | TSval
 //   ack_last: the previous ACK number
 //   data_end: the end of the highest data segment this side sent
-//   flags:    the previous ACK's ECE and CWR bits | its window | state (HALF_*) | window scale
+//   flags:    the previous ACK's ECE and CWR bits (the flags' top two) | its window | state
+//             (HALF_*) | window scale (4 bits: at most 14, RFC 7323 2.3)
 //   fwd:      when the last ACK was forwarded (low 32 bits of the us clock) | its ACK number
 //   ack_base: the half-flow's first ACK number (dynamic_d)
 //   probe:    the RTT probe: when it was sent (low 32 bits) | its end sequence
@@ -39,44 +42,44 @@ const bit<8> HALF_RECOVERY = 0x20;      // this side retransmitted: H_RECOVER ho
 //             other's ACKs (and its copy for the control plane in ack_thinning.rtt)
 //   recover:  the recovery point of this side's loss repair: data_end when it retransmitted first
 //             (with HALF_RECOVERY; NewReno's "recover", RFC 6582)
-#define HALF_BITS 519
+#define HALF_BITS 509
 #define H_TS_ECR 31:0
 #define H_TS_VAL 63:32
 #define H_ACK_LAST 95:64
 #define H_DATA_END 127:96
-#define H_ECE_CWR 135:128
-#define H_WINDOW 151:136
-#define H_STATE 159:152
-#define H_WS 167:160
-#define H_FWD_AT 199:168
-#define H_FWD_ACK 231:200
-#define H_ACK_BASE 263:232
-#define H_PROBE_SENT 295:264
-#define H_PROBE_END 327:296
-#define H_SACK_RIGHT 359:328
-#define H_SACK_LEFT 391:360
-#define H_SACK 391:328
-#define H_HIGH 423:392
-#define H_RTT_AT 455:424
-#define H_RTT_MIN 486:456
-#define H_RTT 486:424
-#define H_RECOVER 518:487
+#define H_ECE_CWR 129:128
+#define H_WINDOW 145:130
+#define H_STATE 153:146
+#define H_WS 157:154
+#define H_FWD_AT 189:158
+#define H_FWD_ACK 221:190
+#define H_ACK_BASE 253:222
+#define H_PROBE_SENT 285:254
+#define H_PROBE_END 317:286
+#define H_SACK_RIGHT 349:318
+#define H_SACK_LEFT 381:350
+#define H_SACK 381:318
+#define H_HIGH 413:382
+#define H_RTT_AT 445:414
+#define H_RTT_MIN 476:446
+#define H_RTT 476:414
+#define H_RECOVER 508:477
 #define H_TS_ECR_LO 0
 #define H_TS_VAL_LO 32
 #define H_ACK_LAST_LO 64
 #define H_DATA_END_LO 96
 #define H_ECE_CWR_LO 128
-#define H_WINDOW_LO 136
-#define H_STATE_LO 152
-#define H_WS_LO 160
-#define H_FWD_AT_LO 168
-#define H_FWD_ACK_LO 200
-#define H_ACK_BASE_LO 232
-#define H_PROBE_LO 264
-#define H_SACK_LO 328
-#define H_HIGH_LO 392
-#define H_RTT_LO 424
-#define H_RECOVER_LO 487
+#define H_WINDOW_LO 130
+#define H_STATE_LO 146
+#define H_WS_LO 154
+#define H_FWD_AT_LO 158
+#define H_FWD_ACK_LO 190
+#define H_ACK_BASE_LO 222
+#define H_PROBE_LO 254
+#define H_SACK_LO 318
+#define H_HIGH_LO 382
+#define H_RTT_LO 414
+#define H_RECOVER_LO 477
 
 // A new half is built in place, as an OR of its pieces: each either the old half masked where the
 // piece lies (one operator) or a new value moved there, never cut out and concatenated again
@@ -94,18 +97,18 @@ const bit<8> HALF_RECOVERY = 0x20;      // this side retransmitted: H_RECOVER ho
 #define M_TS HALF_MASK(63, 0)
 #define M_ACK_LAST HALF_MASK(95, 64)
 #define M_DATA_END HALF_MASK(127, 96)
-#define M_ECE_CWR_WINDOW HALF_MASK(151, 128)
-#define M_STATE HALF_MASK(159, 152)
-#define M_WS HALF_MASK(167, 160)
-#define M_FWD_AT HALF_MASK(199, 168)
-#define M_FWD_ACK HALF_MASK(231, 200)
-#define M_FWD HALF_MASK(231, 168)
-#define M_ACK_BASE HALF_MASK(263, 232)
-#define M_PROBE HALF_MASK(327, 264)
-#define M_SACK HALF_MASK(391, 328)
-#define M_HIGH HALF_MASK(423, 392)
-#define M_RTT HALF_MASK(486, 424)
-#define M_RECOVER HALF_MASK(518, 487)
+#define M_ECE_CWR_WINDOW HALF_MASK(145, 128)
+#define M_STATE HALF_MASK(153, 146)
+#define M_WS HALF_MASK(157, 154)
+#define M_FWD_AT HALF_MASK(189, 158)
+#define M_FWD_ACK HALF_MASK(221, 190)
+#define M_FWD HALF_MASK(221, 158)
+#define M_ACK_BASE HALF_MASK(253, 222)
+#define M_PROBE HALF_MASK(317, 254)
+#define M_SACK HALF_MASK(381, 318)
+#define M_HIGH HALF_MASK(413, 382)
+#define M_RTT HALF_MASK(476, 414)
+#define M_RECOVER HALF_MASK(508, 477)
 
 // The flow record (ack_thinning.flow, per slot): the half of direction 0 | the half of direction 1
 // | the key (key_a | key_b | ports, as FLOW_KEY) | last seen, in 1.024 ms ticks (30 bits: wraps
@@ -113,9 +116,9 @@ const bit<8> HALF_RECOVERY = 0x20;      // this side retransmitted: H_RECOVER ho
 // closed, are the slot's word the control plane reads (ack_thinning.slot), and the key's addresses
 // are in key_a and key_b. The halves start at bit 127 (a shift p4c allows), and what every packet
 // changes, last seen, is in the lowest bits.
-#define FLOW_BITS 1165
-#define R_H0 1164:646
-#define R_H1 645:127
+#define FLOW_BITS 1145
+#define R_H0 1144:636
+#define R_H1 635:127
 #define R_KEY 126:31
 #define R_SLOT_WORD 62:0
 #define R_SEEN 30:1

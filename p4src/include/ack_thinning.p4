@@ -108,6 +108,9 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
     // every packet): the record is this packet's flow's (found so, or taken over); the segment
     // acknowledges the other side's RTT probe.
 #define OURS (w.flow[R_KEY] == w.key)
+// A SYN's window scale as the record keeps it, in 4 bits: a shift above 14 is taken as 14 (RFC
+// 7323 2.3). Only SYNs evaluate it (the branch of a ?:).
+#define WS_CLAMPED(shift) ((bit<4>)((shift) > 14 ? 8w14 : (shift)))
 #define SAMPLED (w.oth & HALF_BIT(HALF_PROBE) != 0 && SEQ_GEQ(tcp.ack_no, w.oth[H_PROBE_END]))
 
     // The stage's first step on a tracked packet: the working header made valid, the flow key and
@@ -289,10 +292,10 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         // A probe is running after new data (started now, or before and still unanswered), and
         // cancelled by a retransmission (Karn: no RTT sample across one).
         bool start_probe = !w.retransmission && w.own & HALF_BIT(HALF_PROBE) == 0;
-        w.own = HALF_AT(tcp.window ++ (tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR)), H_ECE_CWR_LO)
+        w.own = HALF_AT(tcp.window ++ tcp.flags[7:6], H_ECE_CWR_LO)
             // A SYN fixes the window scale of this sender's windows from then on (the parser sets
             // ws_shift only with ws_present: 0 without the option).
-            | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(opts.ws_shift, H_WS_LO) : w.own & M_WS)
+            | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(WS_CLAMPED(opts.ws_shift), H_WS_LO) : w.own & M_WS)
             | w.own & M_STATE & ~HALF_BIT(HALF_PROBE) | HALF_BIT(HALF_DATA_VALID | HALF_ACK_VALID)
             | (w.retransmission ? 0 : HALF_BIT(HALF_PROBE))
             | (opts.ts_present ? HALF_BIT(HALF_TS_VALID) : 0)
@@ -352,7 +355,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         COPY_BARRIER(w);
         bool start_probe = !w.retransmission && w.own & HALF_BIT(HALF_PROBE) == 0;
         w.own = w.own & (M_TS | M_ACK_LAST | M_ECE_CWR_WINDOW | M_FWD | M_ACK_BASE | M_SACK | M_HIGH | M_RTT | M_RECOVER)
-            | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(opts.ws_shift, H_WS_LO) : w.own & M_WS)
+            | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(WS_CLAMPED(opts.ws_shift), H_WS_LO) : w.own & M_WS)
             | w.own & M_STATE & ~HALF_BIT(HALF_PROBE) | HALF_BIT(HALF_DATA_VALID)
             | (w.retransmission ? 0 : HALF_BIT(HALF_PROBE))
             | (start_probe ? HALF_HIGH(end ++ (bit<32>)now, H_PROBE_LO) : w.own & M_PROBE)
@@ -392,24 +395,27 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         bool sack_news = (w.own & HALF_BIT(HALF_SACK_SEEN) == 0
             || SEQ_GT(opts.sack_right_0, w.own[H_HIGH])
             || opts.sack_left_0 ++ opts.sack_right_0 != w.own[H_SACK]);
-        bool ece_cwr_change = tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR) != w.own[H_ECE_CWR];
+        bool ece_cwr_change = tcp.flags[7:6] != w.own[H_ECE_CWR];   // CWR | ECE (0x80, 0x40)
         // Only a window that changed can have reopened (a SYN, which may change the scale, is
         // kept by rule 2 anyway): the shifts only then.
-        bit<8> ws = w.own[H_WS];
+        bit<8> ws = (bit<8>)w.own[H_WS];
         bool window_reopen = (bit<32>)w.own[H_WINDOW] << ws < mss && (bit<32>)tcp.window << ws >= mss;
         bool ts_reordered = opts.ts_present && w.own & HALF_BIT(HALF_TS_VALID) != 0
             && (SEQ_LT(opts.ts_val, w.own[H_TS_VAL]) || SEQ_LT(opts.ts_ecr, w.own[H_TS_ECR]));
         bit<30> silent_ticks = (bit<30>)(now >> 10) - w.flow[R_SEEN];
         bool idle = params.idle_us != 0 && (bit<48>)silent_ticks > (bit<48>)(params.idle_us >> 10);
-        // With `filter`, an ACK is dropped only behind a newer one that acknowledges at least as
-        // much, and with `coalesce` its state leaves inside the waiting ACK: the end of a burst is
-        // never at stake.
-        bool acks_all_data = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
-            && (w.oth & HALF_BIT(HALF_DATA_VALID) == 0 || SEQ_GEQ(tcp.ack_no, w.oth[H_DATA_END]));
-        // Below the recovery point of the other side's loss repair (start_recovery_store): not
-        // for filter and coalesce either, which drop an ACK only for a newer one that carries it.
-        bool recovery = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
-            && w.oth & HALF_BIT(HALF_RECOVERY) != 0 && SEQ_LT(tcp.ack_no, w.oth[H_RECOVER]);
+        // The end of a burst (acks_all_data) and an ACK below the recovery point of the other
+        // side's loss repair (recovery, start_recovery_store), for the policies that thin by
+        // their own count. With `filter`, an ACK is dropped only behind a newer one that
+        // acknowledges at least as much, and with `coalesce` its state leaves inside the waiting
+        // ACK: neither is at stake. One test of the policy for the two, and a ?: so that filter
+        // and coalesce evaluate neither (&& evaluates both sides in bmv2).
+        bit<14> end_facts = params.policy != POLICY_FILTER && params.policy != POLICY_COALESCE
+            ? (w.oth & HALF_BIT(HALF_DATA_VALID) == 0 || SEQ_GEQ(tcp.ack_no, w.oth[H_DATA_END])
+                    ? FACT_ACKS_ALL_DATA : 0)
+                | (w.oth & HALF_BIT(HALF_RECOVERY) != 0 && SEQ_LT(tcp.ack_no, w.oth[H_RECOVER])
+                    ? FACT_RECOVERY : 0)
+            : 0;
         a.fact_bits = (flags_keep ? FACT_FLAGS_KEEP : 0)
             | (w.own & HALF_BIT(HALF_ACK_VALID) == 0 ? FACT_FIRST_ACK
                 : (window_update ? FACT_WINDOW_UPDATE : 0)
@@ -420,8 +426,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
                 | (opts.unknown_present ? FACT_UNKNOWN_OPTION : 0)
                 | (ts_reordered ? FACT_TS_REORDERED : 0)
                 | (idle ? FACT_IDLE : 0)
-                | (recovery ? FACT_RECOVERY : 0)
-                | (acks_all_data ? FACT_ACKS_ALL_DATA : 0));
+                | end_facts);
     }
 
     // The policies' own rules, as values: has the ACK reached the policy's threshold? An action
@@ -520,7 +525,7 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         coalesce_w.foldable = a.fact_bits & ~foldable_news == 0;
         coalesce_w.eligible = a.reason == KEEP_FIRST_ACK || a.reason == KEEP_IDLE
             || a.reason == KEEP_ECE_CWR_CHANGE || a.reason == KEEP_WINDOW_REOPEN;
-        bit<8> ws = tcp.flags & TCP_FLAG_SYN != 0 ? opts.ws_shift : w.own[H_WS];
+        bit<8> ws = tcp.flags & TCP_FLAG_SYN != 0 ? opts.ws_shift : (bit<8>)w.own[H_WS];
         coalesce_w.right_edge = tcp.ack_no + ((bit<32>)tcp.window << ws);
         COPY_BARRIER(coalesce_w);
         coalesce_w.eligible = coalesce_w.rewritable && (coalesce_w.foldable || coalesce_w.eligible);
@@ -558,8 +563,8 @@ control AckThinning(in ipv4_h ipv4, in ipv6_h ipv6, in tcp_h tcp, in tcp_options
         bool ack_valid = w.own & HALF_BIT(HALF_ACK_VALID) != 0;
         bool ts_known = w.own & HALF_BIT(HALF_TS_VALID) != 0;
         bool sack_present = opts.sack_blocks != 0;
-        w.own = HALF_AT(tcp.window ++ (tcp.flags & (TCP_FLAG_ECE | TCP_FLAG_CWR)), H_ECE_CWR_LO)
-            | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(opts.ws_shift, H_WS_LO) : w.own & M_WS)
+        w.own = HALF_AT(tcp.window ++ tcp.flags[7:6], H_ECE_CWR_LO)
+            | (tcp.flags & TCP_FLAG_SYN != 0 ? HALF_AT(WS_CLAMPED(opts.ws_shift), H_WS_LO) : w.own & M_WS)
             | w.own & (M_STATE | M_PROBE | M_DATA_END | M_RTT | M_RECOVER) | HALF_BIT(HALF_ACK_VALID)
             | (opts.ts_present ? HALF_BIT(HALF_TS_VALID) : 0)
             | (sack_present ? HALF_BIT(HALF_SACK_SEEN) : 0)

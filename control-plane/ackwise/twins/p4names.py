@@ -74,11 +74,14 @@ HALF_RECOVERY = 0x20  # this side retransmitted: H_RECOVER holds its recovery po
 
 # A half-flow's part of the record (HALF_BITS), from the lowest bit: what a pure ACK or a data
 # segment changes every time lowest, what changes rarely (the first ACK number, the RTT probe,
-# SACK, RTTmin) above bit 256, since p4c lets an expression shift by at most 256 (below).
+# SACK, RTTmin, the recovery point) highest, the pieces from bit 254 up moved there with
+# HALF_HIGH, since p4c lets an expression shift by at most 256 (below). At most 512 bits: bmv2
+# computes on a half in 64-bit limbs, and a ninth limb cost every packet (2026-11-28).
 # ts:       the newest TSecr | TSval
 # ack_last: the previous ACK number
 # data_end: the end of the highest data segment this side sent
-# flags:    the previous ACK's ECE and CWR bits | its window | state (HALF_*) | window scale
+# flags:    the previous ACK's ECE and CWR bits (the flags' top two) | its window | state
+# (HALF_*) | window scale (4 bits: at most 14, RFC 7323 2.3)
 # fwd:      when the last ACK was forwarded (low 32 bits of the us clock) | its ACK number
 # ack_base: the half-flow's first ACK number (dynamic_d)
 # probe:    the RTT probe: when it was sent (low 32 bits) | its end sequence
@@ -88,23 +91,23 @@ HALF_RECOVERY = 0x20  # this side retransmitted: H_RECOVER holds its recovery po
 # other's ACKs (and its copy for the control plane in ack_thinning.rtt)
 # recover:  the recovery point of this side's loss repair: data_end when it retransmitted first
 # (with HALF_RECOVERY; NewReno's "recover", RFC 6582)
-HALF_BITS = 519
+HALF_BITS = 509
 H_TS_ECR_LO = 0
 H_TS_VAL_LO = 32
 H_ACK_LAST_LO = 64
 H_DATA_END_LO = 96
 H_ECE_CWR_LO = 128
-H_WINDOW_LO = 136
-H_STATE_LO = 152
-H_WS_LO = 160
-H_FWD_AT_LO = 168
-H_FWD_ACK_LO = 200
-H_ACK_BASE_LO = 232
-H_PROBE_LO = 264
-H_SACK_LO = 328
-H_HIGH_LO = 392
-H_RTT_LO = 424
-H_RECOVER_LO = 487
+H_WINDOW_LO = 130
+H_STATE_LO = 146
+H_WS_LO = 154
+H_FWD_AT_LO = 158
+H_FWD_ACK_LO = 190
+H_ACK_BASE_LO = 222
+H_PROBE_LO = 254
+H_SACK_LO = 318
+H_HIGH_LO = 382
+H_RTT_LO = 414
+H_RECOVER_LO = 477
 
 # The flow record (ack_thinning.flow, per slot): the half of direction 0 | the half of direction 1
 # | the key (key_a | key_b | ports, as FLOW_KEY) | last seen, in 1.024 ms ticks (30 bits: wraps
@@ -112,7 +115,7 @@ H_RECOVER_LO = 487
 # closed, are the slot's word the control plane reads (ack_thinning.slot), and the key's addresses
 # are in key_a and key_b. The halves start at bit 127 (a shift p4c allows), and what every packet
 # changes, last seen, is in the lowest bits.
-FLOW_BITS = 1165
+FLOW_BITS = 1145
 R_HALVES_LO = 127
 R_KEY_LO = 31
 R_SEEN_LO = 1
@@ -652,8 +655,8 @@ REGISTER_WIDTHS_BITS: dict[str, int] = {
     REGISTER_ACK_THINNING_ACKS: 62,
     REGISTER_ACK_THINNING_CONFIG: 48,
     REGISTER_ACK_THINNING_DATA: 63,
-    REGISTER_ACK_THINNING_FLOW: 1165,
-    REGISTER_ACK_THINNING_KEY6: 519,
+    REGISTER_ACK_THINNING_FLOW: 1145,
+    REGISTER_ACK_THINNING_KEY6: 509,
     REGISTER_ACK_THINNING_KEY6_A: 32,
     REGISTER_ACK_THINNING_KEY6_B: 32,
     REGISTER_ACK_THINNING_KEY_A: 32,
