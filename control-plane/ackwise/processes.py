@@ -3,6 +3,8 @@ stopping ackwise's own long runs on SIGTERM and SIGHUP the way Ctrl-C does."""
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -42,6 +44,62 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+class StopRequest:
+    """A stop asked for by a signal handler, for a loop to see between its steps: ``is_set()``, and
+    ``wait(timeout_s)``, a sleep that ends when it is set. Not a threading.Event: a handler runs in
+    the main thread between two bytecodes, perhaps while that thread holds the Event's own lock
+    (inside its wait), and Event.set would then deadlock. Setting this takes no lock: a flag, and a
+    byte down a pipe that wakes the sleep (select, retried after the handler, sees it at once)."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def set(self) -> None:
+        self._set = True
+        try:
+            os.write(self._write_fd, b"\0")
+        except BlockingIOError:
+            pass  # the pipe is full of earlier wake-ups: the sleep wakes anyway
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout_s: float) -> bool:
+        if not self._set:
+            select.select([self._read_fd], [], [], max(timeout_s, 0.0))
+        return self._set
+
+    def close(self) -> None:
+        os.close(self._read_fd)
+        os.close(self._write_fd)
+
+
+@contextmanager
+def stop_between_steps() -> Iterator[StopRequest]:
+    """For a loop whose steps must not be cut short: SIGINT, SIGTERM and SIGHUP set the stop the
+    loop checks between its steps, so that the step under way ends whole. (A Thrift call cut between
+    its request and its reply leaves the connection out of step: the next call reads the cut one's
+    reply as its own, and its own request may be lost, e.g. the delete of a rule; a write cut after
+    the switch took it is a rule the loop does not know it wrote.) A second signal raises
+    KeyboardInterrupt, for a loop stuck in a call. The previous handlers come back after."""
+    stop = StopRequest()
+
+    def request_stop(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt(f"signal {signum}, the second")
+        stop.set()
+
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, request_stop) for sig in signals}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        stop.close()
 
 
 def run_to_its_end(cmd: Sequence[str]) -> int:

@@ -4,7 +4,11 @@ what it writes, when, and what it never touches."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from dataclasses import replace
+from functools import partial
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 from unittest.mock import patch
@@ -13,6 +17,7 @@ import pytest
 from fake_switch_client import FLOW_TABLES, FakeSwitchClient
 
 from ackwise.bmv2.client import SwitchClient, SwitchOperationError
+from ackwise.cli import app as cli
 from ackwise.controller.config import ControllerConfig, parse_config
 from ackwise.controller.decision import AckStream
 from ackwise.controller.loop import (
@@ -353,6 +358,83 @@ def test_run_steps_every_interval_and_release_removes_the_rules() -> None:
     rig.controller.release()
     assert rig.policy_rules() == {}
     assert rig.events[-1]["reason"] == "controller exiting: its rules removed on request"
+
+
+class OutOfStepConnection:
+    """One Thrift connection to the fake switch. A call cut short by Ctrl-C (``cut``: the next call
+    of that name raises KeyboardInterrupt after its request went out) leaves it out of step, as a
+    real one is: each later call reads an earlier reply as its own, so it returns at once and its
+    own request never takes effect."""
+
+    def __init__(self, fake: FakeSwitchClient) -> None:
+        self.fake = fake
+        self.cut: str | None = None
+        self.out_of_step = False
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.fake, name)
+        if name == "close" or not callable(method):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.out_of_step:
+                return None
+            if name == self.cut:
+                self.out_of_step = True
+                raise KeyboardInterrupt
+            return method(*args, **kwargs)
+
+        return call
+
+
+def test_release_deletes_the_rules_over_a_new_connection_after_a_call_cut_short() -> None:
+    """Regression: CI's test_policy_and_flows (stop 51) found the controller's rule still on the
+    switch after a Ctrl-C and a logged 'remove': the delete went down the connection the interrupt
+    had cut mid-call."""
+    rig = Rig()
+    connections: list[OutOfStepConnection] = []
+
+    def connect(endpoint: SwitchEndpoint) -> SwitchClient:
+        connections.append(OutOfStepConnection(rig.fake))
+        return cast(SwitchClient, connections[-1])
+
+    rig.controller._connect = connect
+    assert kinds(rig.step(segments=10)) == ["connected", "set"]
+    connections[-1].cut = "table_num_entries"
+    with pytest.raises(KeyboardInterrupt):
+        rig.step(segments=10)
+    rig.controller.release()
+    assert rig.policy_rules() == {}
+    assert kinds(rig.events[-2:]) == ["connected", "remove"]
+    assert len(connections) == 2 and connections[0].fake.closed
+
+
+def test_ctrl_c_during_a_write_lets_the_interval_end_and_its_rule_be_removed(tmp_path: Path) -> None:
+    """``ackwise controller run --remove-rules-on-exit``, Ctrl-C'd just after the switch took a
+    rule: the write is recorded, the run stops after that interval, and the rule is removed. (A
+    KeyboardInterrupt there used to leave the rule on the switch, unknown to the controller.)"""
+    fake = FakeSwitchClient()
+    fake.set_flow(*SENDER, *RECEIVER, data={"data_segments": 10, "rtt_min_us": 40_000})
+    switch_add = fake.table_add
+
+    def add_then_ctrl_c(*args: Any, **kwargs: Any) -> int:
+        handle = switch_add(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return handle
+
+    fake.table_add = add_then_ctrl_c  # type: ignore[method-assign]
+    events: list[dict[str, Any]] = []
+    on_the_fake = partial(Controller, connect=lambda endpoint: fake.connect(), log=events.append)
+    config = tmp_path / "controller.yaml"
+    config.write_text('rules: [{name: lab, match: {src: "10.0.2.0/24"}}]\n')
+    before = signal.getsignal(signal.SIGINT)
+    argv = ["controller", "run", "--config", str(config), "--switch", "fake:9090"]
+    with patch("ackwise.cli.controller.Controller", on_the_fake):
+        assert cli.main([*argv, "--interval-ms", "50", "--remove-rules-on-exit"]) == 0
+    assert [e["event"] for e in events] == ["connected", "start", "set", "connected", "remove", "stop"]
+    assert events[-1]["rules_left"] == 0
+    assert list_flow_policies(cast(SwitchClient, fake)) == []
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_an_overrun_is_logged() -> None:

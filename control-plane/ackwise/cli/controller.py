@@ -13,6 +13,7 @@ from ackwise.cli.output import emit, render_records
 from ackwise.controller.config import EXAMPLE, ControllerConfigError, describe, load_config, with_interval
 from ackwise.controller.loop import Controller, SwitchEndpoint, parse_switches
 from ackwise.errors import printable
+from ackwise.processes import stop_between_steps
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -69,22 +70,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         rules=len(config.rules),
         interval_ms=config.interval_ms,
     )
-    try:
-        controller.run()
-    except KeyboardInterrupt:
-        pass  # Ctrl-C is the way to stop it
-    finally:
-        if args.remove_rules_on_exit:
-            controller.release()
-        left = sum(len(v.installed) for v in controller.views)
-        controller.log_event(
-            "stop",
-            rules_left=left,
-            reason="the switches keep these rules; a controller started later adopts them"
-            if left
-            else "no rules left",
-        )
-        controller.close()
+    # Ctrl-C (or SIGTERM, SIGHUP) is the way to stop it: the interval under way ends whole, then
+    # it stops; a second Ctrl-C stops it at once.
+    with stop_between_steps() as stop:
+        try:
+            controller.run(stop=stop)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if args.remove_rules_on_exit:
+                controller.release()
+            left = sum(len(v.installed) for v in controller.views)
+            controller.log_event(
+                "stop",
+                rules_left=left,
+                reason="the switches keep these rules; a controller started later adopts them"
+                if left
+                else "no rules left",
+            )
+            controller.close()
     return 0
 
 

@@ -50,11 +50,10 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ackwise.bmv2.client import (
     DEFAULT_THRIFT_PORT,
@@ -82,6 +81,15 @@ from ackwise.twins.policies import PolicyMatch, PolicyParams
 Log = Callable[[dict[str, Any]], None]
 PortRead = Callable[[SwitchClient, int], int | None]
 PortLoads = Callable[[SwitchClient], dict[int, tuple[int, int]]]
+
+
+class Stop(Protocol):
+    """What ends ``Controller.run`` between two steps: a threading.Event, or
+    processes.StopRequest (set from a signal handler)."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float, /) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -209,8 +217,9 @@ class Controller:
         for view in self.views:
             self._client(view)
 
-    def run(self, intervals: int | None = None, stop: threading.Event | None = None) -> int:
-        """Step every interval until ``intervals`` are done or ``stop`` is set; returns the count.
+    def run(self, intervals: int | None = None, stop: Stop | None = None) -> int:
+        """Step every interval until ``intervals`` are done or ``stop`` is set (checked between
+        steps: a step is never cut short); returns the count.
         An interval that overruns is logged and the next starts at once (no catching up)."""
         period_s = self.config.interval_ms / 1000
         deadline = self._clock()
@@ -254,11 +263,15 @@ class Controller:
         self._event(None, event, **fields)
 
     def release(self) -> None:
-        """Delete every rule the controller holds (for a clean exit that leaves no rules)."""
+        """Delete every rule the controller holds (for a clean exit that leaves no rules), over a
+        new connection to each switch: a call cut short (a second Ctrl-C) leaves the old one out of
+        step, and a delete sent on it may be lost while it reads as done."""
         for view in self.views:
-            if view.client is None:
+            if not view.installed:
                 continue
+            self._drop_client(view)
             try:
+                self._client(view)
                 for stream in list(view.installed):
                     self._remove(view, stream, "controller exiting: its rules removed on request")
             except SwitchError as exc:  # the others are still cleaned up
