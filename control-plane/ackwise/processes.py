@@ -38,12 +38,19 @@ def stop_on_signals() -> Iterator[None]:
     def raise_interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    with _handling((signal.SIGTERM, signal.SIGHUP), raise_interrupt):
+        yield
+
+
+@contextmanager
+def _handling(signals: Sequence[signal.Signals], handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for ``signals`` for the duration; the previous handlers come back after."""
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 class StopRequest:
@@ -92,13 +99,10 @@ def stop_between_steps() -> Iterator[StopRequest]:
             raise KeyboardInterrupt(f"signal {signum}, the second")
         stop.set()
 
-    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, request_stop) for sig in signals}
     try:
-        yield stop
+        with _handling((signal.SIGINT, signal.SIGTERM, signal.SIGHUP), request_stop):
+            yield stop
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         stop.close()
 
 
