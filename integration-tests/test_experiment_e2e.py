@@ -57,6 +57,13 @@ def test_run_resume_report(tmp_path: Path) -> None:
     for r in records:
         assert r["scale"]["what"] == "none: a test" and r["link_backend"] in ("linkem", "netem")
         assert r["metrics"]["completion_s"] > 0 and 0 < r["metrics"]["acks_per_data_segment"] < 1.5
+    # What s1's every_d did, read from its flow records: it thinned, and every pure ACK it saw was
+    # forwarded or thinned (every_d leaves none to the egress filter); the baseline sets no policy.
+    by_place = {r["arm"]["where"]: r for r in records}
+    assert "switch_policies" not in by_place["none"]["series"]
+    (s1,) = by_place["switch"]["series"]["switch_policies"]
+    assert s1["switch"] == "s1" and s1["flows"] >= 1 and s1["acks_absorbed"] == 0, s1
+    assert 0 < s1["acks_thinned"] < s1["acks_seen"] == s1["acks_forwarded"] + s1["acks_thinned"], s1
 
     again = ackwise("experiment", "run", str(scenario), "--out", str(out), "--json")
     assert again.returncode == 0, again.stderr[-2000:]

@@ -81,6 +81,7 @@ class ArmResult:
     repeats: list[int]
     effect: PairedEffect | None  # None for the baseline itself, or where it has no run
     split: tuple[list[float], list[float]] | None = None
+    inert: str | None = None  # why the arm compares the baseline with itself (inert_reason)
 
     @property
     def label(self) -> str:
@@ -89,6 +90,35 @@ class ArmResult:
     @property
     def where(self) -> str:
         return str(self.arm.get("where"))
+
+
+# A switch arm whose switches thinned at most this share of the pure ACKs they saw, in its runs at
+# a point, is inert there: its runs are the baseline's with a switch that looked on. Its effect is
+# shown but not ranked (best_per_category), so that a place's verdict and the confirmation pass
+# rest on an arm that acted: coalesce on a port that never queues (the queue in the emulated link
+# behind it, docs/ack-thinning.md "Where the queue is") once won the screening of four scenarios.
+INERT_THINNED_FRACTION = 0.01
+
+
+def inert_reason(runs: Sequence[RunRecord]) -> str | None:
+    """Why an arm's ok runs at one point compare the baseline with itself, or None: its switches
+    (the runner's ``switch_policies`` series) saw no pure ACK, or thinned at most
+    INERT_THINNED_FRACTION of those they saw. None too when a run did not record what its switches
+    did (an arm without a switch policy, or records older than the series)."""
+    reports = [r.series.get("switch_policies") for r in runs if r.status == "ok"]
+    if not reports or any(not report for report in reports):
+        return None
+    seen = sum(int(s["acks_seen"]) for report in reports for s in report)
+    thinned = sum(int(s["acks_thinned"]) for report in reports for s in report)
+    runs_text = f"{len(reports)} run{'s' if len(reports) != 1 else ''}"
+    if seen == 0:
+        return f"its switches saw no pure ACK ({runs_text})"
+    if thinned > INERT_THINNED_FRACTION * seen:
+        return None
+    return (
+        f"its switches thinned {thinned} of the {seen} pure ACKs they saw ({100 * thinned / seen:.2g} %, "
+        f"{runs_text})"
+    )
 
 
 def arm_results(
@@ -141,6 +171,7 @@ def arm_results(
                     [rep for rep, v in zip(ordered, values, strict=True) if v is not None],
                     effect,
                     split_groups(kept),
+                    inert_reason(list(runs.values())),
                 )
             )
     return results
@@ -154,10 +185,11 @@ def strength(effect: PairedEffect, better: str) -> float:
 
 
 def best_per_category(results: Sequence[ArmResult], better: str) -> dict[tuple[str, str], ArmResult]:
-    """(point, category) -> the arm with the best estimate there (arms with an effect only)."""
+    """(point, category) -> the arm with the best estimate there (arms with an effect that are not
+    inert only)."""
     best: dict[tuple[str, str], ArmResult] = {}
     for r in results:
-        if r.effect is None or r.effect.estimate is None or r.where == BASELINE:
+        if r.effect is None or r.effect.estimate is None or r.where == BASELINE or r.inert:
             continue
         key = (r.point, category(r.where))
         if key not in best or strength(r.effect, better) > strength(best[key].effect, better):  # type: ignore[arg-type]

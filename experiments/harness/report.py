@@ -34,6 +34,7 @@ import numpy as np
 from ackwise.experiments.harness.comparison import (
     CATEGORIES,
     COMBINED,
+    INERT_THINNED_FRACTION,
     SHARED_VERSIONS,
     ArmResult,
     arm_results,
@@ -387,6 +388,13 @@ def _verdict(
         note = f"{metric.key} has no better direction in schema.METRICS, so no arm is ranked on it."
         return Verdict(metric, categories, [], note, baseline_arm)
     best = best_per_category(results, metric.better)
+    inert = [f"{r.label} at {r.point} ({r.inert})" for r in results if r.inert]
+    note = (
+        f"Not ranked, inert (its switches thinned at most {100 * INERT_THINNED_FRACTION:g} % of the "
+        f"pure ACKs they saw, so its runs are the baseline's): {'; '.join(inert)}."
+        if inert
+        else ""
+    )
     rows = []
     for p in points:
         label = str(p.get("label"))
@@ -432,7 +440,7 @@ def _verdict(
                 _best(metric, winners),
             )
         )
-    return Verdict(metric, categories, rows, baseline_arm=baseline_arm)
+    return Verdict(metric, categories, rows, note, baseline_arm)
 
 
 def _best(metric: MetricColumn, winners: list[tuple[str, ArmResult]]) -> str:

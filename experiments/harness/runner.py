@@ -56,7 +56,7 @@ from ackwise.experiments.measure.pcapstats import read_segments
 from ackwise.experiments.measure.versions import tool_versions
 from ackwise.features import ecn
 from ackwise.features.ap import read_stats
-from ackwise.features.thinning import set_default_policy
+from ackwise.features.thinning import read_flows, set_default_policy
 from ackwise.hosts.mininet_agent import HostAgent
 from ackwise.hosts.policies import MAX_ACK_DELAY_S
 from ackwise.hosts.policies import POLICIES as HOST_POLICIES
@@ -399,6 +399,7 @@ def _run_in_testbed(
             capture.discard()
         agent_reports = [agent.stop() for agent in agents]
         ap_proxy = _ap_proxy_report(testbed) if run.arm.ap else None
+        switch_policies = _switch_policy_report(testbed, run.arm) if run.arm.switch else None
         record.provenance = {
             **testbed.provenance(),
             "scenario_file": Path(scenario.source_path).name,
@@ -426,6 +427,8 @@ def _run_in_testbed(
         _check_window_clamp(record, tcp, max_window_pkts, mss)
     if decisions is not None:
         record.series["controller"] = decisions
+    if switch_policies is not None:  # what the arm's switches did to the ACKs (comparison.inert_reason)
+        record.series["switch_policies"] = switch_policies
     if ap_proxy is not None:  # what the AP proxy did: spoofed, consumed, budget stalls, repairs
         record.series["ap_proxy"] = [ap_proxy]
     if agent_reports:  # what each receiver's agent held, sent and why (released_kept by reason)
@@ -495,7 +498,7 @@ def _configure_switches(
             ecn.set_threshold(client, switch.port_to(setting["toward"]), int(setting["k"]))
     if arm.switch is None:
         return None
-    names = [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
+    names = _policy_switches(testbed, arm)
     if arm.switch.name == AUTO:
         return _start_controller(testbed, names, arm.switch.params, stack)
     scaled = switch_policy_params(arm.switch, TimeScale(testbed.time_scale), mss)
@@ -507,6 +510,36 @@ def _configure_switches(
         with testbed.switch(name).client() as client:
             set_default_policy(client, params)
     return None
+
+
+def _policy_switches(testbed: Testbed, arm: Arm) -> list[str]:
+    """The switches an arm's switch policy is set on (``all``: every switch of the topology)."""
+    return [s.name for s in testbed.switches] if arm.switches == ("all",) else list(arm.switches)
+
+
+def _switch_policy_report(testbed: Testbed, arm: Arm) -> list[dict[str, Any]]:
+    """What each of the arm's switches did to the pure ACKs, read from its flow records before the
+    test bed stops, summed over the records it still holds (a record taken over by a later flow
+    starts its counts again, so with more flows than slots this undercounts): seen, forwarded,
+    thinned (dropped, absorbed by coalescing or held until released) and absorbed. An arm whose
+    switches thinned next to nothing compares the baseline with itself (comparison.inert_reason):
+    coalesce on a port that never queues, for one."""
+    report = []
+    for name in _policy_switches(testbed, arm):
+        with testbed.switch(name).client() as client:
+            flows = read_flows(client)
+        halves = [h for f in flows for h in f.halves]
+        report.append(
+            {
+                "switch": name,
+                "flows": len(flows),
+                "acks_seen": sum(h.acks_seen for h in halves),
+                "acks_forwarded": sum(h.acks_forwarded for h in halves),
+                "acks_thinned": sum(h.acks_thinned for h in halves),
+                "acks_absorbed": sum(h.acks_absorbed for h in halves),
+            }
+        )
+    return report
 
 
 def _start_controller(
