@@ -265,6 +265,15 @@ class FigureView:
 
 
 @dataclass
+class EffectRow:
+    """One arm at one point, over the baseline of its blocks, on each metric of the section."""
+
+    point: str
+    arm: str
+    cells: list[str]  # per metric: the paired effect, then the verdict where the metric has a direction
+
+
+@dataclass
 class ScenarioSection:
     name: str
     anchor: str
@@ -275,6 +284,7 @@ class ScenarioSection:
     figures: list[FigureView] = field(default_factory=list)
     skipped_figures: list[str] = field(default_factory=list)
     effects: list[ArmResult] = field(default_factory=list)  # every arm's paired effect (the verdict's runs)
+    effect_rows: list[EffectRow] = field(default_factory=list)  # every arm, every metric (verdict runs)
 
 
 @dataclass
@@ -624,6 +634,31 @@ def _section_verdict(
     return _verdict(metrics[0], points, arms, groups, effects, baseline_arm), effects
 
 
+def _effect_rows(
+    records: list[RunRecord],
+    metrics: list[MetricColumn],
+    excluded: dict[tuple[str, int], str],
+    confidence: float,
+    baseline_arm: str = "",
+) -> list[EffectRow]:
+    """Every arm at every point over the baseline of its blocks (the verdict's runs, paired as the
+    verdict pairs them), on every metric: what a claim checks beside the main metric (fairness, ACKs
+    per segment, retransmissions) read from the report, not computed again elsewhere."""
+    cells: dict[tuple[str, str], list[str]] = {}
+    for i, metric in enumerate(metrics):
+        for r in arm_results(records, metric.key, excluded, confidence, baseline_arm):
+            if r.effect is None:
+                continue
+            row = cells.setdefault((r.point, r.label), ["–"] * len(metrics))
+            if r.effect.estimate is None:
+                row[i] = "no block with both runs"
+            elif metric.better in ("lower", "higher"):
+                row[i] = f"{effect_text(r.effect)}, {verdict_text(r.effect, metric.better)}"
+            else:
+                row[i] = effect_text(r.effect)
+    return [EffectRow(point, arm, row) for (point, arm), row in cells.items()]
+
+
 def build_report(
     store: ResultStore,
     *,
@@ -673,7 +708,20 @@ def build_report(
             baseline_arm,
         )
         section = ScenarioSection(
-            name, _anchor(name), metrics, rows, _failures(groups), verdict, effects=main
+            name,
+            _anchor(name),
+            metrics,
+            rows,
+            _failures(groups),
+            verdict,
+            effects=main,
+            effect_rows=_effect_rows(
+                [r for r in verdict_records if r.scenario == name],
+                metrics,
+                verdict_excluded,
+                confidence,
+                baseline_arm,
+            ),
         )
         if draw_figures:
             data = FigureData(

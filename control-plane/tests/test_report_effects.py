@@ -1,0 +1,53 @@
+"""The report's "Paired effects on every metric": every arm at every point over the baseline of its
+blocks on each metric, as the verdict pairs them, so that what a claim checks beside the main
+metric (fairness, ACKs per segment, retransmissions) is read from the report and recomputed by
+`make check-results`, not computed again by hand for docs/results.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from results_fixtures import ACKS_PER_SEGMENT, COMPLETION_S, SIZE_MBIT, build_store
+
+from ackwise.experiments.harness.comparison import describe_effect, effect_text
+from ackwise.experiments.harness.report import write_report
+from ackwise.experiments.harness.stats import paired_effect
+
+
+def effects_table(markdown: str) -> list[list[str]]:
+    lines = markdown.splitlines()
+    start = lines.index("### Paired effects on every metric")
+    rows = []
+    for line in lines[start + 1 :]:
+        if line.startswith("### "):
+            break
+        if line.startswith("| ") and not line.startswith("| ---"):
+            rows.append([c.strip() for c in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_every_arm_on_every_metric_is_the_paired_effect_of_its_blocks(tmp_path: Path) -> None:
+    store = build_store(tmp_path / "asym")
+    rows = effects_table(write_report(store.directory).markdown.read_text(encoding="utf-8"))
+    header, body = rows[0], {(r[0], r[1]): r[2:] for r in rows[1:]}
+    assert header == ["point", "arm", "completion_s", "goodput_mbps", "acks_per_data_segment"]
+    # The switch at 256 kbit/s, block by block against the baseline of the same repeat
+    arm, base = COMPLETION_S[("256 kbit/s", "switch")], COMPLETION_S[("256 kbit/s", "none")]
+    completion = paired_effect(arm, base)  # type: ignore[arg-type]
+    goodput = paired_effect([SIZE_MBIT / a for a in arm], [SIZE_MBIT / b for b in base])  # type: ignore[operator]
+    acks = paired_effect([ACKS_PER_SEGMENT["switch"]] * 3, [ACKS_PER_SEGMENT["none"]] * 3)
+    cells = body[("256 kbit/s", "switch coalesce @s1")]
+    assert cells == [
+        describe_effect(completion, "lower"),
+        describe_effect(goodput, "higher"),
+        describe_effect(acks, "lower"),
+    ]
+    assert effect_text(acks).startswith("0.25× [0.25, 0.25] (3 blocks)")
+    # The host's failed repeat 2 at 64 kbit/s leaves that block out whole, as the verdict does:
+    # every arm there has 2 blocks
+    host = paired_effect([8.0, 8.5], [10.0, 11.0])
+    switch = paired_effect([6.0, 6.2], [10.0, 11.0])
+    assert body[("64 kbit/s", "host every_d d=4")][0] == describe_effect(host, "lower")
+    assert body[("64 kbit/s", "switch coalesce @s1")][0] == describe_effect(switch, "lower")
+    assert ("64 kbit/s", "baseline (nothing on)") not in body
+    assert len(body) == 6  # 3 arms at 2 points
