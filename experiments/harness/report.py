@@ -637,13 +637,16 @@ def _section_verdict(
 def _effect_rows(
     records: list[RunRecord],
     metrics: list[MetricColumn],
+    points: list[dict[str, Any]],
+    arms: list[dict[str, Any]],
     excluded: dict[tuple[str, int], str],
     confidence: float,
     baseline_arm: str = "",
 ) -> list[EffectRow]:
     """Every arm at every point over the baseline of its blocks (the verdict's runs, paired as the
-    verdict pairs them), on every metric: what a claim checks beside the main metric (fairness, ACKs
-    per segment, retransmissions) read from the report, not computed again elsewhere."""
+    verdict pairs them), on every metric, in the results table's order: what a claim checks beside
+    the main metric (fairness, ACKs per segment, retransmissions) read from the report, not
+    computed again elsewhere."""
     cells: dict[tuple[str, str], list[str]] = {}
     for i, metric in enumerate(metrics):
         for r in arm_results(records, metric.key, excluded, confidence, baseline_arm):
@@ -656,7 +659,13 @@ def _effect_rows(
                 row[i] = f"{effect_text(r.effect)}, {verdict_text(r.effect, metric.better)}"
             else:
                 row[i] = effect_text(r.effect)
-    return [EffectRow(point, arm, row) for (point, arm), row in cells.items()]
+    point_order = {str(p.get("label")): i for i, p in enumerate(points)}
+    arm_order = {str(a.get("label")): i for i, a in enumerate(arms)}
+    ordered = sorted(
+        cells.items(),
+        key=lambda kv: (point_order.get(kv[0][0], len(point_order)), arm_order.get(kv[0][1], len(arm_order))),
+    )
+    return [EffectRow(point, arm, row) for (point, arm), row in ordered]
 
 
 def build_report(
@@ -718,6 +727,8 @@ def build_report(
             effect_rows=_effect_rows(
                 [r for r in verdict_records if r.scenario == name],
                 metrics,
+                points,
+                arms,
                 verdict_excluded,
                 confidence,
                 baseline_arm,
