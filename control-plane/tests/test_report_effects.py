@@ -50,4 +50,9 @@ def test_every_arm_on_every_metric_is_the_paired_effect_of_its_blocks(tmp_path: 
     assert body[("64 kbit/s", "host every_d d=4")][0] == describe_effect(host, "lower")
     assert body[("64 kbit/s", "switch coalesce @s1")][0] == describe_effect(switch, "lower")
     assert ("64 kbit/s", "baseline (nothing on)") not in body
-    assert len(body) == 6  # 3 arms at 2 points
+    # the results table's order: points as swept, arms as the scenario lists them
+    assert [key for key in body] == [
+        (point, arm)
+        for point in ("64 kbit/s", "256 kbit/s")
+        for arm in ("host every_d d=4", "switch coalesce @s1", "ap proxy")
+    ]
