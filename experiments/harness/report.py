@@ -622,34 +622,32 @@ def _section_verdict(
     excluded: dict[tuple[str, int], str],
     confidence: float,
     baseline_arm: str = "",
-) -> tuple[Verdict, list[ArmResult]]:
-    """The verdict on the main metric from these runs, and every arm's paired effect against the
-    baseline (``baseline_arm``, the scenario's; else nothing on)."""
+) -> tuple[Verdict, list[ArmResult], list[EffectRow]]:
+    """The verdict on the main metric from these runs, every arm's paired effect on it against the
+    baseline (``baseline_arm``, the scenario's; else nothing on), and every arm's on every metric."""
     if not metrics:
-        return Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge"), []
+        return Verdict(MetricColumn("-", "-", "", ""), [], [], "no metrics to judge"), [], []
     groups = {
         (g.point_label, g.arm_label): g for g in group_records(records, [m.key for m in metrics], confidence)
     }
-    effects = arm_results(records, metrics[0].key, excluded, confidence, baseline_arm)
-    return _verdict(metrics[0], points, arms, groups, effects, baseline_arm), effects
+    per_metric = [arm_results(records, m.key, excluded, confidence, baseline_arm) for m in metrics]
+    verdict = _verdict(metrics[0], points, arms, groups, per_metric[0], baseline_arm)
+    return verdict, per_metric[0], _effect_rows(metrics, per_metric, points, arms)
 
 
 def _effect_rows(
-    records: list[RunRecord],
     metrics: list[MetricColumn],
+    per_metric: list[list[ArmResult]],
     points: list[dict[str, Any]],
     arms: list[dict[str, Any]],
-    excluded: dict[tuple[str, int], str],
-    confidence: float,
-    baseline_arm: str = "",
 ) -> list[EffectRow]:
     """Every arm at every point over the baseline of its blocks (the verdict's runs, paired as the
     verdict pairs them), on every metric, in the results table's order: what a claim checks beside
     the main metric (fairness, ACKs per segment, retransmissions) read from the report, not
     computed again elsewhere."""
     cells: dict[tuple[str, str], list[str]] = {}
-    for i, metric in enumerate(metrics):
-        for r in arm_results(records, metric.key, excluded, confidence, baseline_arm):
+    for i, (metric, results) in enumerate(zip(metrics, per_metric, strict=True)):
+        for r in results:
             if r.effect is None:
                 continue
             row = cells.setdefault((r.point, r.label), ["–"] * len(metrics))
@@ -707,7 +705,7 @@ def build_report(
         arms = _ordered_arms(_labels(scenario.get("arms"), matrix.get("arms")), groups)
         by_key = {(g.point_label, g.arm_label): g for g in groups}
         rows = _result_rows(points, arms, by_key, metrics)
-        verdict, main = _section_verdict(
+        verdict, main, effect_rows = _section_verdict(
             [r for r in verdict_records if r.scenario == name],
             metrics,
             points,
@@ -724,15 +722,7 @@ def build_report(
             _failures(groups),
             verdict,
             effects=main,
-            effect_rows=_effect_rows(
-                [r for r in verdict_records if r.scenario == name],
-                metrics,
-                points,
-                arms,
-                verdict_excluded,
-                confidence,
-                baseline_arm,
-            ),
+            effect_rows=effect_rows,
         )
         if draw_figures:
             data = FigureData(
