@@ -8,7 +8,7 @@ from typing import Any
 
 from mininet.node import Host
 
-from ackwise.netdev import offloads_off_command
+from ackwise.netdev import check_receive_steering, offloads_off_command, receive_steering_script
 from ackwise.topologies.tcp_settings import (
     CONGESTION_CONTROLS,
     DEFAULT_CONGESTION_CONTROL,
@@ -109,6 +109,7 @@ class AckwiseHost(Host):
         for intf in self.intfList():
             if intf.name != "lo":
                 self.cmd(" ".join(offloads_off_command(intf.name)) + " >/dev/null 2>&1")
+                check_receive_steering(intf.name, self.cmd(receive_steering_script(intf.name) + " 2>&1"))
                 if mtu is not None:
                     self.cmd(f"ip link set dev {intf.name} mtu {int(mtu)}")
         return result

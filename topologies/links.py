@@ -27,7 +27,7 @@ from typing import Any
 from mininet.node import Switch
 
 from ackwise.bmv2.toolchain import BUILD_DIR
-from ackwise.netdev import add_netns, delete_netns, disable_ipv6, set_offloads_off
+from ackwise.netdev import add_netns, delete_netns, disable_ipv6, set_offloads_off, set_receive_steering
 from ackwise.processes import stop_process
 from ackwise.topologies.wireless import CHAIN_RANGES, WirelessPreset, placement_lines
 
@@ -224,11 +224,13 @@ def firewall_rules() -> list[str]:
 
 def prepare_root_intf(name: str) -> None:
     """Bring an interface of a root-namespace node up, with offloads off so that every frame on it
-    is one wire-sized packet, with no IPv6 chatter, and closed to the root namespace's IP stack."""
+    is one wire-sized packet, receive steering on so that a host's segments arrive in the order it
+    sent them (ackwise.netdev), with no IPv6 chatter, and closed to the root namespace's IP stack."""
     disable_ipv6(name)
     isolate_root_intf(name)
     subprocess.run(["ip", "link", "set", name, "up"], check=True)
     set_offloads_off(name)
+    set_receive_steering(name)
 
 
 class RootNode(Switch):
