@@ -11,8 +11,8 @@ When two CPUs send segments of one TCP flow back to back (the application's writ
 softirq that processes an ACK on the other), the two backlogs drain independently and the
 segments can arrive swapped: measured on 2 cores with bulk iperf3 over one veth pair, 600-1250
 out-of-order segments and 450-850 spurious retransmissions per 6.6 million segments; through the
-test bed (bmv2 at 10 Mbit/s), 2 swaps in 46 transfers of 2 MB, one of which made a loss-free
-transfer retransmit (CI on 8918770).
+test bed (bmv2 at 10 Mbit/s), a swapped pair in 2 of 46 transfers of 2 MB here, and on CI one
+swap that the sender took for a loss (a spurious retransmission in a loss-free test).
 With RPS, every frame of a flow goes to the backlog its flow hash picks, in the order sent: none.
 """
 
