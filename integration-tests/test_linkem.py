@@ -39,11 +39,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def send_frame(intf: str) -> None:
+def send_frame(intf: str, payload_bytes: int = 46, count: int = 1) -> None:
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
         s.bind((intf, 0))
-        # broadcast, from a locally administered address, EtherType 0x88B5 (local experimental)
-        s.send(b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x88\xb5" + bytes(46))
+        for _ in range(count):
+            # broadcast, from a locally administered address, EtherType 0x88B5 (local experimental)
+            s.send(b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x88\xb5" + bytes(payload_bytes))
 
 
 def wait_for_exit(linkem: LinkemProcess, gone: str, idle_cpu: float) -> str:
@@ -87,3 +88,47 @@ def test_output_interface_removed_under_linkem(two_veth_pairs: tuple[str, str]) 
         assert f"interface {b} disappeared" in reason, reason
     finally:
         linkem.stop()
+
+
+@pytest.fixture
+def quiet_veth_pairs() -> Iterator[tuple[str, str]]:
+    """Two veth pairs as the test bed makes them (IPv6 off: no frame but the test's own)."""
+    tag = f"awlq{os.getpid() % 10000}"
+    a, b = f"{tag}a", f"{tag}b"
+    try:
+        for name in (a, b):
+            add_veth(name, f"{name}p", mtu=None)
+        yield a, b
+    finally:
+        for name in (a, b):
+            if Path(f"/sys/class/net/{name}").exists():
+                subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
+
+
+def queue_drops_after(a: str, b: str, params: LinkParams, bursts: list[tuple[int, int]]) -> int:
+    """Send ``bursts`` ((payload bytes, frames), one after the other, at once) into a wire from a
+    to b that serialises a 1000-byte frame in a second, so nothing leaves while they arrive;
+    return the frames its queue dropped."""
+    linkem = LinkemProcess("lkbytes", [f"wire {a} {b} {params.linkem_args()}"])
+    try:
+        time.sleep(0.2)
+        for payload, count in bursts:
+            send_frame(f"{a}p", payload, count)
+        time.sleep(0.3)
+        (wire,) = linkem.stats()["wires"]
+        assert wire["rx"] == sum(count for _, count in bursts)
+        return int(wire["queue_drops"])
+    finally:
+        linkem.stop()
+
+
+def test_a_byte_limit_drops_what_would_pass_it(quiet_veth_pairs: tuple[str, str]) -> None:
+    """limit_bytes=3000: two 1014-byte frames fit (2028 bytes), a third would not; then 16 frames
+    of 60 bytes fill the remaining 972 bytes (960) and 4 more are dropped. Counted in packets
+    (limit_pkts=3) the same queue takes three large frames whatever their size."""
+    a, b = quiet_veth_pairs
+    slow = {"rate_bps": 8_000, "delay_ms": 0}
+    by_bytes = LinkParams(**slow, limit_pkts=1000, limit_bytes=3000)
+    assert queue_drops_after(a, b, by_bytes, [(1000, 10), (46, 20)]) == 8 + 4
+    by_packets = LinkParams(**slow, limit_pkts=3)
+    assert queue_drops_after(a, b, by_packets, [(1000, 10)]) == 7

@@ -99,6 +99,8 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "wired_delay_ms": Bound(0, 10_000, "ms, one way"),
     "fwd_buffer_pkts": Bound(1, 100_000, "packets"),
     "rev_buffer_pkts": Bound(1, 100_000, "packets"),
+    "fwd_buffer_bytes": Bound(0, 100_000_000, "bytes, besides the packets; 0: packets only"),
+    "rev_buffer_bytes": Bound(0, 100_000_000, "bytes, besides the packets; 0: packets only"),
     "buffer_pkts": Bound(1, 100_000, "packets"),
     "wired_buffer_pkts": Bound(1, 100_000, "packets"),
     "medium_buffer_pkts": Bound(1, 100_000, "packets"),
@@ -311,6 +313,8 @@ class Dumbbell(AckwiseTopo):
         rev_delay_ms: float = 10.0,
         fwd_buffer_pkts: int = 100,
         rev_buffer_pkts: int = 100,
+        fwd_buffer_bytes: int = 0,
+        rev_buffer_bytes: int = 0,
         loss: float = 0.0,
         bottleneck: str = "link",
         fwd_queue_pps: int = 0,
@@ -336,6 +340,9 @@ class Dumbbell(AckwiseTopo):
         pair ("0,30": pair 2's round trip is 60 ms longer), through an emulator node a<i>.
         ``holdback``: switches (``s1``, ``s2``, ``s1,s2``) that get a hold-back agent on a CPU port
         (hold-back for every_d, dynamic_d, tack, acc; the queue share for coalesce).
+        ``fwd_buffer_bytes``, ``rev_buffer_bytes``: the link's queue also limited in bytes (0:
+        in packets only), as a buffer that counts bytes would be: a pure ACK then takes 66 bytes of
+        it, not a slot a data segment could fill (linkem only).
         ``rev_shape_pps``: with the link as bottleneck, also serve s2's queue towards it at this
         rate (packets/s), a little below the link's, so the reverse queue forms in the switch where
         a P4 program can act on it (coalescing), not in the emulator (docs/ack-thinning.md)."""
@@ -354,8 +361,8 @@ class Dumbbell(AckwiseTopo):
             for name in ("s1", "s2")
         )
         if bottleneck == "link":
-            forward = LinkParams(_mbps(fwd_rate_mbps), fwd_delay_ms, loss, fwd_buffer_pkts)
-            reverse = LinkParams(_mbps(rev_rate_mbps), rev_delay_ms, loss, rev_buffer_pkts)
+            forward = LinkParams(_mbps(fwd_rate_mbps), fwd_delay_ms, loss, fwd_buffer_pkts, fwd_buffer_bytes)
+            reverse = LinkParams(_mbps(rev_rate_mbps), rev_delay_ms, loss, rev_buffer_pkts, rev_buffer_bytes)
             # The link's buffer is the only one in front of it: a switch's egress queue toward it
             # (bmv2's default 64 packets, served as fast as bmv2 runs) holds at least as much. A
             # sender answering one ACK of 100-170 segments (smartacking's holds) sends them at
@@ -378,6 +385,8 @@ class Dumbbell(AckwiseTopo):
         else:
             if fwd_queue_pps <= 0 or rev_queue_pps <= 0:
                 raise ValueError("a switch bottleneck needs fwd_queue_pps and rev_queue_pps")
+            if fwd_buffer_bytes or rev_buffer_bytes:
+                raise ValueError("fwd_buffer_bytes, rev_buffer_bytes: the link's queue (bottleneck 'link')")
             forward = LinkParams(0, fwd_delay_ms, loss)
             reverse = LinkParams(0, rev_delay_ms, loss)
             self.meta.queues += [

@@ -47,18 +47,31 @@ class LinkParams:
     delay_ms: float = 0.0  # one-way
     loss: float = 0.0  # probability, 0..1
     limit_pkts: int = 1000  # drop-tail queue in front of the rate limit
+    # The same queue's limit in bytes as well (0: none). A queue counted in packets lets a pure
+    # ACK take a slot a data segment would otherwise fill; counted in bytes it costs 66 bytes.
+    limit_bytes: int = 0
 
     def __post_init__(self) -> None:
-        if self.rate_bps < 0 or self.delay_ms < 0 or self.limit_pkts < 1 or not 0 <= self.loss <= 1:
-            raise ValueError(f"invalid link parameters {self}: rate and delay >= 0, loss in 0..1, limit >= 1")
+        if (
+            self.rate_bps < 0
+            or self.delay_ms < 0
+            or self.limit_pkts < 1
+            or self.limit_bytes < 0
+            or not 0 <= self.loss <= 1
+        ):
+            raise ValueError(
+                f"invalid link parameters {self}: rate, delay and byte limit >= 0, loss in 0..1, limit >= 1"
+            )
 
     def linkem_args(self) -> str:
         return (
             f"rate_bps={self.rate_bps:.0f} delay_us={self.delay_ms * 1000:.0f} loss={self.loss:g} "
-            f"limit_pkts={self.limit_pkts}"
+            f"limit_pkts={self.limit_pkts} limit_bytes={self.limit_bytes}"
         )
 
     def netem_args(self) -> list[str]:
+        if self.limit_bytes:
+            raise LinkEmulationError("a queue limit in bytes needs the linkem backend (netem counts packets)")
         args = ["delay", f"{self.delay_ms}ms", "limit", str(self.limit_pkts)]
         if self.loss:
             args += ["loss", f"{self.loss * 100:g}%"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ackwise.topologies.catalog import TOPOLOGIES, QueueSetting, check_params
+from ackwise.topologies.links import LinkEmulationError, LinkParams
 from ackwise.twins.p4names import BMV2_DEFAULT_QUEUE_DEPTH_PKTS
 
 
@@ -31,3 +34,21 @@ def test_a_dumbbell_takes_the_hosts_mtu() -> None:
     assert {topo.nodeInfo(h)["mtu"] for h in ("h1", "r1", "h2", "r2")} == {1052}
     plain = TOPOLOGIES["dumbbell"]()
     assert plain.mss_bytes == 1448 and plain.nodeInfo("h1")["mtu"] is None
+
+
+def test_a_link_queue_can_also_be_limited_in_bytes() -> None:
+    """``rev_buffer_bytes``: the link's reverse queue counted in bytes as well as packets (a pure
+    ACK then takes 66 bytes of it, not a slot); linkem gets it, netem cannot, and a switch
+    bottleneck has no link queue to limit."""
+    check_params("dumbbell", {"rev_buffer_bytes": 30_280})
+    topo = TOPOLOGIES["dumbbell"](rev_buffer_pkts=1000, rev_buffer_bytes=30_280)
+    forward, reverse = topo.nodeInfo("e1")["forward"], topo.nodeInfo("e1")["reverse"]
+    assert (forward.limit_bytes, reverse.limit_bytes, reverse.limit_pkts) == (0, 30_280, 1000)
+    assert reverse.linkem_args().endswith("limit_pkts=1000 limit_bytes=30280")
+    with pytest.raises(LinkEmulationError, match="linkem backend"):
+        reverse.netem_args()
+    assert LinkParams(limit_pkts=20).netem_args()[:4] == ["delay", "0.0ms", "limit", "20"]
+    with pytest.raises(ValueError, match="bottleneck 'link'"):
+        TOPOLOGIES["dumbbell"](bottleneck="switch", fwd_queue_pps=826, rev_queue_pps=57, rev_buffer_bytes=1)
+    with pytest.raises(ValueError, match="byte limit >= 0"):
+        LinkParams(limit_bytes=-1)

@@ -5,7 +5,8 @@
 // path configured for the interface it arrived on, and writes it out of that path's output
 // interface:
 //
-//   wire   a one-way wired link: random loss on arrival, a drop-tail queue (limit in packets),
+//   wire   a one-way wired link: random loss on arrival, a drop-tail queue (limit in packets and,
+//          optionally, in bytes: a frame that would take it past either is dropped),
 //          serialisation at a rate, then a propagation delay. Two wires make a full-duplex link.
 //   air    a frame sent over a shared half-duplex 802.11 medium: medium.c decides when it is sent,
 //          whether it collides or is lost, how it is aggregated and when the receiver gets it
@@ -16,7 +17,8 @@
 //
 //   seed N
 //   stats PATH                       (JSON counters written on SIGUSR1 and on exit)
-//   wire IN OUT rate_bps=R delay_us=D loss=P limit_pkts=Q       (R = 0: no rate limit)
+//   wire IN OUT rate_bps=R delay_us=D loss=P limit_pkts=Q limit_bytes=B
+//                                    (R = 0: no rate limit; B = 0, the default: no byte limit)
 //   medium NAME key=value...         (every field of struct medium_params, and delay_us; all of
 //                                     them required but loss, limit_pkts, scale and delay_us;
 //                                     topologies/wireless.py writes them from the parameter table)
@@ -81,7 +83,7 @@
 // The link model's version, recorded with every experiment run (its provenance): raise it with
 // any change to what a wire or the medium does to frames, so that runs of two models never mix.
 #define LINKEM_MODEL_VERSION                                                                              \
-    "5 (wire: loss, drop-tail, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack, " \
+    "6 (wire: loss, drop-tail in packets or bytes, rate, delay; air: DCF/EDCA contention and collisions, A-MPDU with Block Ack, " \
     "responses as transmissions, positions and ranges, RTS/CTS, capture, NAV reset at PHY-RXSTART)"
 
 #define MAX_IFACES 64
@@ -103,6 +105,7 @@ struct frame {
 struct queue {
     struct frame *head, *tail;
     uint32_t count;
+    uint64_t bytes;
 };
 
 struct counters {
@@ -113,7 +116,8 @@ struct wire {
     int in, out;
     uint64_t rate_bps, delay_ns;
     double loss;
-    uint32_t limit;
+    uint32_t limit;        // frames
+    uint64_t limit_bytes;  // 0: none
     uint64_t busy_until;
     struct queue serialising;  // frames in the queue or on the wire (due_ns = end of serialisation)
     struct queue propagating;  // frames serialised, waiting out the delay (due_ns = delivery time)
@@ -213,6 +217,7 @@ static void push(struct queue *q, struct frame *f) {
     if (q->tail) q->tail->next = f; else q->head = f;
     q->tail = f;
     q->count++;
+    q->bytes += f->len;
 }
 
 static struct frame *pop(struct queue *q) {
@@ -221,6 +226,7 @@ static struct frame *pop(struct queue *q) {
     q->head = f->next;
     if (!q->head) q->tail = NULL;
     q->count--;
+    q->bytes -= f->len;
     return f;
 }
 
@@ -363,6 +369,7 @@ static void parse_config(const char *path) {
             w->delay_ns = (uint64_t)(kv_num(tokens + 3, n - 3, "delay_us", 0, line) * 1000.0);
             w->loss = kv_num(tokens + 3, n - 3, "loss", 0, line);
             w->limit = (uint32_t)kv_num(tokens + 3, n - 3, "limit_pkts", 1000, line);
+            w->limit_bytes = (uint64_t)kv_num(tokens + 3, n - 3, "limit_bytes", 0, line);
             if (w->loss > 1) die("line %d: loss is a probability (0..1)", line);
             in->route.is_air = 0;
             in->route.wire = n_wires++;
@@ -540,7 +547,12 @@ static void admit(struct iface *in, struct frame *f) {
         w->c.rx_bytes += f->len;
         f->out = w->out;
         if (w->loss > 0 && uniform01() < w->loss) { w->c.loss_drops++; free(f); return; }
-        if (w->serialising.count >= w->limit) { w->c.queue_drops++; free(f); return; }
+        if (w->serialising.count >= w->limit ||
+            (w->limit_bytes && w->serialising.bytes + f->len > w->limit_bytes)) {
+            w->c.queue_drops++;
+            free(f);
+            return;
+        }
         uint64_t start = f->arrival_ns > w->busy_until ? f->arrival_ns : w->busy_until;
         uint64_t ser_ns = w->rate_bps ? (uint64_t)f->len * 8ull * 1000000000ull / w->rate_bps : 0;
         w->busy_until = start + ser_ns;
