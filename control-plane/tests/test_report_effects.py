@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from results_fixtures import ACKS_PER_SEGMENT, COMPLETION_S, SIZE_MBIT, build_store
 
-from ackwise.experiments.harness.comparison import describe_effect, effect_text
+from ackwise.experiments.harness.comparison import describe_effect, effect_text, verdict_text
 from ackwise.experiments.harness.report import write_report
 from ackwise.experiments.harness.stats import paired_effect
 
@@ -56,3 +57,19 @@ def test_every_arm_on_every_metric_is_the_paired_effect_of_its_blocks(tmp_path: 
         for point in ("64 kbit/s", "256 kbit/s")
         for arm in ("host every_d d=4", "switch coalesce @s1", "ap proxy")
     ]
+
+
+@pytest.mark.parametrize(
+    ("arm", "baseline"),
+    [([0, 0, 0], [0, 0, 0]), ([3.0, 5.0, 4.0], [3.0, 5.0, 4.0])],
+)
+def test_an_arm_equal_to_the_baseline_in_every_block_says_so(arm: list[float], baseline: list[float]) -> None:
+    """Regression: an arm with the baseline's value in every block (both 0 retransmissions, say)
+    printed 'no difference detected (could detect ±0)'."""
+    effect = paired_effect(arm, baseline)
+    assert verdict_text(effect, "lower") == "no difference: equal in every block"
+
+
+def test_a_varying_arm_still_states_what_could_have_been_detected() -> None:
+    effect = paired_effect([3.1, 4.9, 4.0], [3.0, 5.0, 4.0])
+    assert verdict_text(effect, "lower").startswith("no difference detected (could detect ±")

@@ -218,6 +218,10 @@ def verdict_text(effect: PairedEffect, better: str) -> str:
     verdict = effect.verdict(better)
     if verdict != "no difference detected" or effect.detectable is None:
         return verdict
+    if effect.detectable == (1.0 if effect.scale == "ratio" else 0.0):
+        # The blocks' differences do not vary, and the interval holds no effect: every block
+        # gave the arm the baseline's value ("could detect ±0" said nothing a reader could use).
+        return "no difference: equal in every block"
     if effect.scale == "ratio":
         return f"{verdict} (could detect ±{(effect.detectable - 1) * 100:.1f} %)"
     return f"{verdict} (could detect ±{effect.detectable:.3g})"
