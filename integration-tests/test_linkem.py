@@ -21,12 +21,13 @@ from ackwise.topologies.links import LinkemProcess, LinkParams
 
 @pytest.fixture
 def two_veth_pairs() -> Iterator[tuple[str, str]]:
-    """Two veth pairs, a/ap and b/bp: linkem serves a and b, the test uses ap and bp."""
+    """Two veth pairs, a/ap and b/bp: linkem serves a and b, the test uses ap and bp. IPv6 off:
+    no frame on them but the test's own."""
     tag = f"awlk{os.getpid() % 10000}"
     a, b = f"{tag}a", f"{tag}b"
     try:
         for name in (a, b):
-            add_veth(name, f"{name}p", mtu=None, ipv6=True, offloads=True)
+            add_veth(name, f"{name}p", mtu=None)
         yield a, b
     finally:
         for name in (a, b):
@@ -90,21 +91,6 @@ def test_output_interface_removed_under_linkem(two_veth_pairs: tuple[str, str]) 
         linkem.stop()
 
 
-@pytest.fixture
-def quiet_veth_pairs() -> Iterator[tuple[str, str]]:
-    """Two veth pairs as the test bed makes them (IPv6 off: no frame but the test's own)."""
-    tag = f"awlq{os.getpid() % 10000}"
-    a, b = f"{tag}a", f"{tag}b"
-    try:
-        for name in (a, b):
-            add_veth(name, f"{name}p", mtu=None)
-        yield a, b
-    finally:
-        for name in (a, b):
-            if Path(f"/sys/class/net/{name}").exists():
-                subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
-
-
 def queue_drops_after(a: str, b: str, params: LinkParams, bursts: list[tuple[int, int]]) -> int:
     """Send ``bursts`` ((payload bytes, frames), one after the other, at once) into a wire from a
     to b that serialises a 1000-byte frame in a second, so nothing leaves while they arrive;
@@ -122,11 +108,11 @@ def queue_drops_after(a: str, b: str, params: LinkParams, bursts: list[tuple[int
         linkem.stop()
 
 
-def test_a_byte_limit_drops_what_would_pass_it(quiet_veth_pairs: tuple[str, str]) -> None:
+def test_a_byte_limit_drops_what_would_pass_it(two_veth_pairs: tuple[str, str]) -> None:
     """limit_bytes=3000: two 1014-byte frames fit (2028 bytes), a third would not; then 16 frames
     of 60 bytes fill the remaining 972 bytes (960) and 4 more are dropped. Counted in packets
     (limit_pkts=3) the same queue takes three large frames whatever their size."""
-    a, b = quiet_veth_pairs
+    a, b = two_veth_pairs
     slow = {"rate_bps": 8_000, "delay_ms": 0}
     by_bytes = LinkParams(**slow, limit_pkts=1000, limit_bytes=3000)
     assert queue_drops_after(a, b, by_bytes, [(1000, 10), (46, 20)]) == 8 + 4
