@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import Netns
 
-from ackwise.netdev import add_veth
+from ackwise.netdev import add_veth, in_own_sysfs
 from ackwise.topologies.testbed import Testbed
 
 STRESS_S = 4
@@ -97,9 +97,7 @@ def test_every_test_bed_interface_steers_receive_per_flow() -> None:
         checked = []
         for link in testbed.net.links:
             for intf in (link.intf1, link.intf2):
-                # a fresh sysfs in a private mount namespace shows the node's own namespace's devices
-                queues = f"/sys/class/net/{intf.name}/queues/rx-*/rps_cpus"
-                shown = intf.node.cmd(f"unshare -m sh -c 'mount -t sysfs sysfs /sys && cat {queues}'")
+                shown = intf.node.cmd(in_own_sysfs(f"cat /sys/class/net/{intf.name}/queues/rx-*/rps_cpus"))
                 masks = [rps_cpus(line) for line in shown.splitlines() if line.strip()]
                 assert masks and all(masks), f"{intf.node.name}:{intf.name} rps_cpus {shown!r}"
                 checked.append(intf.name)

@@ -39,17 +39,22 @@ def rps_cpus_mask() -> str:
     return format(sum(1 << cpu for cpu in os.sched_getaffinity(0)), "x")
 
 
+def in_own_sysfs(script: str) -> str:
+    """``script`` run where /sys shows the devices of the caller's network namespace. /sys shows
+    those of the namespace that mounted it: a Mininet host shares the root's mounts, so its own
+    interfaces are not there. The wrapper remounts sysfs in a private mount namespace (the old
+    mount detached first: mount(8) refuses a second sysfs on /sys), which works in the root
+    namespace, under ``ip netns exec`` and in a Mininet host alike."""
+    return f"unshare -m sh -c 'umount -l /sys && mount -t sysfs sysfs /sys && {script}'"
+
+
 def receive_steering_script(iface: str) -> str:
     """Shell that sets rps_cpus on every receive queue of ``iface`` and prints what each queue
-    then has. /sys shows the devices of the namespace that mounted it: the script mounts a fresh
-    sysfs in a private mount namespace, so it works inside a Mininet host (which shares the root's
-    mounts) as well as in the root namespace or under ``ip netns exec``."""
+    then has."""
     mask = rps_cpus_mask()
-    inner = (
-        f"mount -t sysfs sysfs /sys && for q in /sys/class/net/{iface}/queues/rx-*; do "
-        f"echo {mask} > $q/rps_cpus; cat $q/rps_cpus; done"
+    return in_own_sysfs(
+        f"for q in /sys/class/net/{iface}/queues/rx-*; do echo {mask} > $q/rps_cpus; cat $q/rps_cpus; done"
     )
-    return f"unshare -m sh -c '{inner}'"
 
 
 class ReceiveSteeringError(RuntimeError):

@@ -21,7 +21,7 @@ def test_the_mask_covers_every_cpu_this_process_may_use() -> None:
 
 def test_the_script_writes_and_reads_back_every_receive_queue_of_the_interface() -> None:
     script = receive_steering_script("s1-eth1")
-    assert script.startswith("unshare -m sh -c 'mount -t sysfs sysfs /sys && ")
+    assert script.startswith("unshare -m sh -c 'umount -l /sys && mount -t sysfs sysfs /sys && ")
     assert f"echo {rps_cpus_mask()} > $q/rps_cpus; cat $q/rps_cpus" in script
     assert "/sys/class/net/s1-eth1/queues/rx-*" in script
 
