@@ -31,6 +31,7 @@ from typing import Any
 from ackwise.hosts.kernel import NFQUEUE_PROC, parse_nfqueue_counters, set_quickack
 from ackwise.hosts.policies import Tack, make_policy
 from ackwise.hosts.receiver import ReceiverFlow
+from ackwise.hosts.send_backlog import UnsentBytesReader
 from ackwise.processes import run_daemon
 from ackwise.twins.packets import parse_ip_tcp
 
@@ -43,7 +44,8 @@ class Agent:
     def __init__(
         self, policy: str, params: dict[str, str], ports: list[int], queue_base: int, idle_s: float
     ) -> None:
-        make_policy(policy, params)  # refuse bad parameters before touching the namespace
+        # refuse bad parameters before touching the namespace
+        reads_unsent = make_policy(policy, params).reads_unsent_bytes()
         self.policy, self.params, self.ports = policy, params, ports
         self.queue_in, self.queue_out = queue_base, queue_base + 1
         self.idle_s = idle_s
@@ -54,6 +56,8 @@ class Agent:
         # ss samples are (TcpSampler), so that the two line up.
         self.wall_offset_s = time.time() - time.monotonic()
         self.queue_counters: dict[str, dict[str, int]] = {}
+        # the host's own unsent bytes per connection, for a policy that decides on them
+        self.unsent_reader = UnsentBytesReader() if reads_unsent else None
 
     # ---- rules ----
 
@@ -88,7 +92,13 @@ class Agent:
 
     def flow(self, flow_id: FlowId) -> ReceiverFlow:
         if flow_id not in self.flows:
-            self.flows[flow_id] = ReceiverFlow(make_policy(self.policy, self.params), self.idle_s)
+            addr, rport, lport = flow_id
+            reader = self.unsent_reader
+            self.flows[flow_id] = ReceiverFlow(
+                make_policy(self.policy, self.params),
+                self.idle_s,
+                None if reader is None else lambda: reader.read(lport, addr, rport),
+            )
         return self.flows[flow_id]
 
     def incoming(self, pkt: Any) -> None:
@@ -143,6 +153,8 @@ class Agent:
             self.queue_counters = self.read_queue_counters()
             nfq_in.unbind()
             nfq_out.unbind()
+            if self.unsent_reader is not None:
+                self.unsent_reader.close()
 
     def read_queue_counters(self) -> dict[str, dict[str, int]]:
         """The kernel's counters of our two queues (read while they are bound: unbinding drops
@@ -187,7 +199,8 @@ def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
         "cwnd_estimate": p.cwnd.estimate(),
         **p.cwnd.state(),
     }
-    for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s"):
+    counters = ("released_for_unsent", "released_unsent_unknown")  # the piggyback hold's
+    for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s", *counters):
         if hasattr(p, name):
             state[name] = getattr(p, name)
     if isinstance(p, Tack):  # what set its ACK frequency at the end: RTTmin / beta or L MSS / bw

@@ -19,6 +19,7 @@ retransmissions, and a duplicate ACK that follows a partial ACK carries its numb
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -59,8 +60,15 @@ class FlowStats:
 
 
 class ReceiverFlow:
-    def __init__(self, policy: AckPolicy, idle_s: float = 1.0) -> None:
+    def __init__(
+        self, policy: AckPolicy, idle_s: float = 1.0, unsent_bytes: Callable[[], int | None] | None = None
+    ) -> None:
+        """``unsent_bytes`` reads the host's own unsent bytes on this connection (the agent's
+        hosts/send_backlog.py); a policy that decides on them needs it."""
+        if policy.reads_unsent_bytes() and unsent_bytes is None:
+            raise ValueError(f"{policy.name} decides on the connection's unsent bytes: give a reader")
         self.policy = policy
+        self.unsent_bytes = unsent_bytes if policy.reads_unsent_bytes() else None
         self.idle_s = idle_s
         self.stats = FlowStats()
         self.held: Held | None = None
@@ -144,6 +152,8 @@ class ReceiverFlow:
             self.stats.refused_by_policy += 1
             self._release_now(seg, pkt, t)
         else:
+            if self.unsent_bytes is not None:
+                self.policy.on_unsent_bytes(self.unsent_bytes())
             # While a hole is repaired, a hold ends within two inter-segment times (policies.py)
             decision = self.policy.hold_while_repairing(t, self.policy.decide(t, seg.ack))
             if isinstance(decision, Hold):

@@ -3,13 +3,17 @@ agent's NFQUEUE rule records every segment the receiver's kernel sent, a capture
 every segment that left. Byte-exact both ways; nothing unsafe held; every held ACK left within
 the hold, or was dropped because data carrying its ACK left within it.
 
-About 15 s: one 300 kB download at 190 kB/s over a lossy 40 kB/s uplink (Shang and Wills' DSL
-path, with 1 % random loss each way so that duplicate ACKs and SACK blocks occur)."""
+About 15 s per run: one 300 kB download at 190 kB/s over a lossy 40 kB/s uplink (Shang and
+Wills' DSL path, with 1 % random loss each way so that duplicate ACKs and SACK blocks occur)."""
 
 from __future__ import annotations
 
 import subprocess
 import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
 
 from ackwise.experiments.measure.pcapstats import read_segments
 from ackwise.experiments.measure.traffic import Capture, run_piggyback
@@ -31,7 +35,20 @@ def key(seg: TcpSegment) -> tuple[int, int, int, int | None, int]:
     return (seg.seq, seg.ack, seg.flags, seg.ts_val, seg.payload_len)
 
 
-def test_piggyback_hold_saves_acks_and_holds_nothing_unsafe() -> None:
+@dataclass
+class HoldRun:
+    stats: dict[str, Any]  # the agent's counters of the flow
+    policy_state: dict[str, Any]
+    pure_sent: int  # pure ACKs the receiver's kernel sent
+    pure_left: int  # ... and that left its interface
+    piggybacked: int  # dropped ACKs whose carrier was data
+    unsafe_seen: int
+
+
+def run_hold(params: dict[str, str], write_bytes: int) -> HoldRun:
+    """One 300 kB download with ``write_bytes`` written back per read under the hold, checked
+    from outside the agent: byte-exact both ways, nothing unsafe held, every held ACK left within
+    the hold or was dropped for data carrying its ACK within it, the agent's counts agree."""
     with Testbed.create(
         "dumbbell",
         fwd_rate_mbps=1.52,
@@ -44,7 +61,9 @@ def test_piggyback_hold_saves_acks_and_holds_nothing_unsafe() -> None:
     ) as testbed:
         server, client = testbed.host("h1"), testbed.host("r1")
         client_ip = client.IP()
-        agent = HostAgent(client, "piggyback", {"hold_ms": str(HOLD_S * 1000)}, ports=(5001,)).start()
+        agent = HostAgent(
+            client, "piggyback", {"hold_ms": str(HOLD_S * 1000), **params}, ports=(5001,)
+        ).start()
         # First in OUTPUT, ahead of the agent's NFQUEUE rule: what the kernel sent, before any hold.
         # Threshold 1: each record goes to tcpdump at once (the kernel's default batches up to 100
         # records or 1 s, measured 16 ms to 1.01 s late); NFLOG gives an OUTPUT packet no
@@ -57,7 +76,9 @@ def test_piggyback_hold_saves_acks_and_holds_nothing_unsafe() -> None:
         before = Capture(f"nflog:{NFLOG_GROUP}", node=client, bpf="")
         after = Capture("r1-eth0", node=client)
         try:
-            result = run_piggyback(server, client, "piggyback", 300_000, write_bytes=100, timeout_s=60)
+            result = run_piggyback(
+                server, client, "piggyback", 300_000, write_bytes=write_bytes, timeout_s=60
+            )
             time.sleep(0.5)  # the connection's last segments (its close) leave before the agent goes
             report = agent.stop()
             before.stop(keep_pcap=True)
@@ -68,9 +89,10 @@ def test_piggyback_hold_saves_acks_and_holds_nothing_unsafe() -> None:
             client.cmd("iptables -D " + " ".join(rule))
             before.discard()
             after.discard()
-    assert result.byte_exact and result.up_total_bytes > 0
+    assert result.byte_exact and (result.up_total_bytes > 0) == (write_bytes > 0)
     assert not report.get("agent_died"), report
-    stats = {k: v for k, v in next(iter(report["agent"]["flows"].values())).items() if k != "estimate"}
+    flow = next(iter(report["agent"]["flows"].values()))
+    stats = {k: v for k, v in flow.items() if k not in ("estimate", "policy_state")}
     assert sent and left
 
     left_at: dict[tuple[int, int, int, int | None, int], float] = {}
@@ -125,9 +147,33 @@ def test_piggyback_hold_saves_acks_and_holds_nothing_unsafe() -> None:
         f"held and sent {held}, unsafe segments sent at once {unsafe_seen}; agent: {stats}"
     )
     assert unsafe_seen > 0  # the loss made duplicates and SACK blocks: the check above was exercised
-    assert piggybacked > 0 and pure_left < pure_sent
     assert stats["piggybacked"] + stats["superseded"] == dropped
     assert stats["max_hold_s"] <= HOLD_S + LATE_S
+    return HoldRun(stats, flow["policy_state"], pure_sent, pure_left, piggybacked, unsafe_seen)
+
+
+def test_piggyback_hold_saves_acks_and_holds_nothing_unsafe() -> None:
+    run = run_hold({}, write_bytes=100)
+    assert run.piggybacked > 0 and run.pure_left < run.pure_sent
+
+
+@pytest.mark.parametrize("write_bytes", [0, 1400])
+def test_release_if_unsent_holds_only_while_the_client_has_nothing_unsent(write_bytes: int) -> None:
+    """The agent reads the client's own connection from the kernel (sock_diag) before each hold.
+    Writing nothing back, the connection never has unsent bytes: every pure ACK the policy
+    decides on is held, as without the rule. Writing 1400 bytes per read into a 64 kB send
+    buffer over a 40 kB/s uplink, it does: those ACKs leave at once. Either way the reader found
+    the connection every time (an unknown reading would release the ACK, never hold it blind),
+    and the checks of run_hold hold."""
+    run = run_hold({"release_if_unsent": "1"}, write_bytes=write_bytes)
+    state, stats = run.policy_state, run.stats
+    assert state["released_unsent_unknown"] == 0, state
+    # the policy's only releases are for unsent bytes; everything else it holds
+    assert stats["released_by_policy"] == state["released_for_unsent"], (stats, state)
+    if write_bytes == 0:
+        assert state["released_for_unsent"] == 0 and stats["held"] > 0 and run.piggybacked == 0
+    else:
+        assert state["released_for_unsent"] > 0, (stats, state)
 
 
 def test_nflog_is_there() -> None:

@@ -193,6 +193,30 @@ def test_make_policy_checks_parameters() -> None:
         make_policy("piggyback", {"hold_ms": "-5"})
     with pytest.raises(ValueError, match="hold_ms must be at least 0"):
         make_policy("piggyback", {"hold_ms": "nan"})
+    assert make_policy("piggyback", {"release_if_unsent": "on"}).reads_unsent_bytes()
+    assert not make_policy("piggyback", {"release_if_unsent": "0"}).reads_unsent_bytes()
+    assert not make_policy("piggyback", {}).reads_unsent_bytes()  # the policy the coherent run measured
+    # a word that is neither (once read as off, silently): refused
+    with pytest.raises(ValueError, match="release_if_unsent='sometimes': give one of 1, true"):
+        make_policy("piggyback", {"release_if_unsent": "sometimes"})
+    with pytest.raises(ValueError, match="extended='maybe'"):
+        make_policy("smartacking", {"extended": "maybe"})
+
+
+def test_the_piggyback_hold_releases_at_once_while_the_host_has_unsent_bytes() -> None:
+    """release_if_unsent: the hold acts only where the reverse data is application-limited
+    (docs/piggyback-byte-buffer); an unknown reading never holds."""
+    p = make_policy("piggyback", {"hold_ms": "10", "release_if_unsent": "1"})
+    p.on_unsent_bytes(0)
+    assert p.decide(1.0, 5000) == Hold(1.010)
+    p.on_unsent_bytes(1)
+    assert p.decide(1.1, 6000) == RELEASE
+    p.on_unsent_bytes(None)
+    assert p.decide(1.2, 7000) == RELEASE
+    assert (p.released_for_unsent, p.released_unsent_unknown) == (1, 1)  # type: ignore[attr-defined]
+    off = make_policy("piggyback", {"hold_ms": "10"})
+    off.on_unsent_bytes(65536)  # not asked for, and not heeded
+    assert off.decide(1.0, 5000) == Hold(1.010)
 
 
 def test_smartacking_subtracts_the_minimum_rtt() -> None:

@@ -1,0 +1,80 @@
+"""The host's own unsent bytes on one of its TCP connections, read from the kernel.
+
+``tcpi_notsent_bytes`` (struct tcp_info, Linux 4.6+) counts what the application has written and
+the kernel has not sent yet: bytes waiting for the congestion or receive window. The agent runs in
+the receiving host's network namespace without owning the application's socket, so it reads them
+as ``ss -i`` does, through sock_diag (NETLINK_SOCK_DIAG, INET_DIAG_INFO), with pyroute2's
+DiagSocket. One reading dumps the namespace's connected TCP sockets of one address family: 0.37 ms
+with two sockets here. The host's own state only: nothing of the sender's is read.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import Any
+
+# A connection that can still send: established, or closing on the peer's side (CLOSE_WAIT) or on
+# ours with data still queued (FIN_WAIT1, CLOSING, LAST_ACK). Bit k is TCP state k
+# (include/net/tcp_states.h).
+SENDING_STATES = sum(1 << state for state in (1, 4, 8, 9, 11))
+INET_DIAG_INFO = 2  # the tcp_info extension (include/uapi/linux/inet_diag.h)
+
+
+def same_address(a: str, b: str) -> bool:
+    """Two textual addresses, the IPv6 form of an IPv4 address (::ffff:a.b.c.d, a dual-stack
+    listener's view of an IPv4 peer) equal to the IPv4 one."""
+    x, y = ipaddress.ip_address(a), ipaddress.ip_address(b)
+    x = x.ipv4_mapped or x if isinstance(x, ipaddress.IPv6Address) else x
+    y = y.ipv4_mapped or y if isinstance(y, ipaddress.IPv6Address) else y
+    return x == y
+
+
+def match_unsent_bytes(sockets: Any, local_port: int, remote_addr: str, remote_port: int) -> int | None:
+    """The unsent bytes of the connection (local_port, remote_addr:remote_port) among sock_diag
+    answers (pyroute2 messages: idiag_sport, idiag_dst, idiag_dport, INET_DIAG_INFO), or None if
+    it is not there (closed, or not yet accepted) or has no tcp_info."""
+    for msg in sockets:
+        if (
+            msg["idiag_sport"] == local_port
+            and msg["idiag_dport"] == remote_port
+            and same_address(msg["idiag_dst"], remote_addr)
+        ):
+            info = msg.get_attr("INET_DIAG_INFO")
+            return None if info is None else int(info["tcpi_notsent_bytes"])
+    return None
+
+
+class UnsentBytesReader:
+    """Reads a connection's unsent bytes in the caller's network namespace (open it there)."""
+
+    def __init__(self) -> None:
+        try:
+            from pyroute2 import DiagSocket
+        except ImportError as exc:
+            raise ValueError(
+                "the piggyback hold's release_if_unsent reads the connection through pyroute2, which "
+                "is not installed: run `make deps`"
+            ) from exc
+        self.sock = DiagSocket()
+        self.sock.bind()
+        self.readings = 0
+
+    def read(self, local_port: int, remote_addr: str, remote_port: int) -> int | None:
+        self.readings += 1
+        families = [socket.AF_INET6] if ":" in remote_addr else [socket.AF_INET, socket.AF_INET6]
+        for family in families:  # an IPv4 peer of a dual-stack listener is in AF_INET6's dump
+            found = match_unsent_bytes(
+                self.sock.get_sock_stats(
+                    family=family, states=SENDING_STATES, extensions=1 << (INET_DIAG_INFO - 1)
+                ),
+                local_port,
+                remote_addr,
+                remote_port,
+            )
+            if found is not None:
+                return found
+        return None
+
+    def close(self) -> None:
+        self.sock.close()
