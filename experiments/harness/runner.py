@@ -858,13 +858,17 @@ def _fill_estimates(
 
 
 def _remote_port(agent_flows: dict[str, dict[str, Any]], sender_ip: str, port: int) -> str:
-    """The sender's ephemeral port of the flow to ``port``, as the agent keyed it."""
-    for key in agent_flows:
+    """The sender's ephemeral port of the flow to ``port``, as the agent keyed it: of several (a
+    connect the sender retried leaves a flow that carried no data beside the one that did), the
+    one that carried the most data segments."""
+    best, best_segments = "?", -1
+    for key, entry in agent_flows.items():
         remote, _, local = key.partition(" > :")
         address, _, remote_port = remote.rpartition(":")
-        if address == sender_ip and local == str(port):
-            return remote_port
-    return "?"
+        segments = int(entry.get("data_segments", 0))
+        if address == sender_ip and local == str(port) and segments > best_segments:
+            best, best_segments = remote_port, segments
+    return best
 
 
 def first_receiver_of(flows: list[tuple[str, str, int]], sender: str) -> str:
