@@ -31,7 +31,7 @@ from typing import Any
 from ackwise.hosts.kernel import NFQUEUE_PROC, parse_nfqueue_counters, set_quickack
 from ackwise.hosts.policies import Tack, make_policy
 from ackwise.hosts.receiver import ReceiverFlow
-from ackwise.hosts.send_backlog import UnsentBytesReader
+from ackwise.hosts.send_backlog import SendStateReader
 from ackwise.processes import run_daemon
 from ackwise.twins.packets import parse_ip_tcp
 
@@ -45,7 +45,7 @@ class Agent:
         self, policy: str, params: dict[str, str], ports: list[int], queue_base: int, idle_s: float
     ) -> None:
         # refuse bad parameters before touching the namespace
-        reads_unsent = make_policy(policy, params).reads_unsent_bytes()
+        reads_send_state = make_policy(policy, params).reads_send_state()
         self.policy, self.params, self.ports = policy, params, ports
         self.queue_in, self.queue_out = queue_base, queue_base + 1
         self.idle_s = idle_s
@@ -56,8 +56,8 @@ class Agent:
         # ss samples are (TcpSampler), so that the two line up.
         self.wall_offset_s = time.time() - time.monotonic()
         self.queue_counters: dict[str, dict[str, int]] = {}
-        # the host's own unsent bytes per connection, for a policy that decides on them
-        self.unsent_reader = UnsentBytesReader() if reads_unsent else None
+        # the host's own send state per connection, for a policy that decides on it
+        self.send_state_reader = SendStateReader() if reads_send_state else None
 
     # ---- rules ----
 
@@ -93,11 +93,15 @@ class Agent:
     def flow(self, flow_id: FlowId) -> ReceiverFlow:
         if flow_id not in self.flows:
             addr, rport, lport = flow_id
-            reader = self.unsent_reader
+            reader = self.send_state_reader
+
+            def window_limited() -> bool | None:
+                assert reader is not None
+                state = reader.read(lport, addr, rport)
+                return None if state is None else state.window_limited
+
             self.flows[flow_id] = ReceiverFlow(
-                make_policy(self.policy, self.params),
-                self.idle_s,
-                None if reader is None else lambda: reader.read(lport, addr, rport),
+                make_policy(self.policy, self.params), self.idle_s, None if reader is None else window_limited
             )
         return self.flows[flow_id]
 
@@ -153,8 +157,8 @@ class Agent:
             self.queue_counters = self.read_queue_counters()
             nfq_in.unbind()
             nfq_out.unbind()
-            if self.unsent_reader is not None:
-                self.unsent_reader.close()
+            if self.send_state_reader is not None:
+                self.send_state_reader.close()
 
     def read_queue_counters(self) -> dict[str, dict[str, int]]:
         """The kernel's counters of our two queues (read while they are bound: unbinding drops
@@ -199,7 +203,7 @@ def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
         "cwnd_estimate": p.cwnd.estimate(),
         **p.cwnd.state(),
     }
-    counters = ("released_for_unsent", "released_unsent_unknown")  # the piggyback hold's
+    counters = ("released_while_blocked", "released_state_unknown")  # the piggyback hold's
     for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s", *counters):
         if hasattr(p, name):
             state[name] = getattr(p, name)

@@ -14,7 +14,7 @@ Policies and their sources:
     tack         TACK: f = min(bw / (L * MSS), beta / RTTmin)
     4w           Landstrom et al., 4W: four ACKs per (estimated) send window
     piggyback    Shang and Wills: hold a pure ACK until reverse data carries it, up to hold_ms
-                 (release_if_unsent: not while the host has unsent bytes on the connection)
+                 (release_if_blocked: not while the host's own data waits for its window)
 """
 
 from __future__ import annotations
@@ -224,15 +224,16 @@ class AckPolicy(ABC):
         decides first): one carrying SACK blocks, or ECE."""
         return True
 
-    def reads_unsent_bytes(self) -> bool:
-        """Whether ``decide`` needs the host's own unsent bytes on the connection (the agent then
-        reads them from the kernel and hands them over through ``on_unsent_bytes`` first)."""
+    def reads_send_state(self) -> bool:
+        """Whether ``decide`` needs the host's own send state on the connection (the agent then
+        reads it from the kernel and hands it over through ``on_send_state`` first)."""
         return False
 
-    def on_unsent_bytes(self, unsent_bytes: int | None) -> None:
-        """The bytes the host's application has written on this connection and its kernel has
-        not sent yet (tcpi_notsent_bytes), read just before ``decide``; None if unknown."""
-        return None  # only a policy that reads them keeps them
+    def on_send_state(self, window_limited: bool | None) -> None:
+        """Whether the host's own data on this connection is waiting for its congestion window
+        (hosts/send_backlog.py, SendState.window_limited), read just before ``decide``; None if
+        the connection could not be read."""
+        return None  # only a policy that reads it keeps it
 
     @abstractmethod
     def decide(self, t: float, ack: int) -> Decision:
@@ -449,34 +450,36 @@ class PiggybackHold(AckPolicy):
     # The client writes back within a millisecond or two of reading; a hold much longer only
     # delays the ACKs that no data follows (all of them when the client writes nothing).
     hold_ms: float = 10.0
-    # Hold only while the host has nothing unsent on the connection. With unsent bytes its reverse
-    # data is network-limited: the next data segment leaves when the uplink and the window let
-    # it, not when the application writes, so a held ACK either waits for it (the download's ACK
-    # clock slows: 0.80x at N = 700 on the DSL path) or leaves late with no packet saved
-    # (N = 1400); docs/piggyback-byte-buffer. Released then, the ACK leaves as the kernel sent it;
-    # the hold acts where the reverse data is application-limited. Off: hold every pure ACK (the
-    # policy as the coherent run at bfaedbc measured it).
-    release_if_unsent: bool = False
-    unsent_bytes: int | None = None  # the latest reading (on_unsent_bytes)
-    released_for_unsent: int = 0  # pure ACKs released at once: the host had unsent bytes
-    released_unsent_unknown: int = 0  # ... or its connection could not be read (never held blind)
+    # Hold only while the host's own data on the connection is not waiting for its congestion
+    # window. While it is, the reverse data is network-limited: the next data segment leaves when
+    # an ACK from the peer opens the window, not when the application writes, so a held ACK
+    # either waits for it (the download's ACK clock slows: 0.80x at N = 700 on the DSL path) or
+    # leaves late with no packet saved (N = 1400); docs/piggyback-byte-buffer. Released then, the
+    # ACK leaves as the kernel sent it; the hold acts where the reverse data is
+    # application-limited (unsent bytes that Nagle's algorithm keeps back are not a reason: their
+    # segment leaves with the next ACK from the peer whether or not ours is held). Off: hold every
+    # pure ACK (the policy as the coherent run at bfaedbc measured it).
+    release_if_blocked: bool = False
+    window_limited: bool | None = None  # the latest reading (on_send_state)
+    released_while_blocked: int = 0  # pure ACKs released at once: the host's data was window-limited
+    released_state_unknown: int = 0  # ... or its connection could not be read (never held blind)
 
     def may_hold(self, sack: bool, ece: bool) -> bool:
         return not sack and not ece
 
-    def reads_unsent_bytes(self) -> bool:
-        return self.release_if_unsent
+    def reads_send_state(self) -> bool:
+        return self.release_if_blocked
 
-    def on_unsent_bytes(self, unsent_bytes: int | None) -> None:
-        self.unsent_bytes = unsent_bytes
+    def on_send_state(self, window_limited: bool | None) -> None:
+        self.window_limited = window_limited
 
     def decide(self, t: float, ack: int) -> Decision:
-        if self.release_if_unsent:
-            if self.unsent_bytes is None:
-                self.released_unsent_unknown += 1
+        if self.release_if_blocked:
+            if self.window_limited is None:
+                self.released_state_unknown += 1
                 return RELEASE
-            if self.unsent_bytes > 0:
-                self.released_for_unsent += 1
+            if self.window_limited:
+                self.released_while_blocked += 1
                 return RELEASE
         return Hold(t + min(self.hold_ms / 1000, self.max_delay_s))
 
@@ -505,7 +508,7 @@ TUNABLE = (
     "acks_per_window",
     "estimator",
     "hold_ms",
-    "release_if_unsent",
+    "release_if_blocked",
 )
 
 

@@ -61,14 +61,14 @@ class FlowStats:
 
 class ReceiverFlow:
     def __init__(
-        self, policy: AckPolicy, idle_s: float = 1.0, unsent_bytes: Callable[[], int | None] | None = None
+        self, policy: AckPolicy, idle_s: float = 1.0, window_limited: Callable[[], bool | None] | None = None
     ) -> None:
-        """``unsent_bytes`` reads the host's own unsent bytes on this connection (the agent's
-        hosts/send_backlog.py); a policy that decides on them needs it."""
-        if policy.reads_unsent_bytes() and unsent_bytes is None:
-            raise ValueError(f"{policy.name} decides on the connection's unsent bytes: give a reader")
+        """``window_limited`` reads whether the host's own data on this connection waits for its
+        congestion window (the agent's hosts/send_backlog.py); a policy that decides on it needs it."""
+        if policy.reads_send_state() and window_limited is None:
+            raise ValueError(f"{policy.name} decides on the connection's send state: give a reader")
         self.policy = policy
-        self.unsent_bytes = unsent_bytes if policy.reads_unsent_bytes() else None
+        self.window_limited = window_limited if policy.reads_send_state() else None
         self.idle_s = idle_s
         self.stats = FlowStats()
         self.held: Held | None = None
@@ -152,8 +152,8 @@ class ReceiverFlow:
             self.stats.refused_by_policy += 1
             self._release_now(seg, pkt, t)
         else:
-            if self.unsent_bytes is not None:
-                self.policy.on_unsent_bytes(self.unsent_bytes())
+            if self.window_limited is not None:
+                self.policy.on_send_state(self.window_limited())
             # While a hole is repaired, a hold ends within two inter-segment times (policies.py)
             decision = self.policy.hold_while_repairing(t, self.policy.decide(t, seg.ack))
             if isinstance(decision, Hold):

@@ -1,7 +1,12 @@
-"""The host's own unsent bytes on one of its TCP connections, read from the kernel.
+"""The host's own send state on one of its TCP connections, read from the kernel: whether it has
+bytes to send that its congestion window holds back.
 
 ``tcpi_notsent_bytes`` (struct tcp_info, Linux 4.6+) counts what the application has written and
-the kernel has not sent yet: bytes waiting for the congestion or receive window. The agent runs in
+the kernel has not sent yet. Unsent bytes alone do not say why: Nagle's algorithm keeps a small
+write back while earlier data is unacknowledged (Shang and Wills' client writing 100 bytes per
+read had unsent bytes at every one of its pure ACKs), and only the window says the data is waiting
+for the network: the segments in flight (``tcpi_unacked``) fill the congestion window
+(``tcpi_snd_cwnd``). The agent runs in
 the receiving host's network namespace without owning the application's socket, so it reads them
 as ``ss -i`` does, through sock_diag (NETLINK_SOCK_DIAG, INET_DIAG_INFO), with pyroute2's
 DiagSocket. One reading dumps the namespace's connected TCP sockets of one address family: 0.37 ms
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from dataclasses import dataclass
 from typing import Any
 
 # A connection that can still send: established, or closing on the peer's side (CLOSE_WAIT) or on
@@ -30,8 +36,23 @@ def same_address(a: str, b: str) -> bool:
     return x == y
 
 
-def match_unsent_bytes(sockets: Any, local_port: int, remote_addr: str, remote_port: int) -> int | None:
-    """The unsent bytes of the connection (local_port, remote_addr:remote_port) among sock_diag
+@dataclass(frozen=True)
+class SendState:
+    """What the host's own side of a connection has to send and what holds it back."""
+
+    unsent_bytes: int  # written by the application, not sent yet
+    in_flight_segments: int  # sent, not yet acknowledged
+    cwnd_segments: int
+
+    @property
+    def window_limited(self) -> bool:
+        """Bytes wait for the congestion window: the next data segment leaves when an ACK from the
+        peer opens it, not when the application writes."""
+        return self.unsent_bytes > 0 and self.in_flight_segments >= self.cwnd_segments
+
+
+def match_send_state(sockets: Any, local_port: int, remote_addr: str, remote_port: int) -> SendState | None:
+    """The send state of the connection (local_port, remote_addr:remote_port) among sock_diag
     answers (pyroute2 messages: idiag_sport, idiag_dst, idiag_dport, INET_DIAG_INFO), or None if
     it is not there (closed, or not yet accepted) or has no tcp_info."""
     for msg in sockets:
@@ -41,30 +62,34 @@ def match_unsent_bytes(sockets: Any, local_port: int, remote_addr: str, remote_p
             and same_address(msg["idiag_dst"], remote_addr)
         ):
             info = msg.get_attr("INET_DIAG_INFO")
-            return None if info is None else int(info["tcpi_notsent_bytes"])
+            if info is None:
+                return None
+            return SendState(
+                int(info["tcpi_notsent_bytes"]), int(info["tcpi_unacked"]), int(info["tcpi_snd_cwnd"])
+            )
     return None
 
 
-class UnsentBytesReader:
-    """Reads a connection's unsent bytes in the caller's network namespace (open it there)."""
+class SendStateReader:
+    """Reads a connection's send state in the caller's network namespace (open it there)."""
 
     def __init__(self) -> None:
         try:
             from pyroute2 import DiagSocket
         except ImportError as exc:
             raise ValueError(
-                "the piggyback hold's release_if_unsent reads the connection through pyroute2, which "
+                "the piggyback hold's release_if_blocked reads the connection through pyroute2, which "
                 "is not installed: run `make deps`"
             ) from exc
         self.sock = DiagSocket()
         self.sock.bind()
         self.readings = 0
 
-    def read(self, local_port: int, remote_addr: str, remote_port: int) -> int | None:
+    def read(self, local_port: int, remote_addr: str, remote_port: int) -> SendState | None:
         self.readings += 1
         families = [socket.AF_INET6] if ":" in remote_addr else [socket.AF_INET, socket.AF_INET6]
         for family in families:  # an IPv4 peer of a dual-stack listener is in AF_INET6's dump
-            found = match_unsent_bytes(
+            found = match_send_state(
                 self.sock.get_sock_stats(
                     family=family, states=SENDING_STATES, extensions=1 << (INET_DIAG_INFO - 1)
                 ),

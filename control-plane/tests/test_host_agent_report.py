@@ -68,15 +68,17 @@ def test_the_report_of_a_flow_counts_what_the_contract_kept() -> None:
 
 
 def test_the_piggyback_hold_reads_its_own_connection_and_reports_its_releases() -> None:
-    """With release_if_unsent each flow's reader asks the kernel about that flow's connection
-    (local port, remote address and port); the report says how many ACKs left for unsent bytes.
-    No such connection exists here: the reading is unknown, and the ACK is not held."""
-    agent = Agent("piggyback", {"release_if_unsent": "1"}, [5001], queue_base=10, idle_s=1.0)
-    assert agent.unsent_reader is not None
+    """With release_if_blocked each flow's reader asks the kernel about that flow's connection
+    (local port, remote address and port); the report says how many ACKs left because the host's
+    data waited for its window, or because the connection could not be read. No such connection
+    exists here: the reading is unknown, and the ACK is not held."""
+    agent = Agent("piggyback", {"release_if_blocked": "1"}, [5001], queue_base=10, idle_s=1.0)
+    reader = agent.send_state_reader
+    assert reader is not None
     try:
         flow = agent.flow(("10.0.0.1", 40000, 5001))
-        assert flow.unsent_bytes is not None and flow.unsent_bytes() is None
-        assert agent.unsent_reader.readings == 1
+        assert flow.window_limited is not None and flow.window_limited() is None
+        assert reader.readings == 1
 
         class Pkt:
             def accept(self) -> None: ...
@@ -88,9 +90,9 @@ def test_the_piggyback_hold_reads_its_own_connection_and_reports_its_releases() 
 
         flow.on_outgoing(ack(1000), Pkt(), 0.0)  # the first ACK: the contract's
         flow.on_outgoing(ack(2448), Pkt(), 0.001)  # unknown reading: released, not held
-        assert flow.held is None and agent.unsent_reader.readings == 2
+        assert flow.held is None and reader.readings == 2
         (state,) = (f["policy_state"] for f in agent.report()["flows"].values())
-        assert state["released_unsent_unknown"] == 1 and state["released_for_unsent"] == 0
+        assert state["released_state_unknown"] == 1 and state["released_while_blocked"] == 0
     finally:
-        agent.unsent_reader.close()
-    assert Agent("piggyback", {}, [5001], queue_base=10, idle_s=1.0).unsent_reader is None
+        reader.close()
+    assert Agent("piggyback", {}, [5001], queue_base=10, idle_s=1.0).send_state_reader is None

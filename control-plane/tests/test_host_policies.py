@@ -14,6 +14,7 @@ from ackwise.hosts.policies import (
     Tack,
     make_policy,
 )
+from ackwise.hosts.send_backlog import SendState
 
 MSS = 1448
 ISN = 1000
@@ -193,30 +194,39 @@ def test_make_policy_checks_parameters() -> None:
         make_policy("piggyback", {"hold_ms": "-5"})
     with pytest.raises(ValueError, match="hold_ms must be at least 0"):
         make_policy("piggyback", {"hold_ms": "nan"})
-    assert make_policy("piggyback", {"release_if_unsent": "on"}).reads_unsent_bytes()
-    assert not make_policy("piggyback", {"release_if_unsent": "0"}).reads_unsent_bytes()
-    assert not make_policy("piggyback", {}).reads_unsent_bytes()  # the policy the coherent run measured
+    assert make_policy("piggyback", {"release_if_blocked": "on"}).reads_send_state()
+    assert not make_policy("piggyback", {"release_if_blocked": "0"}).reads_send_state()
+    assert not make_policy("piggyback", {}).reads_send_state()  # the policy the coherent run measured
     # a word that is neither (once read as off, silently): refused
-    with pytest.raises(ValueError, match="release_if_unsent='sometimes': give one of 1, true"):
-        make_policy("piggyback", {"release_if_unsent": "sometimes"})
+    with pytest.raises(ValueError, match="release_if_blocked='sometimes': give one of 1, true"):
+        make_policy("piggyback", {"release_if_blocked": "sometimes"})
     with pytest.raises(ValueError, match="extended='maybe'"):
         make_policy("smartacking", {"extended": "maybe"})
 
 
-def test_the_piggyback_hold_releases_at_once_while_the_host_has_unsent_bytes() -> None:
-    """release_if_unsent: the hold acts only where the reverse data is application-limited
+def test_the_piggyback_hold_releases_at_once_while_the_hosts_data_waits_for_its_window() -> None:
+    """release_if_blocked: the hold acts only where the reverse data is application-limited
     (docs/piggyback-byte-buffer); an unknown reading never holds."""
-    p = make_policy("piggyback", {"hold_ms": "10", "release_if_unsent": "1"})
-    p.on_unsent_bytes(0)
+    p = make_policy("piggyback", {"hold_ms": "10", "release_if_blocked": "1"})
+    p.on_send_state(False)
     assert p.decide(1.0, 5000) == Hold(1.010)
-    p.on_unsent_bytes(1)
+    p.on_send_state(True)
     assert p.decide(1.1, 6000) == RELEASE
-    p.on_unsent_bytes(None)
+    p.on_send_state(None)
     assert p.decide(1.2, 7000) == RELEASE
-    assert (p.released_for_unsent, p.released_unsent_unknown) == (1, 1)  # type: ignore[attr-defined]
+    assert (p.released_while_blocked, p.released_state_unknown) == (1, 1)  # type: ignore[attr-defined]
     off = make_policy("piggyback", {"hold_ms": "10"})
-    off.on_unsent_bytes(65536)  # not asked for, and not heeded
+    off.on_send_state(True)  # not asked for, and not heeded
     assert off.decide(1.0, 5000) == Hold(1.010)
+
+
+def test_window_limited_needs_unsent_bytes_and_a_full_window() -> None:
+    """Unsent bytes with room in the window are Nagle's (a small write waiting for an ACK), not
+    the network's: the hold still acts there."""
+    assert SendState(unsent_bytes=1400, in_flight_segments=10, cwnd_segments=10).window_limited
+    assert SendState(unsent_bytes=1400, in_flight_segments=12, cwnd_segments=10).window_limited
+    assert not SendState(unsent_bytes=100, in_flight_segments=1, cwnd_segments=10).window_limited
+    assert not SendState(unsent_bytes=0, in_flight_segments=10, cwnd_segments=10).window_limited
 
 
 def test_smartacking_subtracts_the_minimum_rtt() -> None:

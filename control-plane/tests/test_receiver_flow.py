@@ -271,38 +271,38 @@ def test_a_safety_release_sends_the_held_ack_first() -> None:
     assert log == ["sent ack2", "sent ack3", "sent update"]
 
 
-def test_release_if_unsent_sends_a_pure_ack_at_once_while_the_host_has_unsent_bytes() -> None:
+def test_release_if_blocked_sends_a_pure_ack_at_once_while_the_hosts_data_waits() -> None:
     """The reader is asked once per pure ACK the policy decides on (not for data, not for what
-    the contract keeps); with bytes waiting the ACK leaves as the kernel sent it, without them it
-    is held and reverse data may still carry it."""
+    the contract keeps); while the host's data waits for its window the ACK leaves as the kernel
+    sent it, otherwise it is held and reverse data may still carry it."""
     log: list[str] = []
-    readings = iter([0, 0, 4096])  # at ack2 (after ack1), ack3, ack4
+    readings = iter([False, False, True])  # at ack2 (after ack1), ack12, ack13
     asked: list[int] = []
 
-    def unsent() -> int | None:
+    def window_limited() -> bool | None:
         asked.append(1)
         return next(readings)
 
-    flow = ReceiverFlow(PiggybackHold(hold_ms=40, release_if_unsent=True), unsent_bytes=unsent)
+    flow = ReceiverFlow(PiggybackHold(hold_ms=40, release_if_blocked=True), window_limited=window_limited)
     flow.on_outgoing(ack(1), Pkt("ack1", log), 0.0)  # the first ACK: the contract's, no reading
     assert asked == []
-    flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)  # nothing unsent: held
+    flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)  # not blocked: held
     flow.on_outgoing(reverse_data(1, ack_k=2), Pkt("data1", log), 0.011)  # carries it: dropped
     # (ACKs 12 and 13: their timestamps are newer than data1's, so the contract does not keep them)
-    flow.on_outgoing(ack(12), Pkt("ack12", log), 0.020)  # nothing unsent: held
+    flow.on_outgoing(ack(12), Pkt("ack12", log), 0.020)  # not blocked: held
     assert flow.held is not None
-    flow.on_outgoing(ack(13), Pkt("ack13", log), 0.021)  # 4096 unsent: ack12 first, then ack13 at once
+    flow.on_outgoing(ack(13), Pkt("ack13", log), 0.021)  # blocked: ack12 first, then ack13 at once
     assert log == ["sent ack1", "dropped ack2", "sent data1", "sent ack12", "sent ack13"]
     assert flow.held is None and len(asked) == 3
     assert flow.stats.piggybacked == 1 and flow.stats.released_by_policy == 1
-    assert flow.policy.released_for_unsent == 1  # type: ignore[attr-defined]
+    assert flow.policy.released_while_blocked == 1  # type: ignore[attr-defined]
 
 
-def test_a_policy_that_reads_unsent_bytes_needs_a_reader() -> None:
+def test_a_policy_that_reads_the_send_state_needs_a_reader() -> None:
     with pytest.raises(ValueError, match="give a reader"):
-        ReceiverFlow(PiggybackHold(release_if_unsent=True))
-    # without release_if_unsent a reader is not called at all
-    flow = ReceiverFlow(PiggybackHold(hold_ms=40), unsent_bytes=lambda: pytest.fail("read"))
+        ReceiverFlow(PiggybackHold(release_if_blocked=True))
+    # without release_if_blocked a reader is not called at all
+    flow = ReceiverFlow(PiggybackHold(hold_ms=40), window_limited=lambda: pytest.fail("read"))
     flow.on_outgoing(ack(1), Pkt("ack1", []), 0.0)
     flow.on_outgoing(ack(2), Pkt("ack2", []), 0.010)
     assert flow.held is not None
