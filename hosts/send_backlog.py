@@ -5,8 +5,9 @@ bytes to send that its congestion window holds back.
 the kernel has not sent yet. Unsent bytes alone do not say why. Shang and Wills' client writing
 100 bytes per read had unsent bytes at all 73 pure ACKs the hold decided on in one run, while a
 rule that also asks for a full window found it full at none of them in two runs: small writes kept
-back while earlier data is unacknowledged, most likely by Nagle's algorithm, not by the network. The window says the data waits for the
-network: the segments in flight (``tcpi_unacked``) fill the congestion window (``tcpi_snd_cwnd``).
+back while earlier data is unacknowledged, most likely by Nagle's algorithm, not by the network.
+The window says the data waits for the network: the segments in flight (``tcpi_unacked``) fill
+the congestion window (``tcpi_snd_cwnd``).
 The agent runs in the receiving host's network namespace without owning the application's socket,
 so it reads them as ``ss -i`` does, through sock_diag (NETLINK_SOCK_DIAG, INET_DIAG_INFO), with
 pyroute2's DiagSocket. One reading dumps the namespace's connected TCP sockets of one address
