@@ -14,7 +14,8 @@ Policies and their sources:
     tack         TACK: f = min(bw / (L * MSS), beta / RTTmin)
     4w           Landstrom et al., 4W: four ACKs per (estimated) send window
     piggyback    Shang and Wills: hold a pure ACK until reverse data carries it, up to hold_ms
-                 (release_if_blocked: not while the host's own data waits for its window)
+                 (release_if_blocked: not while the host's own data waits for its window;
+                 hold_ms=0: hold nothing, the agent's path alone)
 """
 
 from __future__ import annotations
@@ -448,7 +449,9 @@ class PiggybackHold(AckPolicy):
     quickack: ClassVar[bool] = False
     thins: ClassVar[bool] = False
     # The client writes back within a millisecond or two of reading; a hold much longer only
-    # delays the ACKs that no data follows (all of them when the client writes nothing).
+    # delays the ACKs that no data follows (all of them when the client writes nothing). 0 holds
+    # nothing: every pure ACK still passes through the agent (NFQUEUE, this policy) and leaves at
+    # once, the control that separates the agent's own path from the holding.
     hold_ms: float = 10.0
     # Hold only while the host's own data on the connection is not waiting for its congestion
     # window. While it is, the reverse data is network-limited: the next data segment leaves when
@@ -476,6 +479,8 @@ class PiggybackHold(AckPolicy):
         self.window_limited = window_limited
 
     def decide(self, t: float, ack: int) -> Decision:
+        if self.hold_ms == 0:
+            return RELEASE
         if self.release_if_blocked:
             if self.window_limited is None:
                 self.released_state_unknown += 1

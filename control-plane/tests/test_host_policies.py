@@ -220,6 +220,16 @@ def test_the_piggyback_hold_releases_at_once_while_the_hosts_data_waits_for_its_
     assert off.decide(1.0, 5000) == Hold(1.010)
 
 
+def test_the_piggyback_hold_with_hold_ms_0_releases_every_ack_whatever_the_send_state() -> None:
+    """The agent-only control: the hold's whole path, nothing held."""
+    for params in ({"hold_ms": "0"}, {"hold_ms": "0", "release_if_blocked": "1"}):
+        p = make_policy("piggyback", params)
+        for state in (False, True, None):
+            p.on_send_state(state)
+            assert p.decide(1.0, 5000) == RELEASE
+    assert make_policy("piggyback", {"hold_ms": "0.5"}).decide(1.0, 5000) == Hold(1.0005)
+
+
 def test_window_limited_needs_unsent_bytes_and_a_full_window() -> None:
     """Unsent bytes with room in the window are Nagle's (a small write waiting for an ACK), not
     the network's: the hold still acts there."""

@@ -225,6 +225,18 @@ def test_piggyback_releases_a_held_ack_after_hold_ms_without_data() -> None:
     assert abs(flow.stats.max_hold_s - 0.020) < 1e-9
 
 
+def test_piggyback_with_hold_ms_0_holds_nothing_every_ack_leaves_as_it_arrives() -> None:
+    """hold_ms=0 is the agent-only control (issue 39): the ACK goes out in the same call that saw
+    it, not on the next timer tick, and data that follows finds nothing to carry."""
+    log: list[str] = []
+    flow = piggyback_flow(hold_ms=0)
+    flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)
+    assert log == ["sent ack2"] and flow.held is None and flow.next_due() is None
+    flow.on_outgoing(reverse_data(1, ack_k=2), Pkt("data1", log), 0.011)
+    assert log == ["sent ack2", "sent data1"]
+    assert (flow.stats.held, flow.stats.piggybacked, flow.stats.released_by_policy) == (0, 0, 1)
+
+
 def test_piggyback_never_thins_a_newer_pure_ack_releases_the_held_one_first() -> None:
     log: list[str] = []
     flow = piggyback_flow()
