@@ -27,7 +27,7 @@ COMPLETION_S: dict[tuple[str, str], list[float | None]] = {
     ("64 kbit/s", "none"): [10.0, 11.0, 12.0],
     ("64 kbit/s", "host"): [8.0, 8.5, None],
     ("64 kbit/s", "switch"): [6.0, 6.2, 6.4],
-    ("64 kbit/s", "ap"): [9.5, 10.5, 12.0],
+    ("64 kbit/s", "ap"): [9.5, 10.5, 11.45],  # 4.5-5 % under the baseline in each block
     ("256 kbit/s", "none"): [5.0, 5.2, 5.4],
     ("256 kbit/s", "host"): [4.9, 5.1, 5.6],
     ("256 kbit/s", "switch"): [4.0, 4.1, 4.2],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from results_fixtures import HOST_ARM, build_store
 
-from ackwise.experiments.harness.comparison import arm_results, excluded_blocks
+from ackwise.experiments.harness.comparison import arm_results, excluded_runs
 from ackwise.experiments.harness.report import build_report
 from ackwise.experiments.harness.runner import plan, plan_confirmation
 from ackwise.experiments.harness.scenario import SCENARIO_DIR, ScenarioError, load
@@ -64,7 +64,7 @@ def test_effects_and_the_verdict_are_against_the_baseline_arm(tmp_path: Path) ->
     store = build_store(tmp_path / "asym")
     records = store.records()
     label = HOST_ARM.label()
-    effects = arm_results(records, "completion_s", excluded_blocks(records), baseline_label=label)
+    effects = arm_results(records, "completion_s", excluded_runs(records), baseline_label=label)
     by_arm = {(e.point, e.label): e for e in effects}
     assert by_arm[("256 kbit/s", label)].effect is None  # the baseline itself
     nothing_on = by_arm[("256 kbit/s", "baseline (nothing on)")].effect

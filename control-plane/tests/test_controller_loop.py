@@ -431,7 +431,9 @@ def test_ctrl_c_during_a_write_lets_the_interval_end_and_its_rule_be_removed(tmp
     argv = ["controller", "run", "--config", str(config), "--switch", "fake:9090"]
     with patch("ackwise.cli.controller.Controller", on_the_fake):
         assert cli.main([*argv, "--interval-ms", "50", "--remove-rules-on-exit"]) == 0
-    assert [e["event"] for e in events] == ["connected", "start", "set", "connected", "remove", "stop"]
+    # an "overrun" (the 50 ms interval outlasted on a loaded machine) may come between: not this test's
+    kinds_in_order = [e["event"] for e in events if e["event"] != "overrun"]
+    assert kinds_in_order == ["connected", "start", "set", "connected", "remove", "stop"]
     assert events[-1]["rules_left"] == 0
     assert list_flow_policies(cast(SwitchClient, fake)) == []
     assert signal.getsignal(signal.SIGINT) is before

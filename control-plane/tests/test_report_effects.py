@@ -44,10 +44,10 @@ def test_every_arm_on_every_metric_is_the_paired_effect_of_its_blocks(tmp_path: 
         describe_effect(acks, "lower"),
     ]
     assert effect_text(acks).startswith("0.25× [0.25, 0.25] (3 blocks)")
-    # The host's failed repeat 2 at 64 kbit/s leaves that block out whole, as the verdict does:
-    # every arm there has 2 blocks
+    # The host's failed repeat 2 at 64 kbit/s leaves that block out of the host's comparison only,
+    # as the verdict does: the host has 2 blocks there, the switch all 3
     host = paired_effect([8.0, 8.5], [10.0, 11.0])
-    switch = paired_effect([6.0, 6.2], [10.0, 11.0])
+    switch = paired_effect([6.0, 6.2, 6.4], [10.0, 11.0, 12.0])
     assert body[("64 kbit/s", "host every_d d=4")][0] == describe_effect(host, "lower")
     assert body[("64 kbit/s", "switch coalesce @s1")][0] == describe_effect(switch, "lower")
     assert ("64 kbit/s", "baseline (nothing on)") not in body

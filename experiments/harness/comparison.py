@@ -5,8 +5,9 @@ Pure: records in, conclusions out (no files, no clock).
 - **Blocks.** A block is one point and repeat: every arm once, with the same traffic seed
   (runner.plan). Each arm's effect is its value over the baseline's in the same block
   (stats.paired_effect), so what changes from block to block (the machine's load, the traffic
-  drawn) moves both sides of the comparison. A block with a run that failed, or that another
-  check flagged (``excluded``), is left out of every comparison at its point, whole.
+  drawn) moves both sides of the comparison. A run that failed, or that another check flagged
+  (``excluded_runs``), takes its block out of every comparison it is in: the baseline's, of every
+  comparison at its point; an arm's, of that arm's.
 - **Verdicts.** Per point and placement (host, switch, AP, combined), the arm with the best
   estimate on the main metric, with its ratio, interval and verdict (better / worse / no
   difference detected, with the smallest effect the blocks could have detected).
@@ -56,19 +57,33 @@ def block_key(record: RunRecord) -> tuple[str, int]:
     return (str(record.point.get("label")), record.repeat)
 
 
-def excluded_blocks(
+RunKey = tuple[str, int, str]  # point label, repeat, arm label: one run of a block
+
+
+def run_key(record: RunRecord) -> RunKey:
+    return (str(record.point.get("label")), record.repeat, str(record.arm.get("label")))
+
+
+def excluded_runs(
     records: Iterable[RunRecord], flagged: Callable[[RunRecord], str | None] | None = None
-) -> dict[tuple[str, int], str]:
-    """The blocks left out of every comparison, with why: a failed run, or one ``flagged``
-    names a reason for (the emulator-limited check, say)."""
-    out: dict[tuple[str, int], str] = {}
+) -> dict[RunKey, str]:
+    """The runs left out of every comparison they are in, with why: a failed run, or one
+    ``flagged`` names a reason for (the emulator-limited check, say). A comparison of an arm with
+    the baseline leaves a block out when either of its two runs is here (arm_results), so a run the
+    baseline lost takes its whole block out, and one arm's fault only that arm's pair."""
+    out: dict[RunKey, str] = {}
     for r in records:
         reason = (
             f"a run failed ({r.arm.get('label')})" if r.status != "ok" else (flagged(r) if flagged else None)
         )
-        if reason and block_key(r) not in out:
-            out[block_key(r)] = reason
+        if reason:
+            out.setdefault(run_key(r), reason)
     return out
+
+
+def pair_excluded(excluded: Mapping[RunKey, str], point: str, repeat: int, *labels: str) -> bool:
+    """Whether the block (point, repeat) is out of a comparison of the arms ``labels``."""
+    return any((point, repeat, label) in excluded for label in labels)
 
 
 @dataclass
@@ -124,13 +139,14 @@ def inert_reason(runs: Sequence[RunRecord]) -> str | None:
 def arm_results(
     records: Sequence[RunRecord],
     metric: str,
-    excluded: dict[tuple[str, int], str],
+    excluded: Mapping[RunKey, str],
     confidence: float = DEFAULT_CONFIDENCE,
     baseline_label: str = "",
 ) -> list[ArmResult]:
     """Every (point, arm) of the records on ``metric``: values, split flag, and the paired effect
-    over the blocks not excluded where both the arm and the baseline have a value. The baseline is
-    the arm labelled ``baseline_label`` (a scenario's baseline_arm), else the one with nothing on."""
+    over the blocks where both the arm and the baseline have a value and neither run is excluded.
+    The baseline is the arm labelled ``baseline_label`` (a scenario's baseline_arm), else the one
+    with nothing on."""
     by_cell: dict[tuple[str, str], dict[int, RunRecord]] = defaultdict(dict)
     arms: dict[str, dict[str, Any]] = {}
     points: list[str] = []
@@ -153,7 +169,7 @@ def arm_results(
             pairs = [
                 (value, base)
                 for rep in ordered
-                if (point, rep) not in excluded
+                if not pair_excluded(excluded, point, rep, label, str(base_label))
                 and rep in baseline
                 and (value := runs[rep].metrics.get(metric)) is not None
                 and (base := baseline[rep].metrics.get(metric)) is not None
@@ -476,10 +492,37 @@ def _welch_log_ratio(
 CPU_PRESSURE_MAX = 0.78
 THREAD_CORES_MAX = 0.9  # a pipeline thread near one full core is the bottleneck
 LATE_SHARE_MAX = 0.01  # share of a linkem's frames sent more than 10 ms after they were due
+# A host agent (hosts/agent.py) stands in for an ACK policy a receiver's kernel would run: every
+# segment of its flows passes through its NFQUEUE queues. A packet the kernel dropped there because
+# the agent had not read the queue in time (the queue full, or the agent's socket) is a data segment
+# lost at the receiver, or an ACK never sent, that the policy never decided on: the test bed's loss,
+# not the policy's. Any such drop flags the run (2026-11-29: 802.11n's host arms in wlan-comparison
+# and wlan-ack-frequency lost up to 5313 segments a run this way; no other run of the coherent run
+# at bfaedbc lost one).
+AGENT_QUEUE_DROPS_MAX = 0
+
+
+def agent_queue_drops(record: RunRecord) -> dict[str, int]:
+    """Packets each host agent's NFQUEUE queues dropped before the agent saw them, by receiver
+    and queue (only those with drops): records without host agents, or from before the agents
+    reported their queues, have none."""
+    drops: dict[str, int] = {}
+    for host in (record.series or {}).get("host_agents") or []:
+        queues = ((host.get("agent") or {}).get("nfqueue")) or {}
+        for queue, counters in sorted(queues.items()):
+            dropped = int(counters.get("queue_dropped", 0)) + int(counters.get("user_dropped", 0))
+            if dropped:
+                drops[f"{host.get('receiver', '?')} {queue}"] = dropped
+    return drops
 
 
 def emulator_limited(record: RunRecord) -> str | None:
-    """Why this run's emulator was the bottleneck, or None (also for records without resources)."""
+    """Why this run's emulator (the machine, a switch, a linkem or a host agent) was the
+    bottleneck, or None (also for records without resources)."""
+    drops = agent_queue_drops(record)
+    if sum(drops.values()) > AGENT_QUEUE_DROPS_MAX:
+        where = ", ".join(f"{n} from {q}" for q, n in drops.items())
+        return f"the host agent's NFQUEUE dropped packets it never saw ({where})"
     used = record.resources or {}
     pressure = used.get("cpu_pressure")
     if pressure is not None and pressure > CPU_PRESSURE_MAX:

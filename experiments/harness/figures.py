@@ -39,6 +39,7 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ackwise.experiments.harness.comparison import RunKey, pair_excluded
 from ackwise.experiments.harness.schema import BASELINE, METRICS
 from ackwise.experiments.harness.stats import (
     DEFAULT_CONFIDENCE,
@@ -104,7 +105,7 @@ class FigureData:
     scale_note: str = ""
     confidence: float = DEFAULT_CONFIDENCE
     styles: dict[str, ArmStyle] = field(default_factory=dict)
-    excluded: set[tuple[str, int]] = field(default_factory=set)  # blocks (point, repeat) left out
+    excluded: set[RunKey] = field(default_factory=set)  # runs (point, repeat, arm) left out
     baseline_label: str = ""  # the scenario's baseline_arm ("": the arm with nothing on)
 
     def paired(
@@ -122,7 +123,7 @@ class FigureData:
         pairs = [
             (value, base_value)
             for r in group.ok
-            if (label, r.repeat) not in self.excluded
+            if not pair_excluded(self.excluded, label, r.repeat, *(str(a.get("label")) for a in (arm, base)))
             and (value := r.metrics.get(metric)) is not None
             and (base_value := base_values.get(r.repeat)) is not None
         ]

@@ -37,13 +37,14 @@ from ackwise.experiments.harness.comparison import (
     INERT_THINNED_FRACTION,
     SHARED_VERSIONS,
     ArmResult,
+    RunKey,
     arm_results,
     best_per_category,
     category,
     describe_effect,
     effect_text,
     emulator_limited,
-    excluded_blocks,
+    excluded_runs,
     provenance_differences,
     provenance_rows,
     strength,
@@ -309,7 +310,7 @@ class Report:
     warnings: list[str]
     scenario_json: str
     run_provenance: list[tuple[str, str]] = field(default_factory=list)  # comparison.provenance_rows
-    excluded: list[str] = field(default_factory=list)  # blocks left out of the verdicts, and why
+    excluded: list[str] = field(default_factory=list)  # runs left out of the verdicts, and why
     flagged: list[str] = field(
         default_factory=list
     )  # runs the emulator limited (comparison.emulator_limited)
@@ -536,12 +537,13 @@ _MAX_DIFFERENCES = 6
 def _verdict_runs(
     store: ResultStore,
     records: list[RunRecord],
-    excluded: dict[tuple[str, int], str],
+    excluded: dict[RunKey, str],
     allow_mixed_provenance: bool,
     warnings: list[str],
-) -> tuple[list[RunRecord], dict[tuple[str, int], str], str]:
-    """The runs the verdict rests on, their excluded blocks, and a sentence saying which: the
-    confirmation pass where the directory holds one, else these (screening) runs."""
+) -> tuple[list[RunRecord], dict[RunKey, str], str]:
+    """The runs the verdict rests on, those of them excluded (comparison.excluded_runs), and a
+    sentence saying which: the confirmation pass where the directory holds one, else these
+    (screening) runs."""
     confirm_dir = store.directory / CONFIRM_DIR
     if (confirm_dir / "manifest.json").is_file():
         confirmed = ResultStore.load(confirm_dir).records()
@@ -550,7 +552,7 @@ def _verdict_runs(
             blocks = len({(str(r.point.get("label")), r.repeat) for r in confirmed})
             return (
                 confirmed,
-                excluded_blocks(confirmed, emulator_limited),
+                excluded_runs(confirmed, emulator_limited),
                 f"the confirmation pass only ({len(confirmed)} runs in {blocks} blocks, {CONFIRM_DIR}/): "
                 "the baseline and the best arm of each place per point, chosen on these screening runs",
             )
@@ -619,7 +621,7 @@ def _section_verdict(
     metrics: list[MetricColumn],
     points: list[dict[str, Any]],
     arms: list[dict[str, Any]],
-    excluded: dict[tuple[str, int], str],
+    excluded: dict[RunKey, str],
     confidence: float,
     baseline_arm: str = "",
 ) -> tuple[Verdict, list[ArmResult], list[EffectRow]]:
@@ -684,7 +686,7 @@ def build_report(
     if not records:
         warnings.append(f"{store.runs_path} holds no runs yet: the tables and figures are empty")
     check_provenance(records, store.directory, allow_mixed_provenance, warnings)
-    excluded = excluded_blocks(records, emulator_limited)
+    excluded = excluded_runs(records, emulator_limited)
     verdict_records, verdict_excluded, verdict_source = _verdict_runs(
         store, records, excluded, allow_mixed_provenance, warnings
     )
@@ -750,7 +752,8 @@ def build_report(
     if draw_figures:
         _remove_stale_figures(figures_dir, drawn)
     excluded_text = [
-        f"point {point}, repeat {repeat}: {why}" for (point, repeat), why in sorted(verdict_excluded.items())
+        f"point {point}, repeat {repeat}, {arm}: {why}"
+        for (point, repeat, arm), why in sorted(verdict_excluded.items())
     ]
 
     ok = sum(r.status == "ok" for r in records)
@@ -1049,7 +1052,8 @@ def _text(report: Report) -> str:
     for w in report.warnings:
         lines.append(f"warning: {w}")
     if report.excluded:
-        lines.append(f"blocks left out of the verdict: {'; '.join(report.excluded)}")
+        left_out = "; ".join(report.excluded)
+        lines.append(f"runs left out of the verdict (each with its block's baseline): {left_out}")
     for section in report.sections:
         v = section.verdict
         if len(report.sections) > 1:

@@ -237,7 +237,7 @@ def _confirmation(
         arm_results,
         best_per_category,
         emulator_limited,
-        excluded_blocks,
+        excluded_runs,
     )
     from ackwise.experiments.harness.report import CONFIRM_DIR
     from ackwise.experiments.harness.runner import plan_confirmation
@@ -261,7 +261,7 @@ def _confirmation(
         effects = arm_results(
             records,
             chosen_on,
-            excluded_blocks(records, emulator_limited),
+            excluded_runs(records, emulator_limited),
             baseline_label=scenario.baseline_arm,
         )
         for (point, _place), result in best_per_category(effects, METRICS[chosen_on].better).items():
