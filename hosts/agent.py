@@ -38,6 +38,16 @@ from ackwise.twins.packets import parse_ip_tcp
 FlowId = tuple[str, int, int]  # remote address, remote port, local port
 # Where the rules go: one command per IP version, the same rules in each.
 FIREWALLS = ("iptables", "ip6tables")
+# Packets each queue holds awaiting the agent's verdict before the kernel drops the next one (a
+# data segment lost at the receiver, an ACK never sent: comparison.agent_queue_drops flags the
+# run). The library's default, 1024, overflowed on 802.11n in the runs of 2026-11-28/29 (up to 5313
+# segments a run): a Python agent drains a burst of A-MPDUs slower than they arrive.
+QUEUE_MAXLEN_PACKETS = 16384
+# What the kernel copies of each packet: headers only. The agent reads IP and TCP headers (the
+# lengths from the IP header, not the copy) and gives verdicts without a payload, so the kernel
+# sends the packet it kept; IPv6 extension headers the switch follows fit too (parse_ipv6_tcp).
+COPY_BYTES = 512
+NETLINK_MESSAGE_BYTES = COPY_BYTES + 256  # one queued packet's message: the copy and its attributes
 
 
 class Agent:
@@ -56,6 +66,9 @@ class Agent:
         # ss samples are (TcpSampler), so that the two line up.
         self.wall_offset_s = time.time() - time.monotonic()
         self.queue_counters: dict[str, dict[str, int]] = {}
+        # the most packets handled in one wake-up, per queue: how far the agent fell behind
+        self.max_batch: dict[str, int] = {"incoming": 0, "outgoing": 0}
+        self._batch = 0
         # the host's own send state per connection, for a policy that decides on it
         self.send_state_reader = SendStateReader() if reads_send_state else None
 
@@ -106,12 +119,14 @@ class Agent:
         return self.flows[flow_id]
 
     def incoming(self, pkt: Any) -> None:
+        self._batch += 1
         seg = parse_ip_tcp(pkt.get_payload(), time.monotonic())
         pkt.accept()  # data is never held, altered or dropped
         if seg is not None:
             self.flow((seg.src, seg.sport, seg.dport)).on_incoming(seg, seg.time)
 
     def outgoing(self, pkt: Any) -> None:
+        self._batch += 1
         seg = parse_ip_tcp(pkt.get_payload(), time.monotonic())
         if seg is None:
             pkt.accept()
@@ -124,9 +139,16 @@ class Agent:
         from netfilterqueue import NetfilterQueue
 
         nfq_in, nfq_out = NetfilterQueue(), NetfilterQueue()
-        nfq_in.bind(self.queue_in, self.incoming)
-        nfq_out.bind(self.queue_out, self.outgoing)
+        sizes = {
+            "max_len": QUEUE_MAXLEN_PACKETS,
+            "range": COPY_BYTES,
+            # the socket holds every queued packet's message (the kernel doubles what it is asked)
+            "sock_len": QUEUE_MAXLEN_PACKETS * NETLINK_MESSAGE_BYTES // 2,
+        }
+        nfq_in.bind(self.queue_in, self.incoming, **sizes)
+        nfq_out.bind(self.queue_out, self.outgoing, **sizes)
         fds = {nfq_in.get_fd(): nfq_in, nfq_out.get_fd(): nfq_out}
+        names = {nfq_in.get_fd(): "incoming", nfq_out.get_fd(): "outgoing"}
         try:
             self.install_rules()
             print("ready", flush=True)
@@ -141,7 +163,10 @@ class Agent:
                 except InterruptedError:
                     continue
                 for fd in readable:
+                    self._batch = 0
                     fds[fd].run(block=False)
+                    name = names[fd]
+                    self.max_batch[name] = max(self.max_batch[name], self._batch)
         finally:
             self.remove_rules()
             # Packets already queued when the rules went are the kernel's still: give them their
@@ -183,6 +208,8 @@ class Agent:
             "ports": self.ports,
             "flows": flows,
             "nfqueue": self.queue_counters,
+            "nfqueue_max_batch": self.max_batch,
+            "nfqueue_maxlen": QUEUE_MAXLEN_PACKETS,
         }
 
     def _estimate_series(self, flow: ReceiverFlow) -> dict[str, list[float]]:
