@@ -175,3 +175,38 @@ def test_a_confirmation_pass_is_published_and_checked(tmp_path: Path) -> None:
     )
     problems = all_.check(docs, published)
     assert any(p.startswith("the records name 2 code commits") for p in problems)
+
+
+def test_reported_records_name_the_harness_not_the_directory_they_lie_in(tmp_path: Path) -> None:
+    """Regression: --report-only --results DIR named `--out DIR/NAME` in docs/results.md, a path of
+    the machine that wrote the docs, not the command that made the records."""
+    directory = tmp_path / "elsewhere" / "asym-dumbbell"
+    build_store(directory)
+    assert all_.reported_command([directory], quick=False) == "python -m ackwise.experiments.harness.all"
+    (directory / "confirm").mkdir()
+    (directory / "confirm" / "runs.jsonl").write_text("")
+    command = all_.reported_command([directory], quick=False)
+    assert command == "python -m ackwise.experiments.harness.all --confirm" and str(tmp_path) not in command
+
+
+def test_a_scenario_whose_main_metric_ranks_nothing_has_a_row_saying_so(tmp_path: Path) -> None:
+    """Regression: a scenario whose main metric has no better direction (landstrom-4w's ACKs per
+    window) had no row in the headline table, so --check found it "published but not in the
+    table"."""
+    store = build_store(tmp_path / "results" / "asym-dumbbell")
+    manifest = json.loads((store.directory / "manifest.json").read_text())
+    scenario = manifest["scenario"]
+    scenario["metrics"] = ["acks_per_window", *scenario["metrics"]]
+    (store.directory / "manifest.json").write_text(json.dumps(manifest))
+    table = all_.headline([store.directory], COMMAND)
+    (row,) = [line for line in table.splitlines() if line.startswith("| [")]
+    assert "(results/asym-dumbbell/report.md)" in row and "| acks_per_window |" in row
+    assert row.endswith(
+        "no verdict: acks_per_window has no better direction in schema.METRICS, so no arm is ranked on it. |"
+    )
+
+
+def test_docs_results_recompute_from_their_records() -> None:
+    """The published docs/results.md and docs/results/ themselves: `make check-results`, in `make
+    test` (issue 41: every number of the published run recomputes from its records)."""
+    assert all_.check() == []

@@ -113,6 +113,18 @@ def wall_time(records: list[RunRecord]) -> tuple[float, int]:
     return total / 3600, parts
 
 
+def reported_command(directories: list[Path], quick: bool) -> str:
+    """The command the headline names for records reported by ``--report-only``: what made them, as
+    the harness runs it (a run's parts' --only and --start-before aside: each report's header names
+    its scenario's own commands), never where they lie now, a path of the machine reporting them."""
+    confirmed = any((d / CONFIRM_DIR / "runs.jsonl").is_file() for d in directories)
+    return (
+        "python -m ackwise.experiments.harness.all"
+        + (" --quick" if quick else "")
+        + (" --confirm" if confirmed else "")
+    )
+
+
 def headline(directories: list[Path], command: str) -> str:
     """The verdict of every scenario, one table, with where it was measured and how. A function of
     the records alone (no clock, no machine facts of the process that writes it), so that
@@ -152,6 +164,12 @@ def headline(directories: list[Path], command: str) -> str:
         ran = ", ".join(sorted({r.congestion_control() for r in store.all_records()}))
         for section in report.sections:
             v = section.verdict
+            if not v.rows:  # nothing ranked (a main metric with no better direction): say why
+                lines.append(
+                    f"| [{section.name}](results/{directory.name}/report.md) (senders: {ran}) | "
+                    f"every point | {v.metric.key} | see the report | – | – | – | – | "
+                    f"no verdict: {v.note.strip()} |"
+                )
             for row in v.rows:
                 cells = []
                 for cat in ("host", "switch", "ap", "combined"):
@@ -381,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         directories.append(directory)
     command = "make experiments" + (" QUICK=1" if args.quick else "")
-    if args.report_only or args.only:
+    if args.report_only:
+        command = reported_command(directories, args.quick)
+    elif args.only:
         # What ran: each scenario's matrix, as make experiments runs it, into results/NAME.
         quick = " --quick" if args.quick else ""
         command = (
