@@ -40,8 +40,9 @@ FlowId = tuple[str, int, int]  # remote address, remote port, local port
 FIREWALLS = ("iptables", "ip6tables")
 # Packets each queue holds awaiting the agent's verdict before the kernel drops the next one (a
 # data segment lost at the receiver, an ACK never sent: comparison.agent_queue_drops flags the
-# run). The library's default, 1024, overflowed on 802.11n in the runs of 2026-11-28/29 (up to 5313
-# segments a run): a Python agent drains a burst of A-MPDUs slower than they arrive.
+# run). The library's default, 1024, overflowed on 802.11n and ac in the runs of 2026-11-28/29 (up
+# to 5680 segments a run): a Python agent drains a burst of A-MPDUs slower than they arrive.
+# Measured against 16384 in docs/agent-queues/.
 QUEUE_MAXLEN_PACKETS = 16384
 # What the kernel copies of each packet: headers only. The agent reads IP and TCP headers (the
 # lengths from the IP header, not the copy) and gives verdicts without a payload, so the kernel
