@@ -57,6 +57,10 @@ PARENT = textwrap.dedent(
 CLEANUP_S = 1.0
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def parent(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     """The parent in a process group of its own (a terminal's foreground job), once its child is
@@ -68,6 +72,9 @@ def parent(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     proc = subprocess.Popen(
         [sys.executable, str(tmp_path / "parent.py"), str(tmp_path / "child.py"), str(state), str(CLEANUP_S)],
         start_new_session=True,
+        # A terminal's foreground job takes Ctrl-C: were the tests started in the background (a
+        # CI script's `cmd &`), SIGINT would arrive ignored and the parent would never see it.
+        preexec_fn=_sigint_default,
         stderr=subprocess.PIPE,
         text=True,
     )
