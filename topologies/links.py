@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -140,22 +141,28 @@ class LinkemProcess:
     """One linkem process for a configuration; stopped by pid, leaving its counters behind."""
 
     def __init__(self, name: str, config_lines: list[str]) -> None:
+        binary = linkem_binary()  # a missing build fails here, before anything is created
         self.workdir = Path(tempfile.mkdtemp(prefix=f"ackwise-linkem-{name}-"))
         self.stats_path = self.workdir / "stats.json"
         self.config_path = self.workdir / "linkem.conf"
-        self.config_path.write_text("\n".join([f"stats {self.stats_path}", *config_lines]) + "\n")
         self._exit_reason: str | None = None
-        self.proc = subprocess.Popen(
-            [str(linkem_binary()), str(self.config_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        line = self.proc.stdout.readline() if self.proc.stdout else ""
-        if line.strip() != "ready":
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            self.proc.kill()
-            raise LinkEmulationError(f"linkem for {name} did not start: {err.strip() or line.strip()}")
+        try:
+            self.config_path.write_text("\n".join([f"stats {self.stats_path}", *config_lines]) + "\n")
+            self.proc = subprocess.Popen(
+                [str(binary), str(self.config_path)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            line = self.proc.stdout.readline() if self.proc.stdout else ""
+            if line.strip() != "ready":
+                err = self.proc.stderr.read() if self.proc.stderr else ""
+                self.proc.kill()
+                self.proc.wait()
+                raise LinkEmulationError(f"linkem for {name} did not start: {err.strip() or line.strip()}")
+        except BaseException:
+            shutil.rmtree(self.workdir, ignore_errors=True)  # what it created, also when it fails
+            raise
 
     @property
     def pid(self) -> int:
