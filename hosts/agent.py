@@ -148,8 +148,7 @@ class Agent:
         }
         nfq_in.bind(self.queue_in, self.incoming, **sizes)
         nfq_out.bind(self.queue_out, self.outgoing, **sizes)
-        fds = {nfq_in.get_fd(): nfq_in, nfq_out.get_fd(): nfq_out}
-        names = {nfq_in.get_fd(): "incoming", nfq_out.get_fd(): "outgoing"}
+        fds = {nfq_in.get_fd(): (nfq_in, "incoming"), nfq_out.get_fd(): (nfq_out, "outgoing")}
         try:
             self.install_rules()
             print("ready", flush=True)
@@ -164,9 +163,9 @@ class Agent:
                 except InterruptedError:
                     continue
                 for fd in readable:
+                    nfq, name = fds[fd]
                     self._batch = 0
-                    fds[fd].run(block=False)
-                    name = names[fd]
+                    nfq.run(block=False)
                     self.max_batch[name] = max(self.max_batch[name], self._batch)
         finally:
             self.remove_rules()

@@ -53,10 +53,6 @@ def category(where: str) -> str:
 # ---- blocks and effects ----
 
 
-def block_key(record: RunRecord) -> tuple[str, int]:
-    return (str(record.point.get("label")), record.repeat)
-
-
 RunKey = tuple[str, int, str]  # point label, repeat, arm label: one run of a block
 
 
