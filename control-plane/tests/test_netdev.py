@@ -19,6 +19,15 @@ def test_the_mask_covers_every_cpu_this_process_may_use() -> None:
     assert int(rps_cpus_mask(), 16) == sum(1 << cpu for cpu in os.sched_getaffinity(0))
 
 
+def test_in_order_the_mask_is_one_cpu_the_first_this_process_may_use() -> None:
+    assert int(rps_cpus_mask(in_order=True), 16) == 1 << min(os.sched_getaffinity(0))
+
+
+def test_the_in_order_script_writes_the_one_cpu_mask() -> None:
+    script = receive_steering_script("t0", in_order=True)
+    assert f"echo {rps_cpus_mask(in_order=True)} > $q/rps_cpus" in script
+
+
 def test_the_script_writes_and_reads_back_every_receive_queue_of_the_interface() -> None:
     script = receive_steering_script("s1-eth1")
     assert script.startswith("unshare -m sh -c 'umount -l /sys && mount -t sysfs sysfs /sys && ")

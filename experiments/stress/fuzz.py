@@ -1170,7 +1170,9 @@ def inside(args: argparse.Namespace) -> int:
     """The run itself, inside the namespace ``main`` made."""
     ifaces = {UPLINK: "fzs1", DOWNLINK: "fzs2", CPU: "fzs3"}
     for port, name in ifaces.items():
-        add_veth(name, f"fzt{port}")  # as the test bed's: every frame handed on as it is
+        # As the test bed's (every frame handed on as it is), but every frame received in the
+        # order sent, whatever its flow: a burst's marker must reach the switch behind the burst.
+        add_veth(name, f"fzt{port}", in_order=True)
     wire = Wire({p: f"fzt{p}" for p in ifaces})
     reports = []
     try:
