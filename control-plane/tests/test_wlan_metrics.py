@@ -11,15 +11,18 @@ from ackwise.experiments.harness.schema import PER_POINT
 from ackwise.experiments.measure.metrics import (
     AckCounts,
     TransferSpan,
+    acked_bytes_series,
     aggregate_goodput_bps,
     airtime_fraction,
     collided_ppdus,
     mpdus_per_ppdu,
     shared_medium,
+    steady_goodput_bps,
     traffic_span_s,
     transmitters,
     wlan_metrics,
 )
+from ackwise.twins.packets import ACK, SYN, TcpSegment
 
 
 def medium(**by_name: dict[str, int]) -> dict[str, object]:
@@ -130,3 +133,85 @@ def test_the_chain_s_medium_counters_are_found_like_the_wlan_s() -> None:
     assert transmitters(shared_medium(chain_stats)) == {"r1": {"retry_drops": 3}}
     assert shared_medium({"e1": {"rx": 1}}) == {}
     assert shared_medium({"air": {}}) == {}
+
+
+# ---- steady goodput: the middle half of the bytes, from the receivers' ACKs ----
+
+SRV, STA1, STA2 = "10.0.0.1", "10.0.1.1", "10.0.1.2"
+
+
+def syn(dst: str, dport: int, isn: int, t: float, flags: int = SYN) -> TcpSegment:
+    """The sender's SYN (the test bed's senders connect to their receivers), or its SYN-ACK."""
+    return TcpSegment(SRV, dst, 5001, dport, isn, 0, flags, 65535, 0, 0, time=t)
+
+
+def ack_from(src: str, sport: int, isn: int, acked: int, t: float) -> TcpSegment:
+    return TcpSegment(src, SRV, sport, 5001, 1, (isn + 1 + acked) % (1 << 32), ACK, 65535, 0, 0, time=t)
+
+
+def transfer(
+    src: str, sport: int, isn: int, size: int, startup_s: float, rate_bps: float
+) -> list[TcpSegment]:
+    """A connection's SYN at 0, then ACKs every 10 ms: 1 % of ``size`` at each ACK of a
+    ``startup_s`` startup, then ``rate_bps`` to the end, and the FIN's ACK (size + 1)."""
+    segs, t, acked = [syn(src, sport, isn, 0.0)], 0.0, 0
+    while t < startup_s:
+        t, acked = t + 0.01, acked + size // 1000
+        segs.append(ack_from(src, sport, isn, acked, t))
+    while acked < size:
+        t, acked = t + 0.01, min(size, acked + int(rate_bps * 0.01 / 8))
+        segs.append(ack_from(src, sport, isn, acked, t))
+    segs.append(ack_from(src, sport, isn, size + 1, t + 0.001))
+    return segs
+
+
+def test_steady_goodput_leaves_the_startup_out() -> None:
+    # 40 MB: 1 s of startup at 4 MB/s (32 Mbit/s), then 80 Mbit/s; its sequence numbers wrap.
+    size = 40_000_000
+    segs = transfer(STA1, 40000, (1 << 32) - 5_000_000, size, 1.0, 80e6)
+    series = acked_bytes_series(segs, {SRV}, {STA1: size})
+    (flow,) = series.values()
+    assert flow[0] == (pytest.approx(0.01), 40_000) and flow[-1][1] == size  # the FIN's ACK capped
+    assert steady_goodput_bps(series.values(), size) == pytest.approx(80e6, rel=1e-3)
+    whole = size * 8 / flow[-1][0]
+    assert whole < 0.9 * 80e6  # what the transfer's goodput says, startup included
+
+
+def test_steady_goodput_sums_the_connections() -> None:
+    # Two stations, 60 and 20 Mbit/s after 0.5 s; 30 and 10 MB: both still run at 75 % of all.
+    a = transfer(STA1, 40000, 1000, 30_000_000, 0.5, 60e6)
+    b = transfer(STA2, 40001, 7_000_000, 10_000_000, 0.5, 20e6)
+    series = acked_bytes_series(b + a, {SRV}, {STA1: 30_000_000, STA2: 10_000_000})
+    assert len(series) == 2
+    assert steady_goodput_bps(series.values(), 40_000_000) == pytest.approx(80e6, rel=1e-3)
+
+
+def test_duplicate_acks_and_unknown_connections_add_nothing() -> None:
+    segs = [
+        syn(STA1, 40000, 0, 0.0, SYN | ACK),  # a SYN-ACK counts as well
+        ack_from(STA1, 40000, 0, 1000, 1.0),
+        ack_from(STA1, 40000, 0, 1000, 1.1),  # a duplicate ACK
+        ack_from(STA1, 40000, 0, 500, 1.2),  # reordered: older
+        ack_from(STA2, 40001, 0, 9000, 1.3),  # no SYN seen: left out
+        ack_from(STA1, 40000, 0, 2000, 1.4),
+    ]
+    assert acked_bytes_series(segs, {SRV}, {STA1: 10_000, STA2: 10_000}) == {
+        (STA1, 40000, SRV, 5001): [(1.0, 1000), (1.4, 2000)]
+    }
+
+
+def test_no_steady_goodput_without_enough_acks_or_bytes() -> None:
+    sparse = [(0.0, 0), (1.0, 250), (2.0, 750), (3.0, 1000)]  # no ACK time inside the window
+    assert steady_goodput_bps([sparse], 1000) is None
+    short = [(0.0, 0), (1.0, 100), (2.0, 200), (3.0, 300), (4.0, 400), (5.0, 500)]
+    assert steady_goodput_bps([short], 1000) is None  # never reached 75 %
+    assert steady_goodput_bps([], 1000) is None
+    assert steady_goodput_bps([short], 0) is None
+
+
+def test_the_steady_goodput_is_in_the_emulated_networks_time() -> None:
+    got = wlan_metrics(
+        [TransferSpan(3_000_000, 0.0, 6.0)], [4e6], AckCounts(2000, 60), medium(), ["sta1"], "ap", 3.0, 5e6
+    )
+    assert got["steady_goodput_mbps"] == pytest.approx(15.0)
+    assert wlan_metrics([], [], AckCounts(0, 0), medium(), [], "ap", 3.0)["steady_goodput_mbps"] is None

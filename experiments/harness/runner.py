@@ -40,6 +40,7 @@ from ackwise.experiments.measure.metrics import (
     TransferSpan,
     ack_counts,
     ack_rate_series,
+    acked_bytes_series,
     acks_per_window,
     estimate_error,
     jain_index,
@@ -47,6 +48,7 @@ from ackwise.experiments.measure.metrics import (
     packets_each_way,
     percentile,
     shared_medium,
+    steady_goodput_bps,
     transmitters,
     window_clamp_check,
     wlan_metrics,
@@ -937,6 +939,10 @@ def _fill_metrics(
         per_station: dict[str, float] = {}
         for r in results:
             per_station[r.receiver] = per_station.get(r.receiver, 0.0) + r.goodput_bps
+        # The middle of the transfers, from the stations' ACKs as they reached the AP (the
+        # capture's side of the air): a long flow's goodput, without the startup.
+        acked = acked_bytes_series(segments, senders, {ips[r.receiver]: r.size_bytes for r in results})
+        steady = steady_goodput_bps(acked.values(), sum(r.size_bytes for r in results))
         m |= wlan_metrics(
             [TransferSpan(r.size_bytes, r.started_at, r.completion_s) for r in results],
             list(per_station.values()),
@@ -945,6 +951,7 @@ def _fill_metrics(
             sorted({r for _, r, _ in flows}),
             "ap",
             k,
+            steady,
         )
     if len(flows) == 1:
         samples = tcp.get(flows[0][0], {}).get("cwnd_samples", [])

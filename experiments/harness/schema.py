@@ -88,6 +88,12 @@ METRICS: dict[str, MetricInfo] = {
     "aggregate_goodput_mbps": MetricInfo(
         "Mbit/s", "higher", "aggregate goodput: all bytes / time from the first start to the last byte, x k"
     ),
+    "steady_goodput_mbps": MetricInfo(
+        "Mbit/s",
+        "higher",
+        "steady goodput: the middle half of all bytes (25 % to 75 % acknowledged, from the stations' ACKs "
+        "at the AP) over the time it took, x k: without the startup and the transfers' ends",
+    ),
     "station_jain_index": MetricInfo("", "higher", "Jain's index over the stations' goodput"),
     "pure_acks_per_segment": MetricInfo(
         "", "lower", "pure ACKs the stations sent over the air per data segment sent to them"

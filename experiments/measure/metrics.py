@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ackwise.twins.packets import TcpSegment
+from ackwise.twins.packets import ACK, SYN, TcpSegment
+from ackwise.twins.serial import seq_diff
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,77 @@ def aggregate_goodput_bps(transfers: Sequence[TransferSpan]) -> float | None:
     return sum(t.size_bytes for t in transfers) * 8 / span
 
 
+# The middle half of a transfer's bytes: what the congestion control's startup (BBR's takes about
+# ten round trips, a quarter or more of a 10-BDP transfer's time) and the transfers' ends (flows
+# finishing one by one, the last window) leave out. The paper's goodput is a long flow's.
+STEADY_FROM, STEADY_TO = 0.25, 0.75
+STEADY_MIN_POINTS = 4  # ACK times inside the window: fewer, and its ends are guesses
+
+
+def acked_bytes_series(
+    segments: Iterable[TcpSegment], senders: set[str], receivers: dict[str, int]
+) -> dict[tuple[str, int, str, int], list[tuple[float, int]]]:
+    """Per connection (receiver, its port, sender, its port), the bytes the receiver had
+    acknowledged at each ACK of it the capture saw that acknowledged more, (time, bytes): counted
+    from the sender's SYN, or SYN-ACK where the receiver opened the connection (one whose SYN the
+    capture missed is left out), and capped at the transfer's size, ``receivers[address]`` (its
+    FIN takes one more)."""
+    isn: dict[tuple[str, int, str, int], int] = {}
+    points: dict[tuple[str, int, str, int], list[tuple[float, int]]] = {}
+    for seg in sorted(segments, key=lambda x: x.time):
+        if seg.src in senders and seg.dst in receivers and seg.flags & SYN:
+            isn[(seg.dst, seg.dport, seg.src, seg.sport)] = seg.seq
+        elif seg.src in receivers and seg.dst in senders and seg.flags & (SYN | ACK) == ACK:
+            key = (seg.src, seg.sport, seg.dst, seg.dport)
+            if key in isn:
+                acked = min(max(seq_diff(seg.ack, isn[key]) - 1, 0), receivers[seg.src])
+                series = points.setdefault(key, [])
+                if not series or acked > series[-1][1]:
+                    series.append((seg.time, acked))
+    return points
+
+
+def _at(series: Sequence[tuple[float, int]], t: float) -> float:
+    """Acknowledged bytes at time ``t``, linear between ACKs: 0 before the first, the last after."""
+    times = [p[0] for p in series]
+    return float(np.interp(t, times, [p[1] for p in series], left=0.0, right=series[-1][1]))
+
+
+def steady_goodput_bps(
+    series: Iterable[Sequence[tuple[float, int]]],
+    total_bytes: int,
+    low: float = STEADY_FROM,
+    high: float = STEADY_TO,
+) -> float | None:
+    """Aggregate goodput over the middle of the transfers: the bytes acknowledged, summed over the
+    connections (acked_bytes_series), from the moment the sum reaches ``low`` of ``total_bytes``
+    to the moment it reaches ``high``, over that time (bit/s, on the capture's clock). The sum is
+    linear between the union of the connections' ACK times, so each crossing is interpolated
+    exactly within its interval. None when the sum never reaches ``high`` or fewer than
+    STEADY_MIN_POINTS ACK times fall inside the window."""
+    flows = [list(s) for s in series if s]
+    if not flows or total_bytes <= 0:
+        return None
+    times = sorted({t for f in flows for t, _ in f})
+    total = [sum(_at(f, t) for f in flows) for t in times]
+
+    def crossing(target: float) -> float | None:
+        for i, value in enumerate(total):
+            if value >= target:
+                if i == 0:
+                    return times[0]
+                before, span = total[i - 1], value - total[i - 1]
+                return times[i - 1] + (times[i] - times[i - 1]) * (target - before) / span
+        return None
+
+    start, end = crossing(low * total_bytes), crossing(high * total_bytes)
+    if start is None or end is None or end <= start:
+        return None
+    if sum(1 for t in times if start < t < end) < STEADY_MIN_POINTS:
+        return None
+    return (high - low) * total_bytes * 8 / (end - start)
+
+
 def shared_medium(link_stats: dict[str, Any]) -> dict[str, Any]:
     """The shared medium's counters from the test bed's link stats (the linkem node named "air":
     WLAN and chain), or {} where the topology has none (wired only)."""
@@ -217,16 +289,19 @@ def wlan_metrics(
     stations: Iterable[str],
     ap: str,
     k: float,
+    steady_bps: float | None = None,
 ) -> dict[str, float | int | None]:
     """The WLAN scenarios' metrics of one run (schema.METRICS has each one's meaning), in the
     emulated network's time: a test bed k times slower than the network it stands for delivers
     k times fewer bits and ACKs per second. ``stations`` send only ACKs here (downloads), so their
-    airtime is the ACKs' airtime, aggregated or not."""
+    airtime is the ACKs' airtime, aggregated or not. ``steady_bps``: steady_goodput_bps of the
+    run, on the test bed's clock."""
     span_s = traffic_span_s(transfers)
     real_s = span_s / k if span_s else None
     goodput = aggregate_goodput_bps(transfers)
     return {
         "aggregate_goodput_mbps": goodput * k / 1e6 if goodput is not None else None,
+        "steady_goodput_mbps": steady_bps * k / 1e6 if steady_bps is not None else None,
         "station_jain_index": jain_index(station_goodputs_bps) if len(station_goodputs_bps) > 1 else None,
         "pure_acks_per_segment": acks.acks_per_data_segment,
         "ack_frequency_hz": acks.pure_acks / real_s if real_s else None,
