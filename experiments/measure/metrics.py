@@ -206,12 +206,6 @@ def acked_bytes_series(
     return points
 
 
-def _at(series: Sequence[tuple[float, int]], t: float) -> float:
-    """Acknowledged bytes at time ``t``, linear between ACKs: 0 before the first, the last after."""
-    times = [p[0] for p in series]
-    return float(np.interp(t, times, [p[1] for p in series], left=0.0, right=series[-1][1]))
-
-
 def steady_goodput_bps(
     series: Iterable[Sequence[tuple[float, int]]],
     total_bytes: int,
@@ -224,11 +218,14 @@ def steady_goodput_bps(
     linear between the union of the connections' ACK times, so each crossing is interpolated
     exactly within its interval. None when the sum never reaches ``high`` or fewer than
     STEADY_MIN_POINTS ACK times fall inside the window."""
-    flows = [list(s) for s in series if s]
+    flows = [np.asarray(s, dtype=float) for s in series if s]
     if not flows or total_bytes <= 0:
         return None
-    times = sorted({t for f in flows for t, _ in f})
-    total = [sum(_at(f, t) for f in flows) for t in times]
+    grid = np.unique(np.concatenate([f[:, 0] for f in flows]))
+    # each connection's bytes at every time of the grid: linear between its ACKs, 0 before its
+    # first, its last after
+    summed = sum(np.interp(grid, f[:, 0], f[:, 1], left=0.0, right=f[-1, 1]) for f in flows)
+    times, total = grid.tolist(), np.asarray(summed).tolist()
 
     def crossing(target: float) -> float | None:
         for i, value in enumerate(total):
