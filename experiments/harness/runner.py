@@ -40,8 +40,8 @@ from ackwise.experiments.measure.metrics import (
     TransferSpan,
     ack_counts,
     ack_rate_series,
-    acked_bytes_series,
     acks_per_window,
+    delivered_bytes_series,
     estimate_error,
     jain_index,
     medium_metrics,
@@ -941,8 +941,8 @@ def _fill_metrics(
             per_station[r.receiver] = per_station.get(r.receiver, 0.0) + r.goodput_bps
         # The middle of the transfers, from the stations' ACKs as they reached the AP (the
         # capture's side of the air): a long flow's goodput, without the startup.
-        acked = acked_bytes_series(segments, senders, {ips[r.receiver]: r.size_bytes for r in results})
-        steady = steady_goodput_bps(acked.values(), sum(r.size_bytes for r in results))
+        received = delivered_bytes_series(segments, senders, {ips[r.receiver]: r.size_bytes for r in results})
+        steady = steady_goodput_bps(received.values(), sum(r.size_bytes for r in results))
         m |= wlan_metrics(
             [TransferSpan(r.size_bytes, r.started_at, r.completion_s) for r in results],
             list(per_station.values()),

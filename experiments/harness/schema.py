@@ -91,8 +91,8 @@ METRICS: dict[str, MetricInfo] = {
     "steady_goodput_mbps": MetricInfo(
         "Mbit/s",
         "higher",
-        "steady goodput: the middle half of all bytes (25 % to 75 % acknowledged, from the stations' ACKs "
-        "at the AP) over the time it took, x k: without the startup and the transfers' ends",
+        "steady goodput: the middle half of all bytes (25 % to 75 % received, as the stations' ACKs and "
+        "SACK blocks at the AP said) over the time it took, x k: without the startup and the transfers' ends",
     ),
     "station_jain_index": MetricInfo("", "higher", "Jain's index over the stations' goodput"),
     "pure_acks_per_segment": MetricInfo(

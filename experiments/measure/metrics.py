@@ -183,14 +183,17 @@ STEADY_FROM, STEADY_TO = 0.25, 0.75
 STEADY_MIN_POINTS = 4  # ACK times inside the window: fewer, and its ends are guesses
 
 
-def acked_bytes_series(
+def delivered_bytes_series(
     segments: Iterable[TcpSegment], senders: set[str], receivers: dict[str, int]
 ) -> dict[tuple[str, int, str, int], list[tuple[float, int]]]:
-    """Per connection (receiver, its port, sender, its port), the bytes the receiver had
-    acknowledged at each ACK of it the capture saw that acknowledged more, (time, bytes): counted
-    from the sender's SYN, or SYN-ACK where the receiver opened the connection (one whose SYN the
-    capture missed is left out), and capped at the transfer's size, ``receivers[address]`` (its
-    FIN takes one more)."""
+    """Per connection (receiver, its port, sender, its port), the bytes the receiver had received,
+    as far as its ACKs the capture saw said, at each that said more, (time, bytes): up to the
+    highest byte it reported, its ACK number or the right edge of a SACK block, so a loss's hole
+    does not hold the count back until its repair (the cumulative ACK stalls for a round trip,
+    then jumps: at a window's edge that made a goodput over 10 % too high). Counted from the
+    sender's SYN, or SYN-ACK where the receiver opened the connection (one whose SYN the capture
+    missed is left out), and capped at the transfer's size, ``receivers[address]`` (its FIN
+    takes one more)."""
     isn: dict[tuple[str, int, str, int], int] = {}
     points: dict[tuple[str, int, str, int], list[tuple[float, int]]] = {}
     for seg in sorted(segments, key=lambda x: x.time):
@@ -199,10 +202,11 @@ def acked_bytes_series(
         elif seg.src in receivers and seg.dst in senders and seg.flags & (SYN | ACK) == ACK:
             key = (seg.src, seg.sport, seg.dst, seg.dport)
             if key in isn:
-                acked = min(max(seq_diff(seg.ack, isn[key]) - 1, 0), receivers[seg.src])
+                highest = max(seq_diff(edge, isn[key]) for edge in (seg.ack, *(r for _, r in seg.sack)))
+                received = min(max(highest - 1, 0), receivers[seg.src])
                 series = points.setdefault(key, [])
-                if not series or acked > series[-1][1]:
-                    series.append((seg.time, acked))
+                if not series or received > series[-1][1]:
+                    series.append((seg.time, received))
     return points
 
 
@@ -212,8 +216,8 @@ def steady_goodput_bps(
     low: float = STEADY_FROM,
     high: float = STEADY_TO,
 ) -> float | None:
-    """Aggregate goodput over the middle of the transfers: the bytes acknowledged, summed over the
-    connections (acked_bytes_series), from the moment the sum reaches ``low`` of ``total_bytes``
+    """Aggregate goodput over the middle of the transfers: the bytes received, summed over the
+    connections (delivered_bytes_series), from the moment the sum reaches ``low`` of ``total_bytes``
     to the moment it reaches ``high``, over that time (bit/s, on the capture's clock). The sum is
     linear between the union of the connections' ACK times, so each crossing is interpolated
     exactly within its interval. None when the sum never reaches ``high`` or fewer than
