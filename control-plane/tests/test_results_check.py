@@ -210,3 +210,16 @@ def test_docs_results_recompute_from_their_records() -> None:
     """The published docs/results.md and docs/results/ themselves: `make check-results`, in `make
     test` (issue 41: every number of the published run recomputes from its records)."""
     assert all_.check() == []
+
+
+def test_publishing_again_keeps_what_was_written_by_hand(tmp_path: Path) -> None:
+    """Regression: publish replaced each scenario's directory, so docs/results/*/analysis.md, the
+    scenario's reading of its records, went with every --write-docs."""
+    docs, published = publish(tmp_path)
+    analysis = published / "asym-dumbbell" / "analysis.md"
+    analysis.write_text("# Reading\n\nWhat the records say.\n")
+    kept = all_.publish([tmp_path / "results" / "asym-dumbbell"], published)
+    assert kept == [analysis]
+    assert analysis.read_text() == "# Reading\n\nWhat the records say.\n"
+    assert all_.check(docs, published) == []  # the records and report were replaced as before
+    assert all_.publish([tmp_path / "results" / "asym-dumbbell"], tmp_path / "elsewhere") == []

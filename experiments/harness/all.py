@@ -49,6 +49,9 @@ DOCS = REPO_ROOT / "docs" / "results.md"
 # from results/ (which git ignores) so that the numbers in the docs can be read and re-reported.
 PUBLISHED = REPO_ROOT / "docs" / "results"
 PUBLISHED_FILES = ("report.md", "manifest.json", "runs.jsonl")
+# Written by hand beside a published report (a scenario's reading of its records, with its
+# checks): publishing again keeps it, and says so, since it was written for the earlier records.
+HAND_WRITTEN = ("analysis.md",)
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
@@ -189,20 +192,26 @@ def headline(directories: list[Path], command: str) -> str:
     return "\n".join(lines)
 
 
-def publish(directories: list[Path], published: Path = PUBLISHED) -> None:
+def publish(directories: list[Path], published: Path = PUBLISHED) -> list[Path]:
     """Copy each results directory's report, figures and records (its confirmation pass's too)
     under docs/results/, replacing what an earlier run published there (directories no longer in
-    the table go)."""
+    the table go), but for the files written by hand there (HAND_WRITTEN), which stay; returns
+    those kept, to be read again against the new records."""
     published.mkdir(exist_ok=True)
     keep = {d.name for d in directories}
     for old in published.iterdir():
         if old.is_dir() and old.name not in keep:
             shutil.rmtree(old)
+    kept: list[Path] = []
     for directory in directories:
         target = published / directory.name
+        by_hand = {name: (target / name).read_bytes() for name in HAND_WRITTEN if (target / name).is_file()}
         if target.exists():
             shutil.rmtree(target)
         target.mkdir()
+        for name, content in by_hand.items():
+            (target / name).write_bytes(content)
+            kept.append(target / name)
         for name in PUBLISHED_FILES:
             shutil.copy2(directory / name, target / name)
         shutil.copytree(directory / "figures", target / "figures")
@@ -210,6 +219,7 @@ def publish(directories: list[Path], published: Path = PUBLISHED) -> None:
             (target / CONFIRM_DIR).mkdir()
             for name in ("manifest.json", "runs.jsonl"):
                 shutil.copy2(directory / CONFIRM_DIR / name, target / CONFIRM_DIR / name)
+    return kept
 
 
 def write_docs(table: str) -> None:
@@ -410,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     table = headline(directories, command)
     print(table)
     if args.write_docs and directories:
-        publish(directories)
+        for path in publish(directories):
+            print(f"kept {_shown(path)}: written for the records published before; read it against these")
         write_docs(table)
     if failed:
         print(f"not run to the end: {', '.join(failed)}", file=sys.stderr)
