@@ -189,7 +189,7 @@ def test_steady_goodput_sums_the_connections() -> None:
     assert steady_goodput_bps(series.values(), 40_000_000) == pytest.approx(80e6, rel=1e-3)
 
 
-def test_a_losss_hole_does_not_move_the_window() -> None:
+def test_a_hole_from_a_loss_does_not_move_the_window() -> None:
     """Regression: a segment lost just before 25 % of the bytes; for 0.3 s, until its repair, the
     receiver's ACKs repeat the hole's start and SACK what arrives after it, then the ACK number
     jumps. Counted by ACK number, the window began at the jump, 0.3 s late: 182 Mbit/s for a
