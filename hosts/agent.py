@@ -31,7 +31,7 @@ from typing import Any
 from ackwise.hosts.kernel import NFQUEUE_PROC, parse_nfqueue_counters, set_quickack
 from ackwise.hosts.policies import Tack, make_policy
 from ackwise.hosts.receiver import ReceiverFlow
-from ackwise.hosts.send_backlog import SendStateReader
+from ackwise.hosts.send_backlog import SendState, SendStateReader
 from ackwise.processes import run_daemon
 from ackwise.twins.packets import parse_ip_tcp
 
@@ -109,13 +109,12 @@ class Agent:
             addr, rport, lport = flow_id
             reader = self.send_state_reader
 
-            def window_limited() -> bool | None:
+            def send_state() -> SendState | None:
                 assert reader is not None
-                state = reader.read(lport, addr, rport)
-                return None if state is None else state.window_limited
+                return reader.read(lport, addr, rport)
 
             self.flows[flow_id] = ReceiverFlow(
-                make_policy(self.policy, self.params), self.idle_s, None if reader is None else window_limited
+                make_policy(self.policy, self.params), self.idle_s, None if reader is None else send_state
             )
         return self.flows[flow_id]
 
@@ -230,7 +229,12 @@ def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
         "cwnd_estimate": p.cwnd.estimate(),
         **p.cwnd.state(),
     }
-    counters = ("released_while_blocked", "released_state_unknown")  # the piggyback hold's
+    counters = (  # the piggyback hold's
+        "released_while_blocked",
+        "released_while_backlogged",
+        "released_in_slow_start",
+        "released_state_unknown",
+    )
     for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s", *counters):
         if hasattr(p, name):
             state[name] = getattr(p, name)

@@ -88,6 +88,11 @@ class WindowEstimator(ABC):
     def on_rtt_tick(self, t: float) -> None:  # noqa: B027 - optional hook
         """One smoothed RTT has passed since the last tick."""
 
+    @abstractmethod
+    def in_slow_start(self) -> bool:
+        """Whether the sender's window grows by slow start now, as far as the receiver can tell
+        (the initial one, or one after a cut or a timeout)."""
+
     def state(self) -> dict[str, object]:
         """What the run's record keeps of the estimator's state."""
         return {"estimator": self.name}
@@ -181,6 +186,10 @@ class Figure1Estimator(WindowEstimator):
         self.cwnd_if_slow_start = self.segments_last + self.acks_last + self.acks_this
         self.segments_last, self.acks_last = self.segments_this, self.acks_this
         self.segments_this = self.acks_this = 0
+
+    def in_slow_start(self) -> bool:
+        # the initial slow start, and the climb back to ssthresh_est after a loss
+        return not self.past_ssthresh
 
     def state(self) -> dict[str, object]:
         if self.starting_cwnd > -1:
@@ -435,6 +444,9 @@ class CountingEstimator(WindowEstimator):
         ratio = window_after / at_loss if at_loss else 0.0
         if BETA_RANGE[0] <= ratio <= BETA_RANGE[1]:
             self.beta += 0.5 * (ratio - self.beta)
+
+    def in_slow_start(self) -> bool:
+        return self.slow_start and not self.recovery
 
     def state(self) -> dict[str, object]:
         phase = "recovery" if self.recovery else "slow start" if self.slow_start else "ca"

@@ -15,6 +15,8 @@ Policies and their sources:
     4w           Landstrom et al., 4W: four ACKs per (estimated) send window
     piggyback    Shang and Wills: hold a pure ACK until reverse data carries it, up to hold_ms
                  (release_if_blocked: not while the host's own data waits for its window;
+                 release_if_backlogged: not while a full segment of it is unsent;
+                 release_in_slow_start: not while the sender is in slow start, by the estimate;
                  hold_ms=0: hold nothing, the agent's path alone)
 """
 
@@ -32,6 +34,7 @@ from ackwise.hosts.estimators import (
     WindowEstimator,
     make_estimator,
 )
+from ackwise.hosts.send_backlog import SendState
 from ackwise.twins.policies import MSS_BYTES
 from ackwise.twins.serial import seq_diff, seq_gt, seq_lt
 
@@ -230,10 +233,9 @@ class AckPolicy(ABC):
         reads it from the kernel and hands it over through ``on_send_state`` first)."""
         return False
 
-    def on_send_state(self, window_limited: bool | None) -> None:
-        """Whether the host's own data on this connection is waiting for its congestion window
-        (hosts/send_backlog.py, SendState.window_limited), read just before ``decide``; None if
-        the connection could not be read."""
+    def on_send_state(self, state: SendState | None) -> None:
+        """The host's own send state on this connection (hosts/send_backlog.py), read just before
+        ``decide``; None if the connection could not be read."""
         return None  # only a policy that reads it keeps it
 
     @abstractmethod
@@ -465,28 +467,53 @@ class PiggybackHold(AckPolicy):
     # almost nothing and cost the same), so that reasoning is not the whole cause. Off: hold every
     # pure ACK (the policy as the coherent run at bfaedbc measured it).
     release_if_blocked: bool = False
-    window_limited: bool | None = None  # the latest reading (on_send_state)
+    # Hold only while the host's own connection has less than a full segment unsent
+    # (send_backlog.SendState.backlogged): its reverse data is application-limited. With a
+    # backlog the uplink carries a standing queue of it, and a held ACK's carrier is a full data
+    # segment: the ACK reaches the peer a data segment's serialization later, and in a buffer that
+    # counts packets the slot the pure ACK left goes to more data, a longer queue for every later
+    # ACK (docs/piggyback-byte-buffer: 0.80x at N = 700 with 20 packets, 1.11x with the same
+    # bytes). release_if_blocked asked the same of one instant (a full window) and missed the
+    # instants an ACK had just opened it (103 holds a run at N = 700, docs/piggyback-reading).
+    release_if_backlogged: bool = False
+    # Hold nothing while the receiver's window estimate says the sender is in slow start (the
+    # estimator's own reading of the data, hosts/estimators.py; never the sender's state). A slow
+    # start's ACKs set how far its window grows: at N = 1400 the hold's only two holds a run, the
+    # connection's first two pure ACKs carried by 1400-byte segments through the 40 kB/s uplink,
+    # made CUBIC's HyStart end slow start at cwnd 26 instead of 37 and cost the whole transfer
+    # 0.845x (docs/piggyback-reading).
+    release_in_slow_start: bool = False
+    send_state: SendState | None = None  # the latest reading (on_send_state)
     released_while_blocked: int = 0  # pure ACKs released at once: the host's data was window-limited
+    released_while_backlogged: int = 0  # ... it had a full segment or more unsent
+    released_in_slow_start: int = 0  # ... the sender was in slow start, by the estimate
     released_state_unknown: int = 0  # ... or its connection could not be read (never held blind)
 
     def may_hold(self, sack: bool, ece: bool) -> bool:
         return not sack and not ece
 
     def reads_send_state(self) -> bool:
-        return self.release_if_blocked
+        return self.release_if_blocked or self.release_if_backlogged
 
-    def on_send_state(self, window_limited: bool | None) -> None:
-        self.window_limited = window_limited
+    def on_send_state(self, state: SendState | None) -> None:
+        self.send_state = state
 
     def decide(self, t: float, ack: int) -> Decision:
         if self.hold_ms == 0:
             return RELEASE
-        if self.release_if_blocked:
-            if self.window_limited is None:
+        if self.release_in_slow_start and self.cwnd.in_slow_start():
+            self.released_in_slow_start += 1
+            return RELEASE
+        if self.reads_send_state():
+            state = self.send_state
+            if state is None:
                 self.released_state_unknown += 1
                 return RELEASE
-            if self.window_limited:
+            if self.release_if_blocked and state.window_limited:
                 self.released_while_blocked += 1
+                return RELEASE
+            if self.release_if_backlogged and state.backlogged:
+                self.released_while_backlogged += 1
                 return RELEASE
         return Hold(t + min(self.hold_ms / 1000, self.max_delay_s))
 
@@ -516,6 +543,8 @@ TUNABLE = (
     "estimator",
     "hold_ms",
     "release_if_blocked",
+    "release_if_backlogged",
+    "release_in_slow_start",
 )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ackwise.hosts.policies import AckPolicy, DataArrival, Hold
+from ackwise.hosts.send_backlog import SendState
 from ackwise.twins.packets import ACK, CWR, ECE, FIN, PSH, RST, SYN, URG, TcpSegment
 from ackwise.twins.safety import AckFacts, KeepReason, keep_reason
 from ackwise.twins.serial import seq_geq, seq_gt, seq_leq, seq_lt
@@ -61,14 +62,17 @@ class FlowStats:
 
 class ReceiverFlow:
     def __init__(
-        self, policy: AckPolicy, idle_s: float = 1.0, window_limited: Callable[[], bool | None] | None = None
+        self,
+        policy: AckPolicy,
+        idle_s: float = 1.0,
+        send_state: Callable[[], SendState | None] | None = None,
     ) -> None:
-        """``window_limited`` reads whether the host's own data on this connection waits for its
-        congestion window (the agent's hosts/send_backlog.py); a policy that decides on it needs it."""
-        if policy.reads_send_state() and window_limited is None:
+        """``send_state`` reads the host's own send state on this connection (the agent's
+        hosts/send_backlog.py); a policy that decides on it needs it."""
+        if policy.reads_send_state() and send_state is None:
             raise ValueError(f"{policy.name} decides on the connection's send state: give a reader")
         self.policy = policy
-        self.window_limited = window_limited if policy.reads_send_state() else None
+        self.send_state = send_state if policy.reads_send_state() else None
         self.idle_s = idle_s
         self.stats = FlowStats()
         self.held: Held | None = None
@@ -152,8 +156,8 @@ class ReceiverFlow:
             self.stats.refused_by_policy += 1
             self._release_now(seg, pkt, t)
         else:
-            if self.window_limited is not None:
-                self.policy.on_send_state(self.window_limited())
+            if self.send_state is not None:
+                self.policy.on_send_state(self.send_state())
             # While a hole is repaired, a hold ends within two inter-segment times (policies.py)
             decision = self.policy.hold_while_repairing(t, self.policy.decide(t, seg.ack))
             if isinstance(decision, Hold):

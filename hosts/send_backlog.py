@@ -1,5 +1,6 @@
 """The host's own send state on one of its TCP connections, read from the kernel: whether it has
-bytes to send that its congestion window holds back.
+bytes to send that its congestion window holds back, or a backlog beyond what Nagle's algorithm
+keeps back.
 
 ``tcpi_notsent_bytes`` (struct tcp_info, Linux 4.6+) counts what the application has written and
 the kernel has not sent yet. Unsent bytes alone do not say why. Shang and Wills' client writing
@@ -7,7 +8,12 @@ the kernel has not sent yet. Unsent bytes alone do not say why. Shang and Wills'
 rule that also asks for a full window found it full at none of them in two runs: small writes kept
 back while earlier data is unacknowledged, most likely by Nagle's algorithm, not by the network.
 The window says the data waits for the network: the segments in flight (``tcpi_unacked``) fill
-the congestion window (``tcpi_snd_cwnd``).
+the congestion window (``tcpi_snd_cwnd``). That test reads one instant: the window opens for a
+moment each time an ACK arrives, and the DSL client writing 700 bytes per read, its 64 kB send
+buffer full, still had 103 of its pure ACKs found "not window-limited" a run
+(docs/piggyback-reading). A backlog is steadier: a full segment's worth of unsent bytes
+(``tcpi_snd_mss``) is more than Nagle's algorithm keeps back (less than a segment), so the data
+waits for a window (congestion or the peer's), whatever the instant.
 The agent runs in the receiving host's network namespace without owning the application's socket,
 so it reads them as ``ss -i`` does, through sock_diag (NETLINK_SOCK_DIAG, INET_DIAG_INFO), with
 pyroute2's DiagSocket. One reading dumps the namespace's connected TCP sockets of one address
@@ -44,12 +50,19 @@ class SendState:
     unsent_bytes: int  # written by the application, not sent yet
     in_flight_segments: int  # sent, not yet acknowledged
     cwnd_segments: int
+    snd_mss_bytes: int  # the connection's sending MSS
 
     @property
     def window_limited(self) -> bool:
         """Bytes wait for the congestion window: the next data segment leaves when an ACK from the
         peer opens it, not when the application writes."""
         return self.unsent_bytes > 0 and self.in_flight_segments >= self.cwnd_segments
+
+    @property
+    def backlogged(self) -> bool:
+        """At least a full segment written and not sent: more than Nagle's algorithm keeps back,
+        so the reverse data is network-limited, not application-limited."""
+        return self.unsent_bytes >= self.snd_mss_bytes
 
 
 def match_send_state(sockets: Any, local_port: int, remote_addr: str, remote_port: int) -> SendState | None:
@@ -66,7 +79,10 @@ def match_send_state(sockets: Any, local_port: int, remote_addr: str, remote_por
             if info is None:
                 return None
             return SendState(
-                int(info["tcpi_notsent_bytes"]), int(info["tcpi_unacked"]), int(info["tcpi_snd_cwnd"])
+                int(info["tcpi_notsent_bytes"]),
+                int(info["tcpi_unacked"]),
+                int(info["tcpi_snd_cwnd"]),
+                int(info["tcpi_snd_mss"]),
             )
     return None
 
@@ -79,8 +95,8 @@ class SendStateReader:
             from pyroute2 import DiagSocket
         except ImportError as exc:
             raise ValueError(
-                "the piggyback hold's release_if_blocked reads the connection through pyroute2, which "
-                "is not installed: run `make deps`"
+                "the piggyback hold's release_if_blocked and release_if_backlogged read the connection "
+                "through pyroute2, which is not installed: run `make deps`"
             ) from exc
         self.sock = DiagSocket()
         self.sock.bind()

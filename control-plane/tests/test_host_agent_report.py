@@ -77,7 +77,7 @@ def test_the_piggyback_hold_reads_its_own_connection_and_reports_its_releases() 
     assert reader is not None
     try:
         flow = agent.flow(("10.0.0.1", 40000, 5001))
-        assert flow.window_limited is not None and flow.window_limited() is None
+        assert flow.send_state is not None and flow.send_state() is None
         assert reader.readings == 1
 
         class Pkt:

@@ -16,6 +16,12 @@ from ackwise.hosts.policies import (
 )
 from ackwise.hosts.send_backlog import SendState
 
+# The host's own send state as the agent reads it (unsent bytes, in flight, cwnd, MSS)
+FREE = SendState(0, 3, 10, 1448)  # application-limited: everything written has left
+NAGLE = SendState(300, 3, 10, 1448)  # a small write Nagle's algorithm keeps back
+WINDOW_FULL = SendState(20_000, 10, 10, 1448)  # a backlog, the window full at the instant read
+BACKLOG_OPEN_WINDOW = SendState(20_000, 8, 10, 1448)  # a backlog, an ACK has just opened the window
+
 MSS = 1448
 ISN = 1000
 
@@ -208,23 +214,29 @@ def test_the_piggyback_hold_releases_at_once_while_the_hosts_data_waits_for_its_
     """release_if_blocked: the hold acts only where the reverse data is application-limited
     (docs/piggyback-byte-buffer); an unknown reading never holds."""
     p = make_policy("piggyback", {"hold_ms": "10", "release_if_blocked": "1"})
-    p.on_send_state(False)
+    p.on_send_state(FREE)
     assert p.decide(1.0, 5000) == Hold(1.010)
-    p.on_send_state(True)
+    p.on_send_state(BACKLOG_OPEN_WINDOW)  # a backlog is not what this rule asks
+    assert p.decide(1.05, 5500) == Hold(1.060)
+    p.on_send_state(WINDOW_FULL)
     assert p.decide(1.1, 6000) == RELEASE
     p.on_send_state(None)
     assert p.decide(1.2, 7000) == RELEASE
     assert (p.released_while_blocked, p.released_state_unknown) == (1, 1)  # type: ignore[attr-defined]
     off = make_policy("piggyback", {"hold_ms": "10"})
-    off.on_send_state(True)  # not asked for, and not heeded
+    off.on_send_state(WINDOW_FULL)  # not asked for, and not heeded
     assert off.decide(1.0, 5000) == Hold(1.010)
 
 
 def test_the_piggyback_hold_with_hold_ms_0_releases_every_ack_whatever_the_send_state() -> None:
     """The agent-only control: the hold's whole path, nothing held."""
-    for params in ({"hold_ms": "0"}, {"hold_ms": "0", "release_if_blocked": "1"}):
+    for params in (
+        {"hold_ms": "0"},
+        {"hold_ms": "0", "release_if_blocked": "1"},
+        {"hold_ms": "0", "release_if_backlogged": "1", "release_in_slow_start": "1"},
+    ):
         p = make_policy("piggyback", params)
-        for state in (False, True, None):
+        for state in (FREE, WINDOW_FULL, BACKLOG_OPEN_WINDOW, None):
             p.on_send_state(state)
             assert p.decide(1.0, 5000) == RELEASE
     assert make_policy("piggyback", {"hold_ms": "0.5"}).decide(1.0, 5000) == Hold(1.0005)
@@ -233,10 +245,55 @@ def test_the_piggyback_hold_with_hold_ms_0_releases_every_ack_whatever_the_send_
 def test_window_limited_needs_unsent_bytes_and_a_full_window() -> None:
     """Unsent bytes with room in the window are Nagle's (a small write waiting for an ACK), not
     the network's: the hold still acts there."""
-    assert SendState(unsent_bytes=1400, in_flight_segments=10, cwnd_segments=10).window_limited
-    assert SendState(unsent_bytes=1400, in_flight_segments=12, cwnd_segments=10).window_limited
-    assert not SendState(unsent_bytes=100, in_flight_segments=1, cwnd_segments=10).window_limited
-    assert not SendState(unsent_bytes=0, in_flight_segments=10, cwnd_segments=10).window_limited
+    assert SendState(1400, in_flight_segments=10, cwnd_segments=10, snd_mss_bytes=1448).window_limited
+    assert SendState(1400, in_flight_segments=12, cwnd_segments=10, snd_mss_bytes=1448).window_limited
+    assert not SendState(100, in_flight_segments=1, cwnd_segments=10, snd_mss_bytes=1448).window_limited
+    assert not SendState(0, in_flight_segments=10, cwnd_segments=10, snd_mss_bytes=1448).window_limited
+
+
+def test_backlogged_needs_a_full_segment_unsent_whatever_the_window() -> None:
+    """Less than a segment unsent is what Nagle's algorithm keeps back (the 100-byte writer had
+    some at every pure ACK): not a backlog. A segment or more is, with the window open at the
+    instant read (an ACK from the peer has just opened it) or full."""
+    assert SendState(1448, in_flight_segments=3, cwnd_segments=10, snd_mss_bytes=1448).backlogged
+    assert SendState(60_000, in_flight_segments=10, cwnd_segments=10, snd_mss_bytes=1448).backlogged
+    assert not SendState(1447, in_flight_segments=10, cwnd_segments=10, snd_mss_bytes=1448).backlogged
+    assert not SendState(0, in_flight_segments=0, cwnd_segments=10, snd_mss_bytes=1448).backlogged
+
+
+def test_release_if_backlogged_holds_only_while_the_reverse_data_is_application_limited() -> None:
+    p = make_policy("piggyback", {"hold_ms": "10", "release_if_backlogged": "1"})
+    assert p.reads_send_state()
+    p.on_send_state(FREE)
+    assert p.decide(1.0, 5000) == Hold(1.010)
+    p.on_send_state(NAGLE)
+    assert p.decide(1.02, 5200) == Hold(1.030)
+    p.on_send_state(BACKLOG_OPEN_WINDOW)  # the instant release_if_blocked missed
+    assert p.decide(1.05, 5500) == RELEASE
+    p.on_send_state(WINDOW_FULL)
+    assert p.decide(1.1, 6000) == RELEASE
+    p.on_send_state(None)
+    assert p.decide(1.2, 7000) == RELEASE
+    assert (p.released_while_backlogged, p.released_state_unknown) == (2, 1)  # type: ignore[attr-defined]
+    assert p.released_while_blocked == 0  # type: ignore[attr-defined]
+
+
+def test_release_in_slow_start_follows_the_receivers_own_estimate() -> None:
+    """No reading of the connection: the window estimator's phase, from the data that arrived.
+    A fresh estimator is in the initial slow start; a window that stops doubling per round trip
+    is not (hosts/estimators.py)."""
+    p = make_policy("piggyback", {"hold_ms": "10", "release_in_slow_start": "1"})
+    assert not p.reads_send_state()
+    assert p.cwnd.in_slow_start()
+    assert p.decide(0.1, 5000) == RELEASE
+    p.cwnd.slow_start = False  # type: ignore[attr-defined]
+    assert p.decide(0.25, 6000) == Hold(0.26)
+    assert p.released_in_slow_start == 1  # type: ignore[attr-defined]
+    # the estimator the smartacking paper published has its own phase
+    fig1 = make_policy("piggyback", {"release_in_slow_start": "1", "estimator": "figure1"})
+    assert fig1.decide(0.1, 5000) == RELEASE
+    fig1.cwnd.past_ssthresh = True  # type: ignore[attr-defined]
+    assert fig1.decide(0.25, 6000) == Hold(0.26)
 
 
 def test_smartacking_subtracts_the_minimum_rtt() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from ackwise.hosts.policies import EveryD, PiggybackHold
 from ackwise.hosts.receiver import ReceiverFlow
+from ackwise.hosts.send_backlog import SendState
 from ackwise.twins.packets import ACK, CWR, ECE, FIN, PSH, TcpSegment
 
 MSS = 1448
@@ -288,14 +289,15 @@ def test_release_if_blocked_sends_a_pure_ack_at_once_while_the_hosts_data_waits(
     the contract keeps); while the host's data waits for its window the ACK leaves as the kernel
     sent it, otherwise it is held and reverse data may still carry it."""
     log: list[str] = []
-    readings = iter([False, False, True])  # at ack2 (after ack1), ack12, ack13
+    waiting, free = SendState(1448, 10, 10, 1448), SendState(0, 3, 10, 1448)
+    readings = iter([free, free, waiting])  # at ack2 (after ack1), ack12, ack13
     asked: list[int] = []
 
-    def window_limited() -> bool | None:
+    def send_state() -> SendState | None:
         asked.append(1)
         return next(readings)
 
-    flow = ReceiverFlow(PiggybackHold(hold_ms=40, release_if_blocked=True), window_limited=window_limited)
+    flow = ReceiverFlow(PiggybackHold(hold_ms=40, release_if_blocked=True), send_state=send_state)
     flow.on_outgoing(ack(1), Pkt("ack1", log), 0.0)  # the first ACK: the contract's, no reading
     assert asked == []
     flow.on_outgoing(ack(2), Pkt("ack2", log), 0.010)  # not blocked: held
@@ -314,7 +316,7 @@ def test_a_policy_that_reads_the_send_state_needs_a_reader() -> None:
     with pytest.raises(ValueError, match="give a reader"):
         ReceiverFlow(PiggybackHold(release_if_blocked=True))
     # without release_if_blocked a reader is not called at all
-    flow = ReceiverFlow(PiggybackHold(hold_ms=40), window_limited=lambda: pytest.fail("read"))
+    flow = ReceiverFlow(PiggybackHold(hold_ms=40), send_state=lambda: pytest.fail("read"))
     flow.on_outgoing(ack(1), Pkt("ack1", []), 0.0)
     flow.on_outgoing(ack(2), Pkt("ack2", []), 0.010)
     assert flow.held is not None

@@ -77,6 +77,9 @@ def test_unsent_bytes_of_a_blocked_sender_then_none_once_read(family: int, host:
             # peer reads nothing): not window-limited as the rule reads it, which counts only the
             # congestion window (the one the DSL client's uplink fills)
             assert blocked.in_flight_segments < blocked.cwnd_segments and not blocked.window_limited
+            # but it is backlogged: a 1 MB send buffer holds far more than a segment unsent, and
+            # the sending MSS is read (loopback's MTU gives more than Ethernet's 1448)
+            assert blocked.snd_mss_bytes >= 1448 and blocked.backlogged
             drain(receiver, written)
             deadline = time.monotonic() + 5
             while unsent() != 0 and time.monotonic() < deadline:
@@ -85,6 +88,7 @@ def test_unsent_bytes_of_a_blocked_sender_then_none_once_read(family: int, host:
             # the receiver's side of the same connection has written nothing
             mirror = reader.read(peer_port, sender.getsockname()[0], local_port)
             assert mirror is not None and mirror.unsent_bytes == 0 and not mirror.window_limited
+            assert not mirror.backlogged
             # a connection that is not there: unknown, not zero
             assert reader.read(local_port, peer_addr, peer_port + 1 if peer_port < 65535 else 1) is None
     finally:
@@ -127,7 +131,7 @@ class Msg(dict):  # type: ignore[type-arg]
 
 
 def info(unsent: int) -> dict[str, int]:
-    return {"tcpi_notsent_bytes": unsent, "tcpi_unacked": 3, "tcpi_snd_cwnd": 10}
+    return {"tcpi_notsent_bytes": unsent, "tcpi_unacked": 3, "tcpi_snd_cwnd": 10, "tcpi_snd_mss": 1448}
 
 
 def test_the_match_needs_local_port_remote_address_and_remote_port() -> None:
@@ -143,7 +147,7 @@ def test_the_match_needs_local_port_remote_address_and_remote_port() -> None:
         state = match_send_state(msgs, *args)  # type: ignore[arg-type]
         return None if state is None else state.unsent_bytes
 
-    assert match_send_state(msgs, 5001, "10.0.0.1", 40000) == SendState(11, 3, 10)
+    assert match_send_state(msgs, 5001, "10.0.0.1", 40000) == SendState(11, 3, 10, 1448)
     assert unsent(5001, "10.0.0.1", 40001) == 44
     assert unsent(5002, "10.0.0.1", 40001) == 33
     assert unsent(5001, "10.0.0.2", 40000) is None
