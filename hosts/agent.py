@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ackwise.hosts.kernel import NFQUEUE_PROC, parse_nfqueue_counters, set_quickack
-from ackwise.hosts.policies import Tack, make_policy
+from ackwise.hosts.policies import PiggybackHold, Tack, make_policy
 from ackwise.hosts.receiver import ReceiverFlow
 from ackwise.hosts.send_backlog import SendState, SendStateReader
 from ackwise.processes import run_daemon
@@ -233,11 +233,14 @@ def _policy_state(flow: ReceiverFlow) -> dict[str, Any]:
         "released_while_blocked",
         "released_while_backlogged",
         "released_in_slow_start",
+        "released_ack_path_queued",
         "released_state_unknown",
     )
     for name in ("d", "signals", "isat_s", "alpha", "bw_bytes_per_s", *counters):
         if hasattr(p, name):
             state[name] = getattr(p, name)
+    if isinstance(p, PiggybackHold):  # the ACK path's queue at the end, by the timestamps
+        state["ack_path_queue_s"] = p.ack_path.queue_s
     if isinstance(p, Tack):  # what set its ACK frequency at the end: RTTmin / beta or L MSS / bw
         state["ack_interval_s"] = p.interval()
     return state

@@ -51,6 +51,7 @@ class DataArrival:
     in_order: bool = True  # starts at the receiver's next expected byte
     beyond_gap: bool = False  # starts beyond the next expected byte: a hole below it
     ts_ecr: int | None = None  # the timestamp the sender echoed (None: no timestamps option)
+    ts_val: int | None = None  # the sender's own timestamp
     cwr: bool = False  # the sender says it reduced its window (answering ECE)
 
 

@@ -17,6 +17,8 @@ Policies and their sources:
                  (release_if_blocked: not while the host's own data waits for its window;
                  release_if_backlogged: not while a full segment of it is unsent;
                  release_in_slow_start: not while the sender is in slow start, by the estimate;
+                 release_if_ack_path_queued: not while the path back to the sender queues more
+                 than rtt_min, by the timestamps the sender echoes;
                  hold_ms=0: hold nothing, the agent's path alone)
 """
 
@@ -85,6 +87,37 @@ class RttEstimator:
     @property
     def rtt_min(self) -> float:
         return self.min_s if self.min_s is not None else DEFAULT_RTT_S
+
+
+@dataclass
+class AckPathQueue:
+    """How long the receiver's own packets queue on their way to the sender (the ACK path), from
+    the timestamps the sender's data carries: its TSval is the sender's clock when it sent the
+    segment, its TSecr our clock when we sent the segment it echoes, so TSval - TSecr is that
+    segment's one-way delay, plus the two clocks' constant offset, plus however long the sender
+    waited before sending. The first data segment echoing a new TSecr is the one the sender sent
+    when that segment of ours arrived (an ACK-clocked sender waits no longer), so only it is
+    taken; the smallest difference seen is the path without a queue. Both clocks tick in
+    milliseconds (Linux's; RFC 7323 allows other rates, which this does not detect). Checked
+    against the uplink queue simulated from a capture on the DSL path (docs/piggyback-guarded)."""
+
+    TICK_S: ClassVar[float] = 0.001
+    last_ts_ecr: int | None = None
+    base: int | None = None  # the first difference: the others are taken relative to it (serial)
+    min_relative: int | None = None
+    queue_s: float | None = None  # the latest estimate; None before the first sample
+
+    def sample(self, ts_val: int, ts_ecr: int) -> None:
+        if ts_ecr == self.last_ts_ecr:
+            return
+        self.last_ts_ecr = ts_ecr
+        difference = (ts_val - ts_ecr) % 2**32
+        if self.base is None:
+            self.base = difference
+        relative = seq_diff(difference, self.base)
+        if self.min_relative is None or relative < self.min_relative:
+            self.min_relative = relative
+        self.queue_s = (relative - self.min_relative) * self.TICK_S
 
 
 # ---- the policies ----
@@ -483,10 +516,24 @@ class PiggybackHold(AckPolicy):
     # made CUBIC's HyStart end slow start at cwnd 26 instead of 37 and cost the whole transfer
     # 0.845x (docs/piggyback-reading).
     release_in_slow_start: bool = False
+    # Hold only while the ACK path (this host to the sender) queues less than the path's minimum
+    # round trip (the receiver's rtt_min), by the timestamps the sender's data echoes
+    # (AckPathQueue): no reading of the connection, nothing of the sender's state. With a
+    # standing queue there, the pure ACKs the hold removes leave their places in it to the host's
+    # own data: on the DSL path at N = 700 the uplink's queue stood at 585-695 ms with the hold
+    # (20 packets of data) against 215-272 ms without it, whose pure ACKs made the reverse
+    # connection lose and cut earlier (docs/piggyback-guarded), and the download's ACKs wait
+    # behind it. The client then had less than a segment unsent at most of its pure ACKs
+    # (Nagle's algorithm sends a full segment as soon as one is written), so neither a backlog nor
+    # a full window shows it. Without the timestamps option, or before the first sample, the
+    # queue is unknown and nothing is held.
+    release_if_ack_path_queued: bool = False
+    ack_path: AckPathQueue = field(default_factory=AckPathQueue)
     send_state: SendState | None = None  # the latest reading (on_send_state)
     released_while_blocked: int = 0  # pure ACKs released at once: the host's data was window-limited
     released_while_backlogged: int = 0  # ... it had a full segment or more unsent
     released_in_slow_start: int = 0  # ... the sender was in slow start, by the estimate
+    released_ack_path_queued: int = 0  # ... the ACK path queued more than rtt_min (or unknown)
     released_state_unknown: int = 0  # ... or its connection could not be read (never held blind)
 
     def may_hold(self, sack: bool, ece: bool) -> bool:
@@ -498,11 +545,23 @@ class PiggybackHold(AckPolicy):
     def on_send_state(self, state: SendState | None) -> None:
         self.send_state = state
 
+    def on_data(self, ev: DataArrival) -> None:
+        super().on_data(ev)
+        if ev.ts_val is not None and ev.ts_ecr is not None:
+            self.ack_path.sample(ev.ts_val, ev.ts_ecr)
+
+    def ack_path_queued(self) -> bool:
+        queue_s = self.ack_path.queue_s
+        return queue_s is None or queue_s > self.rtt.rtt_min
+
     def decide(self, t: float, ack: int) -> Decision:
         if self.hold_ms == 0:
             return RELEASE
         if self.release_in_slow_start and self.cwnd.in_slow_start():
             self.released_in_slow_start += 1
+            return RELEASE
+        if self.release_if_ack_path_queued and self.ack_path_queued():
+            self.released_ack_path_queued += 1
             return RELEASE
         if self.reads_send_state():
             state = self.send_state
@@ -545,6 +604,7 @@ TUNABLE = (
     "release_if_blocked",
     "release_if_backlogged",
     "release_in_slow_start",
+    "release_if_ack_path_queued",
 )
 
 

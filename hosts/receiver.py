@@ -123,6 +123,7 @@ class ReceiverFlow:
                 in_order=in_order,
                 beyond_gap=beyond_gap,
                 ts_ecr=seg.ts_ecr,
+                ts_val=seg.ts_val,
                 # the sender has reduced its window in answer to our ECE (RFC 3168)
                 cwr=bool(seg.flags & CWR),
             )

@@ -186,6 +186,30 @@ def test_release_if_blocked_holds_only_while_the_clients_data_is_not_waiting(wri
         assert state["released_while_blocked"] > 0, (stats, state)
 
 
+@pytest.mark.parametrize("write_bytes", [100, 1400])
+def test_the_guarded_hold_holds_only_where_holding_is_free(write_bytes: int) -> None:
+    """The three guards (docs/piggyback-guarded): the agent releases at once while its own window
+    estimate says the server is in slow start (the connection's first pure ACKs are), while the
+    client has a full segment or more unsent (read from the kernel before each hold), and while
+    the uplink queues more than the path's round trip (by the timestamps the server echoes).
+    Writing 100 bytes back per read the client's data is application-limited and the uplink
+    mostly idle: past slow start ACKs are held and reverse data carries some. Writing 1400 into
+    a 64 kB send buffer over the 40 kB/s uplink, the data backs up in the socket and the uplink:
+    most ACKs leave at once. The policy releases for no other reason, the reader found the
+    connection every time, and the checks of run_hold hold."""
+    guards = {"release_if_backlogged": "1", "release_in_slow_start": "1", "release_if_ack_path_queued": "1"}
+    run = run_hold(guards, write_bytes=write_bytes)
+    state, stats = run.policy_state, run.stats
+    assert state["released_state_unknown"] == 0 and state["released_while_blocked"] == 0, state
+    assert state["released_in_slow_start"] > 0, (stats, state)
+    reasons = ("released_in_slow_start", "released_while_backlogged", "released_ack_path_queued")
+    assert stats["released_by_policy"] == sum(state[reason] for reason in reasons), (stats, state)
+    if write_bytes == 100:
+        assert stats["held"] > 0 and run.piggybacked > 0, (stats, state)
+    else:
+        assert stats["released_by_policy"] > stats["held"], (stats, state)
+
+
 def test_nflog_is_there() -> None:
     """The test above needs tcpdump's nflog interface (libpcap with netfilter support)."""
     out = subprocess.run(["tcpdump", "-D"], capture_output=True, text=True).stdout

@@ -1,9 +1,15 @@
-"""End-host ACK policies on synthetic event traces."""
+"""End-host ACK policies on synthetic event traces, and one recorded on the test bed."""
+
+import gzip
+import json
+from collections import deque
+from pathlib import Path
 
 import pytest
 
 from ackwise.hosts.policies import (
     RELEASE,
+    AckPathQueue,
     DataArrival,
     DynamicD,
     EveryD,
@@ -24,6 +30,7 @@ BACKLOG_OPEN_WINDOW = SendState(20_000, 8, 10, 1448)  # a backlog, an ACK has ju
 
 MSS = 1448
 ISN = 1000
+TRACES = Path(__file__).parent / "data" / "receiver-traces"
 
 
 def seq(k: int) -> int:
@@ -333,3 +340,79 @@ def test_smartacking_takes_one_rtt_sample_per_second_as_the_papers_keep_alive() 
     q.rtt.sample(0.1)
     q.rtt.sample(0.3)
     assert q.decision_rtt(0.5) == pytest.approx(q.rtt.srtt)
+
+
+def test_the_ack_path_queue_is_the_echoed_delay_above_its_minimum() -> None:
+    """TSval - TSecr of the first data segment echoing each new TSecr, minus the smallest seen,
+    in the 1 ms ticks of both ends; a segment echoing the same TSecr again was sent later for
+    another reason (it says nothing of our segment's trip) and is not taken."""
+    q = AckPathQueue()
+    assert q.queue_s is None
+    offset = 2**32 - 40  # the two clocks' offset: the difference wraps around
+    q.sample((1000 + offset + 30) % 2**32, 1000)  # our segment took 30 ms (and its queue)
+    assert q.queue_s == 0.0
+    q.sample((1010 + offset + 20) % 2**32, 1010)  # 20 ms: the smallest so far
+    assert q.queue_s == 0.0
+    q.sample((1020 + offset + 220) % 2**32, 1020)  # 200 ms above it
+    assert q.queue_s is not None and abs(q.queue_s - 0.200) < 1e-9
+    q.sample((1020 + offset + 900) % 2**32, 1020)  # the same TSecr again: not a sample
+    assert abs(q.queue_s - 0.200) < 1e-9
+    q.sample((1030 + offset + 25) % 2**32, 1030)
+    assert abs(q.queue_s - 0.005) < 1e-9
+
+
+def test_release_if_ack_path_queued_holds_only_while_the_path_back_queues_less_than_rtt_min() -> None:
+    p = make_policy("piggyback", {"hold_ms": "10", "release_if_ack_path_queued": "1"})
+    assert not p.reads_send_state()  # the timestamps only: no reading of the connection
+    p.rtt.sample(0.027)
+    assert p.decide(0.0, 1000) == RELEASE  # no sample yet: unknown, nothing held blind
+
+    def arrive(t: float, k: int, one_way_ms: int) -> None:
+        ecr = 5000 + k
+        p.on_data(DataArrival(t, seq(k), MSS, ts_ecr=ecr, ts_val=ecr + 7 + one_way_ms))
+
+    arrive(0.1, 1, 14)
+    arrive(0.2, 2, 30)  # 16 ms of queue: below the 27 ms round trip
+    assert p.decide(0.2, seq(3)) == Hold(pytest.approx(0.21))
+    arrive(0.3, 3, 60)  # 46 ms: above it
+    assert p.decide(0.3, seq(4)) == RELEASE
+    arrive(0.4, 4, 40)  # 26 ms
+    assert p.decide(0.4, seq(5)) == Hold(pytest.approx(0.41))
+    assert p.released_ack_path_queued == 2  # type: ignore[attr-defined]
+    # without the timestamps option there is no sample, and nothing is ever held
+    q = make_policy("piggyback", {"release_if_ack_path_queued": "1"})
+    q.on_data(DataArrival(0.1, seq(1), MSS))
+    assert q.decide(0.1, seq(2)) == RELEASE
+
+
+def test_the_ack_path_queue_follows_the_dsl_uplinks_queue_on_a_recorded_trace() -> None:
+    """A run on Shang and Wills' DSL path at N = 700 (receiver-traces/dsl-n700-ack-path.json.gz:
+    the client's segments before the uplink's queue, the server's data as it arrived). The truth:
+    the uplink as a drop-tail FIFO of 20 packets served at 320 kbit/s, fed with the recorded
+    segments, gives each segment of the client's its queueing delay; the estimate, taken when the
+    server's data echoes that segment's TSval, is compared with it (both above their minimum)."""
+    with gzip.open(TRACES / "dsl-n700-ack-path.json.gz", "rt") as f:
+        trace = json.load(f)
+    rate_bytes_per_s = trace["meta"]["uplink_rate_bps"] / 8
+    busy_until, in_queue, delay_by_tsval = 0.0, deque[float](), {}
+    for t, ts_val, size in trace["up"]:
+        while in_queue and in_queue[0] <= t:
+            in_queue.popleft()
+        if len(in_queue) >= trace["meta"]["uplink_buffer_pkts"]:
+            continue  # dropped at the queue's tail
+        busy_until = max(t, busy_until) + size / rate_bytes_per_s
+        in_queue.append(busy_until)
+        delay_by_tsval.setdefault(ts_val, busy_until - t)
+    q = AckPathQueue()
+    pairs = []
+    for _, ts_val, ts_ecr in trace["down"]:
+        new = ts_ecr != q.last_ts_ecr
+        q.sample(ts_val, ts_ecr)
+        if new and ts_ecr in delay_by_tsval:
+            pairs.append((q.queue_s, delay_by_tsval[ts_ecr]))
+    floor = min(true for _, true in pairs)
+    errors = sorted(abs(estimate - (true - floor)) for estimate, true in pairs)
+    assert len(pairs) > 200
+    assert max(true - floor for _, true in pairs) > 0.6  # the queue stood at 20 packets for seconds
+    assert errors[len(errors) // 2] < 0.002  # measured: 0.5 ms
+    assert errors[9 * len(errors) // 10] < 0.005  # measured: 1.1 ms
