@@ -310,12 +310,30 @@ def _no_data(ax: Axes, why: str) -> None:
     ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, color="#a00000", wrap=True)
 
 
+# Beyond this many characters an arm's label would make the right column wider than the axes
+# (piggyback-guarded's arms, 60-110 characters, left the axes a sliver 0.02 of the figure wide).
+LEGEND_BESIDE_MAX_CHARS = 40
+
+
 def _legend(fig: Figure, ax: Axes) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         # Centred in the right column: at its top it rose into a title longer than the axes
         # (constrained layout does not keep a figure legend and the suptitle apart).
-        fig.legend(handles, labels, loc="outside right center", fontsize=8, title="arm", title_fontsize=8)
+        if max(len(label) for label in labels) <= LEGEND_BESIDE_MAX_CHARS:
+            fig.legend(handles, labels, loc="outside right center", fontsize=8, title="arm", title_fontsize=8)
+            return
+        # Long labels below the axes, across their width: as the axes' own legend, which
+        # constrained layout counts with them, so the scale note (supxlabel) stays below it.
+        ax.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.2),
+            fontsize=8,
+            title="arm",
+            title_fontsize=8,
+        )
 
 
 def _step(data: FigureData) -> float:
