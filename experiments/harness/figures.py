@@ -149,7 +149,10 @@ class FigureData:
 
     @property
     def numeric_x(self) -> bool:
-        return all(_is_number(p.get("x")) for p in self.points)
+        # A single point is a category: a numeric axis around one value has no scale to read, and
+        # the arms spread about it came out as ticks "-0.04 ... 0.06" with "+3e2" beside them
+        # (piggyback-guarded/n300, N = 300 alone).
+        return len(self.points) > 1 and all(_is_number(p.get("x")) for p in self.points)
 
     def x_positions(self) -> list[float]:
         """Where each point sits on the x axis: its value, or its index for categorical points."""
